@@ -70,6 +70,9 @@ func (s *Spec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, o := range s.Ops {
+		if (o.Kind == KindCount || o.Kind == KindRollup) && s.Rollups < 1 {
+			return fmt.Errorf("job %s: rollup_groups must be positive", s.Name)
+		}
 		if seen[o.Name] {
 			return fmt.Errorf("job %s: operator %q twice", s.Name, o.Name)
 		}
@@ -124,7 +127,7 @@ type Range struct {
 }
 
 func (r Range) Contains(g KeyGroup) bool { return g >= r.Lo && g < r.Hi }
-func (r Range) String() string          { return fmt.Sprintf("[%d,%d)", r.Lo, r.Hi) }
+func (r Range) String() string           { return fmt.Sprintf("[%d,%d)", r.Lo, r.Hi) }
 
 // SplitRanges cuts the g key groups into n contiguous, near-equal ranges.
 func SplitRanges(g, n int) []Range {

@@ -24,7 +24,7 @@ func (r *Result) ID() ResultID { return ResultID{Op: r.Op, Key: r.Key, Window: r
 
 // ResultID is the identity of a result: (operator, key, window).
 type ResultID struct {
-	Op     string
-	Key    string
-	Window int64
+	Op     string `json:"op"`
+	Key    string `json:"key"`
+	Window int64  `json:"window"`
 }

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"spate/coord"
+	"spate/job"
+	"spate/traces"
+)
+
+// Main is `spate bench NAME [flags]`; it returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: spate bench throughput [--json] [--rounds N] [--duration D] [--nodes N]")
+		return 2
+	}
+	switch args[0] {
+	case "throughput":
+		return throughputMain(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "spate bench: unknown benchmark %q (have throughput)\n", args[0])
+	return 2
+}
+
+// Throughput is the result of `spate bench throughput`.
+type Throughput struct {
+	ClusterRPS float64   `json:"cluster_rps"`
+	OracleRPS  float64   `json:"oracle_rps"`
+	Ratio      float64   `json:"ratio"`
+	Cluster    []float64 `json:"cluster_rounds"`
+	Oracle     []float64 `json:"oracle_rounds"`
+	Verified   bool      `json:"verified"` // every cluster round passed verify
+}
+
+func throughputMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench throughput", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	rounds := fs.Int("rounds", 3, "rounds (each runs the cluster, then the oracle)")
+	dur := fs.Duration("duration", 8*time.Second, "cluster run time per round")
+	nodes := fs.Int("nodes", 4, "worker nodes")
+	source := fs.String("source", "gen:diurnal", "input")
+	keep := fs.String("data", "", "keep the run directories under this directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *rounds < 1 || *dur <= 0 || *nodes < 1 {
+		fmt.Fprintln(stderr, "spate bench throughput: --rounds, --duration and --nodes must be positive")
+		return 2
+	}
+	root := *keep
+	if root == "" {
+		tmp, err := os.MkdirTemp("", "spate-bench-")
+		if err != nil {
+			fmt.Fprintln(stderr, "spate bench:", err)
+			return 2
+		}
+		defer os.RemoveAll(tmp)
+		root = tmp
+	}
+	res := Throughput{Verified: true}
+	for i := range *rounds {
+		cfg := coord.DefaultConfig()
+		cfg.Nodes, cfg.Local, cfg.Rate, cfg.Duration, cfg.Source, cfg.Headless = *nodes, *nodes, 0, *dur, *source, true
+		cfg.Data = filepath.Join(root, fmt.Sprintf("round-%d", i+1))
+		if err := cfg.Validate(); err != nil {
+			fmt.Fprintln(stderr, "spate bench:", err)
+			return 2
+		}
+		crps, ri, err := clusterRound(cfg)
+		if err != nil {
+			fmt.Fprintln(stderr, "spate bench: cluster round:", err)
+			return 1
+		}
+		rep, err := coord.VerifyRun(cfg.Data)
+		if err != nil || !rep.OK() {
+			res.Verified = false
+			fmt.Fprintf(stderr, "spate bench: round %d did not verify: %v %v\n", i+1, rep.String(), err)
+		}
+		orps, err := oracleRound(ri)
+		if err != nil {
+			fmt.Fprintln(stderr, "spate bench: oracle round:", err)
+			return 1
+		}
+		res.Cluster = append(res.Cluster, crps)
+		res.Oracle = append(res.Oracle, orps)
+		if !*asJSON {
+			fmt.Fprintf(stdout, "round %d: cluster %s records/s, oracle %s records/s\n", i+1, si(crps), si(orps))
+		}
+	}
+	res.ClusterRPS, res.OracleRPS = median(res.Cluster), median(res.Oracle)
+	res.Ratio = res.ClusterRPS / res.OracleRPS
+	if *asJSON {
+		_ = json.NewEncoder(stdout).Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "throughput (%d nodes, %s, --rate 0, %v per round, %d rounds, medians):\n", *nodes, *source, *dur, *rounds)
+		fmt.Fprintf(stdout, "  cluster  %s records/s end to end\n  oracle   %s records/s in one process\n  ratio    %.3f\n", si(res.ClusterRPS), si(res.OracleRPS), res.Ratio)
+		if !res.Verified {
+			fmt.Fprintln(stdout, "  WARNING: a cluster round failed verification")
+		}
+	}
+	if !res.Verified {
+		return 1
+	}
+	return 0
+}
+
+// clusterRound runs one cluster and returns its end-to-end rate: records
+// read by the sources over the time from start to the last sink's drain.
+func clusterRound(cfg coord.Config) (float64, *coord.RunInfo, error) {
+	dir, err := coord.Up(context.Background(), cfg, coord.Options{})
+	if err != nil {
+		return 0, nil, err
+	}
+	ri, err := coord.ReadRunInfo(dir)
+	if err != nil {
+		return 0, nil, err
+	}
+	if ri.JobStart == nil || ri.Finished == nil {
+		return 0, nil, fmt.Errorf("%s: run did not finish", dir)
+	}
+	var n uint64
+	for _, v := range ri.Positions {
+		n += v
+	}
+	return float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds(), ri, nil
+}
+
+// oracleRound computes the same run's results in one process and returns
+// its rate on the same records.
+func oracleRound(ri *coord.RunInfo) (float64, error) {
+	src, err := traces.Open(ri.Config.Source, ri.Config.SourceOptions())
+	if err != nil {
+		return 0, err
+	}
+	n := src.Partitions()
+	readers := make([]job.Reader, n)
+	limits := make([]uint64, n)
+	var total uint64
+	for p := range n {
+		r, err := src.Open(p, 0)
+		if err != nil {
+			return 0, err
+		}
+		defer r.Close()
+		readers[p], limits[p] = r, ri.Positions[p]
+		total += limits[p]
+	}
+	start := time.Now()
+	if _, err := job.Oracle(&ri.Job, readers, limits); err != nil {
+		return 0, err
+	}
+	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func si(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

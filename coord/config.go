@@ -1,0 +1,166 @@
+package coord
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"spate/job"
+	"spate/traces"
+)
+
+// Config is everything `spate up` needs; run.json records it so that a run
+// can be reproduced and verified.
+type Config struct {
+	Nodes       int            `json:"nodes"`
+	Local       int            `json:"local"` // nodes spawned on this machine; the rest join
+	Job         string         `json:"job"`
+	Source      string         `json:"source"`
+	Rate        float64        `json:"rate"`
+	Speedup     float64        `json:"speedup"`
+	Keys        int            `json:"keys"`
+	Duration    time.Duration  `json:"duration"`
+	FT          string         `json:"ft"`
+	Interval    string         `json:"interval"`
+	Data        string         `json:"data"`
+	Events      string         `json:"events,omitempty"`
+	Seed        int64          `json:"seed"`
+	Script      string         `json:"script,omitempty"`
+	Headless    bool           `json:"headless"`
+	Parallelism map[string]int `json:"parallelism"`
+	Window      time.Duration  `json:"window"`
+	Lateness    time.Duration  `json:"lateness"`
+	Timeout     time.Duration  `json:"timeout"` // failure-detection timeout
+	Heartbeat   time.Duration  `json:"heartbeat"`
+	Listen      string         `json:"listen"`
+	FlushMs     int            `json:"flush_ms"`
+}
+
+// DefaultConfig returns the defaults of `spate up`.
+func DefaultConfig() Config {
+	return Config{
+		Nodes: 4, Local: -1, Job: "windowcount", Source: "gen:diurnal", Rate: 100000, Speedup: 1,
+		Keys: traces.DefaultKeys, FT: "spate", Interval: "1s", Seed: 1,
+		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
+		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
+		Listen: "127.0.0.1:0", FlushMs: 5,
+	}
+}
+
+// ErrUsage marks an error in the command line (exit code 2).
+var ErrUsage = errors.New("usage")
+
+// ParseUp parses the flags of `spate up`.
+func ParseUp(args []string, stderr io.Writer) (Config, error) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "number of worker nodes")
+	fs.IntVar(&c.Local, "local", c.Local, "nodes to spawn on this machine (default: all); the others join with `spate node --join`")
+	fs.StringVar(&c.Job, "job", c.Job, "job to run (windowcount)")
+	fs.StringVar(&c.Source, "source", c.Source, "input: gen:diurnal, gen:constant, trace:PATH?time=COL&key=COL[&value=COL], rate:PATH")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "records/s of the generator (0 = as fast as possible)")
+	fs.Float64Var(&c.Speedup, "speedup", c.Speedup, "trace time compression (2 = twice as fast as recorded)")
+	fs.IntVar(&c.Keys, "keys", c.Keys, "distinct keys of the generator")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "run time (0 = until a finite source ends, or Ctrl-C)")
+	fs.StringVar(&c.FT, "ft", c.FT, "fault tolerance: spate, global or none")
+	fs.StringVar(&c.Interval, "interval", c.Interval, "checkpoint interval: auto or a duration")
+	fs.StringVar(&c.Data, "data", c.Data, "run directory (default ./spate-data/RUN-ID)")
+	fs.StringVar(&c.Events, "events", c.Events, "also write the events as JSON lines to this file")
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the generator and of every random choice")
+	fs.StringVar(&c.Script, "script", c.Script, "chaos scenario to run against the cluster")
+	fs.BoolVar(&c.Headless, "headless", c.Headless, "print events instead of the dashboard")
+	par := fs.String("parallelism", "", "per-operator parallelism, e.g. source=2,count=4")
+	fs.DurationVar(&c.Window, "window", c.Window, "tumbling window size (event time)")
+	fs.DurationVar(&c.Lateness, "lateness", c.Lateness, "allowed out-of-orderness of a source partition")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "failure-detection timeout")
+	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
+	if err := fs.Parse(args); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: up: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if *par != "" {
+		for _, kv := range strings.Split(*par, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 1 {
+				return c, fmt.Errorf("%w: --parallelism: %q: want OP=N with N >= 1", ErrUsage, kv)
+			}
+			c.Parallelism[strings.TrimSpace(k)] = n
+		}
+	}
+	if c.Local < 0 {
+		c.Local = c.Nodes
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration; errors name the flag.
+func (c *Config) Validate() error {
+	bad := func(flag, format string, args ...any) error {
+		return fmt.Errorf("%w: --%s: %s", ErrUsage, flag, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Nodes < 1 || c.Nodes > 64:
+		return bad("nodes", "%d out of range 1..64", c.Nodes)
+	case c.Local < 0 || c.Local > c.Nodes:
+		return bad("local", "%d out of range 0..%d", c.Local, c.Nodes)
+	case c.Job != "windowcount":
+		return bad("job", "unknown job %q (have windowcount)", c.Job)
+	case c.Rate < 0:
+		return bad("rate", "must not be negative")
+	case c.Speedup <= 0:
+		return bad("speedup", "must be positive")
+	case c.Keys < 1:
+		return bad("keys", "must be at least 1")
+	case c.Duration < 0:
+		return bad("duration", "must not be negative")
+	case c.FT != "spate" && c.FT != "global" && c.FT != "none":
+		return bad("ft", "%q: want spate, global or none", c.FT)
+	case c.Window < time.Millisecond:
+		return bad("window", "must be at least 1ms")
+	case c.Lateness < 0:
+		return bad("lateness", "must not be negative")
+	case c.Timeout < 10*time.Millisecond:
+		return bad("timeout", "must be at least 10ms")
+	case c.Heartbeat <= 0 || c.Heartbeat >= c.Timeout:
+		return bad("heartbeat", "must be positive and shorter than --timeout")
+	}
+	if c.Interval != "auto" {
+		if d, err := time.ParseDuration(c.Interval); err != nil || d <= 0 {
+			return bad("interval", "%q: want auto or a positive duration", c.Interval)
+		}
+	}
+	for op := range c.Parallelism {
+		if op != "source" && op != "count" && op != "rollup" && op != "sink" {
+			return bad("parallelism", "unknown operator %q (have source, count, rollup, sink)", op)
+		}
+	}
+	spec := c.Spec()
+	if err := spec.Validate(); err != nil {
+		return bad("parallelism", "%v", err)
+	}
+	return nil
+}
+
+// Spec is the job the configuration runs.
+func (c *Config) Spec() job.Spec {
+	return job.WindowCount(c.Parallelism, c.Window.Milliseconds(), c.Lateness.Milliseconds())
+}
+
+// SourceOptions are the options the source is opened with.
+func (c *Config) SourceOptions() traces.Options {
+	return traces.Options{Seed: c.Seed, Rate: c.Rate, Keys: c.Keys, Partitions: c.Spec().Ops[0].Parallelism, Speedup: c.Speedup}
+}
+
+// Paced reports whether sources follow event time, at --speedup times the
+// recorded pace (a generator's event time runs at --rate). --rate 0 runs
+// every source as fast as possible.
+func (c *Config) Paced() bool { return c.Rate > 0 }

@@ -1,0 +1,787 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"spate/events"
+	"spate/job"
+	"spate/traces"
+	"spate/wire"
+)
+
+// Options are the parts of a coordinator that tests replace.
+type Options struct {
+	Transport wire.Transport // nil: TCP
+	// Spawn starts a local node process; nil re-executes this binary as
+	// `spate node`. It returns a handle whose Wait reports the exit.
+	Spawn func(name, coordAddr, token, logPath string) (Process, error)
+	Now   func() time.Time
+	Out   io.Writer // headless event lines; nil: discard
+}
+
+// Process is a spawned node process.
+type Process interface {
+	Pid() int
+	Wait() error
+	Kill() error
+}
+
+// nodeState is the coordinator's view of a node.
+type nodeState struct {
+	name     string
+	pid      int
+	listen   string
+	sess     *yamux.Session
+	ctl      *wire.Writer
+	ctlMu    sync.Mutex
+	lastBeat time.Time
+	state    string // joined, ready, lost, exited
+	proc     Process
+	stats    map[job.InstanceID]wire.InstanceStats
+}
+
+func (n *nodeState) send(m wire.Control) error {
+	n.ctlMu.Lock()
+	defer n.ctlMu.Unlock()
+	if n.ctl == nil {
+		return errors.New("no control stream")
+	}
+	if err := n.ctl.WriteJSON(wire.TControl, m); err != nil {
+		return err
+	}
+	return n.ctl.Flush()
+}
+
+// nodeMsg is what a node's reader goroutine hands the event loop.
+type nodeMsg struct {
+	node *nodeState
+	hb   *wire.Heartbeat
+	ctl  *wire.Control
+	err  error // the control stream ended
+}
+
+// Coordinator runs one job on a cluster. Its event loop (Run) owns all
+// state; other goroutines talk to it through channels.
+type Coordinator struct {
+	cfg   Config
+	opt   Options
+	dir   string
+	run   string
+	token string
+	spec  job.Spec
+	bus   *events.Bus
+	info  RunInfo
+
+	joinc chan *nodeState
+	msgc  chan nodeMsg
+	exitc chan string // names of node processes that exited
+
+	nodes    map[string]*nodeState
+	order    []string
+	plan     *wire.Deploy
+	placeOf  map[job.InstanceID]*wire.Placement
+	done     map[job.InstanceID]*wire.Done
+	lost     map[job.InstanceID]bool
+	started  bool
+	draining bool
+	nextName int
+
+	lastIn, lastOut uint64
+	lastTick        time.Time
+}
+
+// Up runs `spate up` with cfg until the job drains. It returns the run
+// directory.
+func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
+	if opt.Transport == nil {
+		opt.Transport = wire.TCP{}
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Out == nil {
+		opt.Out = io.Discard
+	}
+	if opt.Spawn == nil {
+		opt.Spawn = spawnSelf
+	}
+	// Open the source once here, so that a bad spec or an unreadable trace
+	// fails before any process starts.
+	src, err := traces.Open(cfg.Source, cfg.SourceOptions())
+	if err != nil {
+		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
+	}
+	if err := checkSource(src); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: NewToken(),
+		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
+		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{}}
+	c.run = NewRunID(opt.Now())
+	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
+	if err != nil {
+		return "", fmt.Errorf("run directory: %w", err)
+	}
+	c.bus = events.NewBus(opt.Now)
+	logDone, err := c.startLogs()
+	if err != nil {
+		return c.dir, err
+	}
+	defer func() {
+		c.bus.Close()
+		if lerr := logDone(); err == nil && lerr != nil {
+			err = lerr
+		}
+	}()
+	err = c.serve(ctx)
+	return c.dir, err
+}
+
+// checkSource reads a finite source once to the end, so that a malformed
+// line is reported (FILE:LINE) before the run starts.
+func checkSource(src traces.Source) error {
+	if !src.Finite() {
+		return nil
+	}
+	for p := range src.Partitions() {
+		r, err := src.Open(p, 0)
+		if err != nil {
+			return err
+		}
+		for {
+			_, ok, err := r.Next()
+			if err != nil {
+				r.Close()
+				return err
+			}
+			if !ok {
+				break
+			}
+		}
+		r.Close()
+	}
+	return nil
+}
+
+// startLogs subscribes the JSON-lines log(s) and the headless printer.
+func (c *Coordinator) startLogs() (wait func() error, err error) {
+	var files []*os.File
+	f, err := os.Create(filepath.Join(c.dir, "events.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, f)
+	if c.cfg.Events != "" {
+		g, err := os.Create(c.cfg.Events)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--events: %w", err)
+		}
+		files = append(files, g)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(files)+1)
+	for i, f := range files {
+		sub := c.bus.Subscribe(1024, false)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = events.WriteJSONL(f, sub)
+			if cerr := f.Close(); errs[i] == nil {
+				errs[i] = cerr
+			}
+		}()
+	}
+	pr := c.bus.Subscribe(4096, true)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for e := range pr.C {
+			fmt.Fprintln(c.opt.Out, e.Line())
+		}
+		if d := pr.Dropped(); d > 0 {
+			fmt.Fprintf(c.opt.Out, "(%d events not printed: the terminal was too slow; all are in events.jsonl)\n", d)
+		}
+	}()
+	return func() error { wg.Wait(); return errors.Join(errs...) }, nil
+}
+
+func (c *Coordinator) emit(kind events.Kind, node, inst string, fields map[string]any, format string, args ...any) {
+	c.bus.Publish(events.Event{Kind: kind, Node: node, Instance: inst, Text: fmt.Sprintf(format, args...), Fields: fields})
+}
+
+// serve is the coordinator's life: listen, spawn, deploy, run, drain, stop.
+func (c *Coordinator) serve(ctx context.Context) error {
+	ln, err := c.opt.Transport.Listen(c.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", c.cfg.Listen, err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	c.info = RunInfo{Run: c.run, Started: c.opt.Now(), Config: c.cfg, Job: c.spec, Coord: addr}
+	if err := WriteRunInfo(c.dir, &c.info); err != nil {
+		return err
+	}
+	c.emit(events.RunStarted, "", "", map[string]any{"dir": c.dir, "coord": addr},
+		"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
+	if c.cfg.Local < c.cfg.Nodes {
+		c.emit(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
+			c.cfg.Nodes-c.cfg.Local, addr, filepath.Join(c.dir, "token"))
+	}
+	lctx, lcancel := context.WithCancel(context.Background())
+	defer lcancel()
+	go c.acceptLoop(lctx, ln)
+
+	for i := 1; i <= c.cfg.Local; i++ {
+		name := fmt.Sprintf("n%d", i)
+		proc, err := c.opt.Spawn(name, addr, c.token, filepath.Join(c.dir, "logs", name+".log"))
+		if err != nil {
+			c.stopNodes()
+			return fmt.Errorf("spawn node %s: %w", name, err)
+		}
+		ns := &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+		c.nodes[name] = ns
+		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
+		go func() { _ = proc.Wait(); c.exitc <- name }()
+	}
+	c.nextName = c.cfg.Local + 1
+	err = c.loop(ctx)
+	c.stopNodes()
+	return err
+}
+
+// acceptLoop authenticates nodes and hands them to the event loop.
+func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			h, err := wire.ServerHandshake(conn, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
+				if h.Token != c.token {
+					return wire.Welcome{}, errors.New("bad token")
+				}
+				if h.Role != wire.RoleNode {
+					return wire.Welcome{}, fmt.Errorf("role %q: only nodes connect here", h.Role)
+				}
+				name := h.Node
+				if name == "" {
+					name = "pending"
+				}
+				return wire.Welcome{Node: name, Run: c.run}, nil
+			})
+			if err != nil {
+				c.emit(events.NodeRefused, "", "", map[string]any{"remote": conn.RemoteAddr().String()},
+					"refused connection from %s: %v", conn.RemoteAddr(), err)
+				conn.Close()
+				return
+			}
+			sess, err := yamux.Server(conn, wire.YamuxConfig())
+			if err != nil {
+				conn.Close()
+				return
+			}
+			st, err := sess.AcceptStream()
+			if err != nil {
+				sess.Close()
+				return
+			}
+			ns := &nodeState{name: h.Node, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
+			select {
+			case c.joinc <- ns:
+			case <-ctx.Done():
+				sess.Close()
+				return
+			}
+			c.readNode(ns, st)
+		}()
+	}
+}
+
+// readNode forwards a node's control stream to the event loop.
+func (c *Coordinator) readNode(ns *nodeState, st net.Conn) {
+	r := wire.NewReader(st, 0)
+	for {
+		t, p, err := r.ReadFrame()
+		if err == nil {
+			switch t {
+			case wire.THeartbeat:
+				var hb wire.Heartbeat
+				if err = wire.DecodeJSON(t, p, &hb); err == nil {
+					c.msgc <- nodeMsg{node: ns, hb: &hb}
+					continue
+				}
+			case wire.TControl:
+				var m wire.Control
+				if err = wire.DecodeJSON(t, p, &m); err == nil {
+					c.msgc <- nodeMsg{node: ns, ctl: &m}
+					continue
+				}
+			default:
+				err = fmt.Errorf("unexpected %v frame on the control stream", t)
+			}
+		}
+		c.msgc <- nodeMsg{node: ns, err: err}
+		return
+	}
+}
+
+// loop is the event loop. It returns when the job has drained (or could not run).
+func (c *Coordinator) loop(ctx context.Context) error {
+	tick := time.NewTicker(c.cfg.Heartbeat)
+	defer tick.Stop()
+	var durc <-chan time.Time
+	joinDeadline := time.NewTimer(30 * time.Second)
+	defer joinDeadline.Stop()
+	if c.cfg.Local < c.cfg.Nodes {
+		joinDeadline.Stop() // remote nodes may take as long as they take
+	}
+	sigc := ctx.Done()
+	ready := map[string]bool{}
+	var finishDeadline <-chan time.Time
+	for {
+		select {
+		case ns := <-c.joinc:
+			if err := c.join(ns); err != nil {
+				c.emit(events.NodeRefused, ns.name, "", nil, "%v", err)
+				ns.sess.Close()
+				continue
+			}
+			if c.plan == nil && c.joined() == c.cfg.Nodes {
+				if err := c.deploy(); err != nil {
+					return err
+				}
+			}
+		case m := <-c.msgc:
+			switch {
+			case m.err != nil:
+				c.nodeLost(m.node, fmt.Sprintf("control stream ended: %v", m.err))
+			case m.hb != nil:
+				c.heartbeat(m.node, m.hb)
+			case m.ctl != nil:
+				switch m.ctl.Kind {
+				case wire.CtlReady:
+					if m.ctl.Error != "" {
+						return fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
+					}
+					ready[m.node.name] = true
+					m.node.state = "ready"
+					if len(ready) == c.cfg.Nodes && !c.started {
+						c.start()
+						if c.cfg.Duration > 0 {
+							durc = time.After(c.cfg.Duration)
+						}
+					}
+				case wire.CtlDone:
+					c.instanceDone(m.node, m.ctl.Done)
+				case wire.CtlEvent:
+					e := m.ctl.Event
+					if e != nil {
+						c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
+					}
+				}
+			}
+		case name := <-c.exitc:
+			ns := c.nodes[name]
+			if ns.state != "lost" && ns.state != "exited" && !c.finished() {
+				c.nodeLost(ns, "process exited")
+			}
+			ns.state = "exited"
+			c.emit(events.NodeExited, ns.name, "", nil, "node %s exited", ns.name)
+		case <-tick.C:
+			c.checkHeartbeats()
+			c.throughput()
+		case <-joinDeadline.C:
+			if c.plan == nil {
+				return fmt.Errorf("only %d of %d nodes joined within 30s (see %s)", c.joined(), c.cfg.Nodes, filepath.Join(c.dir, "logs"))
+			}
+		case <-durc:
+			durc = nil
+			c.drain("duration reached")
+		case <-sigc:
+			sigc = nil
+			if !c.started {
+				return errors.New("interrupted before the job started")
+			}
+			c.drain("interrupted")
+			finishDeadline = time.After(30 * time.Second)
+		case <-finishDeadline:
+			return errors.New("drain did not finish within 30s after the interrupt")
+		}
+		if c.started && c.finished() {
+			return c.finish()
+		}
+	}
+}
+
+func (c *Coordinator) joined() int {
+	n := 0
+	for _, ns := range c.nodes {
+		if ns.sess != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// join registers an authenticated node.
+func (c *Coordinator) join(ns *nodeState) error {
+	if c.plan != nil {
+		return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
+	}
+	if ns.name == "" || ns.name == "pending" {
+		ns.name = fmt.Sprintf("n%d", c.nextName)
+		c.nextName++
+	}
+	old := c.nodes[ns.name]
+	switch {
+	case old == nil && c.joined() >= c.cfg.Nodes:
+		return fmt.Errorf("node %q: the cluster already has %d nodes", ns.name, c.cfg.Nodes)
+	case old != nil && old.sess != nil:
+		return fmt.Errorf("node %q is already connected", ns.name)
+	case old != nil:
+		ns.proc = old.proc
+	}
+	ns.state, ns.lastBeat = "joined", c.opt.Now()
+	c.nodes[ns.name] = ns
+	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
+	return nil
+}
+
+// deploy places every instance and sends the plan.
+func (c *Coordinator) deploy() error {
+	c.order = c.order[:0]
+	addrs := map[string]string{}
+	for name, ns := range c.nodes {
+		c.order = append(c.order, name)
+		addrs[name] = ns.listen
+	}
+	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
+	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
+		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
+	d.Instances = Place(&c.spec, c.order)
+	c.plan = d
+	for i := range d.Instances {
+		p := &d.Instances[i]
+		c.placeOf[p.ID] = p
+		what := fmt.Sprintf("key groups %v", p.Ranges)
+		if p.Partitions != nil {
+			what = fmt.Sprintf("partitions %v", p.Partitions)
+		}
+		c.emit(events.InstancePlaced, p.Node, string(p.ID), map[string]any{"op": p.Op, "ranges": p.Ranges, "partitions": p.Partitions},
+			"%s placed on %s: %s", p.ID, p.Node, what)
+	}
+	for _, name := range c.order {
+		if err := c.nodes[name].send(wire.Control{Kind: wire.CtlDeploy, Deploy: d}); err != nil {
+			return fmt.Errorf("deploy to %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Place spreads the instances of spec over nodes round-robin, operator after
+// operator, so neighbouring operators land on different nodes. Keyed
+// operators get contiguous key-group ranges; source instance i reads
+// partition i.
+func Place(spec *job.Spec, nodes []string) []wire.Placement {
+	var out []wire.Placement
+	k := 0
+	for _, op := range spec.Ops {
+		var ranges []job.Range
+		if op.Kind != job.KindSource {
+			ranges = job.SplitRanges(spec.Groups, op.Parallelism)
+		}
+		for i := range op.Parallelism {
+			p := wire.Placement{ID: job.MakeInstanceID(op.Name, i), Op: op.Name, Index: i, Node: nodes[k%len(nodes)], Gen: 1}
+			if op.Kind == job.KindSource {
+				p.Partitions = []int{i}
+			} else {
+				p.Ranges = []job.Range{ranges[i]}
+			}
+			out = append(out, p)
+			k++
+		}
+	}
+	return out
+}
+
+// nodeLess orders node names n1 < n2 < n10.
+func nodeLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func (c *Coordinator) start() {
+	c.started = true
+	c.lastTick = c.opt.Now()
+	started := c.lastTick
+	c.info.JobStart = &started
+	for _, name := range c.order {
+		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlStart})
+	}
+	c.emit(events.JobStarted, "", "", nil, "job %s started: %d instances on %d nodes", c.spec.Name, len(c.plan.Instances), len(c.order))
+}
+
+func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat) {
+	if ns.state == "lost" {
+		return // a zombie: its word no longer counts
+	}
+	ns.lastBeat = c.opt.Now()
+	if ns.stats == nil {
+		ns.stats = map[job.InstanceID]wire.InstanceStats{}
+	}
+	for _, s := range hb.Instances {
+		ns.stats[s.ID] = s
+	}
+}
+
+func (c *Coordinator) checkHeartbeats() {
+	now := c.opt.Now()
+	for _, name := range c.order {
+		ns := c.nodes[name]
+		if ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+			continue
+		}
+		if gap := now.Sub(ns.lastBeat); gap > c.cfg.Timeout {
+			c.nodeLost(ns, fmt.Sprintf("no heartbeat for %v", gap.Round(time.Millisecond)))
+		}
+	}
+}
+
+// nodeLost marks a node dead. Recovery is not part of this milestone: its
+// instances are reported lost, and their downstreams treat their streams as
+// ended, so the job still drains and verify reports what is missing.
+func (c *Coordinator) nodeLost(ns *nodeState, why string) {
+	if ns.state == "lost" || ns.state == "exited" {
+		return
+	}
+	if c.finished() {
+		ns.state = "exited"
+		return
+	}
+	ns.state = "lost"
+	if ns.sess != nil {
+		ns.sess.Close()
+	}
+	var ids []job.InstanceID
+	if c.plan != nil {
+		for _, p := range c.plan.Instances {
+			if p.Node == ns.name && c.done[p.ID] == nil {
+				ids = append(ids, p.ID)
+				c.lost[p.ID] = true
+			}
+		}
+	}
+	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+		"node %s lost: %s; instances %v lost (no recovery with --ft %s in this version)", ns.name, why, ids, c.cfg.FT)
+	for _, name := range c.order {
+		if other := c.nodes[name]; other != ns && other.state != "lost" && other.state != "exited" && len(ids) > 0 {
+			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})
+		}
+	}
+}
+
+func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
+	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil {
+		return
+	}
+	c.done[d.Instance] = d
+	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
+		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+}
+
+func (c *Coordinator) finished() bool {
+	if c.plan == nil {
+		return false
+	}
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] == nil && !c.lost[p.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Coordinator) drain(why string) {
+	if c.draining {
+		return
+	}
+	c.draining = true
+	c.emit(events.DrainStarted, "", "", nil, "draining (%s): sources stop, every open window fires, sinks flush", why)
+	for _, name := range c.order {
+		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+			_ = ns.send(wire.Control{Kind: wire.CtlDrain})
+		}
+	}
+}
+
+// throughput reports the job's rates about once a second.
+func (c *Coordinator) throughput() {
+	now := c.opt.Now()
+	if !c.started || now.Sub(c.lastTick) < time.Second {
+		return
+	}
+	var in, out uint64
+	wm := int64(job.MaxWatermark)
+	for _, ns := range c.nodes {
+		for id, s := range ns.stats {
+			switch c.placeOf[id].Op {
+			case "source":
+				in += s.In
+			case "sink":
+				out += s.In
+				wm = min(wm, s.Watermark)
+			}
+		}
+	}
+	dt := now.Sub(c.lastTick).Seconds()
+	rin, rout := float64(in-c.lastIn)/dt, float64(out-c.lastOut)/dt
+	c.lastIn, c.lastOut, c.lastTick = in, out, now
+	wmText := "none yet"
+	if wm != job.NoWatermark && wm != job.MaxWatermark {
+		wmText = fmt.Sprintf("%.1fs", float64(wm)/1000)
+	}
+	c.emit(events.Throughput, "", "", map[string]any{"in_rps": rin, "out_rps": rout, "in": in, "out": out, "watermark": wm},
+		"%s records/s in, %s results/s out (total %s in); sink watermark %s", human(rin), human(rout), human(float64(in)), wmText)
+}
+
+func human(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// finish records the final source positions, stops the nodes and reports.
+func (c *Coordinator) finish() error {
+	c.info.Positions = map[int]uint64{}
+	c.info.Complete = true
+	for _, p := range c.plan.Instances {
+		if p.Op != c.spec.Ops[0].Name {
+			continue
+		}
+		if d := c.done[p.ID]; d != nil {
+			for k, v := range d.Positions {
+				c.info.Positions[k] = v
+			}
+			continue
+		}
+		c.info.Complete = false // a lost source: its last reported position
+		if ns := c.nodes[p.Node]; ns != nil {
+			for k, v := range ns.stats[p.ID].Positions {
+				c.info.Positions[k] = v
+			}
+		}
+	}
+	now := c.opt.Now()
+	c.info.Finished = &now
+	if err := WriteRunInfo(c.dir, &c.info); err != nil {
+		return err
+	}
+	var lost []string
+	for id := range c.lost {
+		lost = append(lost, string(id))
+	}
+	sort.Strings(lost)
+	var total uint64
+	for _, v := range c.info.Positions {
+		total += v
+	}
+	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, filepath.Join(c.dir, "output"), c.dir)
+	if len(lost) > 0 {
+		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
+	}
+	c.emit(events.RunFinished, "", "", map[string]any{"records": total, "lost": lost}, "%s", msg)
+	return nil
+}
+
+// stopNodes tells every node to stop and waits for the local processes.
+func (c *Coordinator) stopNodes() {
+	for _, ns := range c.nodes {
+		if ns.sess != nil && ns.state != "lost" {
+			_ = ns.send(wire.Control{Kind: wire.CtlStop})
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		alive := 0
+		for _, ns := range c.nodes {
+			if ns.proc != nil && ns.state != "exited" {
+				alive++
+			}
+		}
+		if alive == 0 {
+			break
+		}
+		select {
+		case name := <-c.exitc:
+			c.nodes[name].state = "exited"
+		case m := <-c.msgc:
+			_ = m
+		case <-deadline:
+			for _, ns := range c.nodes {
+				if ns.proc != nil && ns.state != "exited" {
+					_ = ns.proc.Kill()
+					ns.state = "exited"
+				}
+			}
+		}
+	}
+	for _, ns := range c.nodes {
+		if ns.sess != nil {
+			ns.sess.Close()
+		}
+	}
+}
+
+// execProcess is a spawned node process.
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) Pid() int    { return p.cmd.Process.Pid }
+func (p execProcess) Wait() error { return p.cmd.Wait() }
+func (p execProcess) Kill() error { return p.cmd.Process.Kill() }
+
+// spawnSelf re-executes this binary as `spate node`.
+func spawnSelf(name, coordAddr, token, logPath string) (Process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "node", "--name", name, "--coord", coordAddr)
+	cmd.Env = append(os.Environ(), "SPATE_TOKEN="+token)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a Ctrl-C at the terminal reaches the
+	// coordinator only, which then drains the nodes in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	logf.Close()
+	return execProcess{cmd}, nil
+}

@@ -1,0 +1,158 @@
+package coord
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"spate/job"
+)
+
+// DefaultRoot is where run directories go unless --data says otherwise.
+const DefaultRoot = "spate-data"
+
+// RunInfo is run.json: the resolved configuration and, once the run has
+// drained, how far each source partition was read. Together they fix the
+// oracle's input exactly.
+type RunInfo struct {
+	Run       string         `json:"run"`
+	Started   time.Time      `json:"started"`
+	JobStart  *time.Time     `json:"job_started,omitempty"` // sources began
+	Finished  *time.Time     `json:"finished,omitempty"`    // every instance drained
+	Config    Config         `json:"config"`
+	Job       job.Spec       `json:"job"`
+	Coord     string         `json:"coord,omitempty"` // the coordinator's address
+	Positions map[int]uint64 `json:"positions,omitempty"`
+	Complete  bool           `json:"complete"` // every source partition reported its final position
+}
+
+// NewRunID returns a fresh run id: time plus random suffix.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// NewToken returns a fresh cluster token.
+func NewToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// CreateRunDir makes the run directory (and, for the default location, the
+// spate-data/latest link) and writes the token.
+func CreateRunDir(dir, run, token string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(DefaultRoot, run)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		link := filepath.Join(DefaultRoot, "latest")
+		_ = os.Remove(link)
+		_ = os.Symlink(run, link)
+	}
+	for _, sub := range []string{"", "output", "logs", "checkpoints"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// WriteFileAtomic writes data to a temporary name, syncs it and renames it
+// over path.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// WriteRunInfo writes run.json atomically.
+func WriteRunInfo(dir string, ri *RunInfo) error {
+	b, err := json.MarshalIndent(ri, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
+}
+
+// ReadRunInfo reads DIR/run.json; errors name the file.
+func ReadRunInfo(dir string) (*RunInfo, error) {
+	path := filepath.Join(dir, "run.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no run.json: not a run directory", dir)
+		}
+		return nil, err
+	}
+	var ri RunInfo
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := ri.Job.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: job: %v", path, err)
+	}
+	return &ri, nil
+}
+
+// ResolveDataDir finds the run directory of a command that acts on a run:
+// --data if given, else the newest run (spate-data/latest).
+func ResolveDataDir(data string) (string, error) {
+	if data != "" {
+		return data, nil
+	}
+	link := filepath.Join(DefaultRoot, "latest")
+	target, err := os.Readlink(link)
+	if err != nil {
+		return "", fmt.Errorf("no --data given and no %s: start a run with `spate up` first", link)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(DefaultRoot, target)
+	}
+	return target, nil
+}
+
+// ReadToken reads the cluster token of a run directory.
+func ReadToken(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s, nil
+}

@@ -1,0 +1,109 @@
+package coord
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"spate/job"
+	"spate/traces"
+)
+
+// VerifyRun recomputes the expected results of the run in dir with the
+// in-process oracle and compares them with the sink's output.
+func VerifyRun(dir string) (job.Report, error) {
+	ri, err := ReadRunInfo(dir)
+	if err != nil {
+		return job.Report{}, err
+	}
+	if ri.Finished == nil {
+		return job.Report{}, fmt.Errorf("%s: the run has not finished (run.json has no final source positions)", dir)
+	}
+	src, err := traces.Open(ri.Config.Source, ri.Config.SourceOptions())
+	if err != nil {
+		return job.Report{}, fmt.Errorf("%s: source: %v", filepath.Join(dir, "run.json"), err)
+	}
+	n := src.Partitions()
+	readers := make([]job.Reader, n)
+	limits := make([]uint64, n)
+	for p := range n {
+		r, err := src.Open(p, 0)
+		if err != nil {
+			return job.Report{}, err
+		}
+		defer r.Close()
+		readers[p] = r
+		limits[p] = ri.Positions[p]
+	}
+	want, err := job.Oracle(&ri.Job, readers, limits)
+	if err != nil {
+		return job.Report{}, fmt.Errorf("oracle: %w", err)
+	}
+	got, err := ReadOutput(dir)
+	if err != nil {
+		return job.Report{}, err
+	}
+	return job.Compare(want, got), nil
+}
+
+// ReadOutput reads every sink output file of a run.
+func ReadOutput(dir string) ([]job.Result, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "output", "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var all []job.Result
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := job.ReadResults(fh, f)
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rs...)
+	}
+	return all, nil
+}
+
+// VerifyMain is `spate verify`; it returns the exit code.
+func VerifyMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "run directory (default: the latest run)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	dir, err := ResolveDataDir(*data)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate verify:", err)
+		return 2
+	}
+	rep, err := VerifyRun(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate verify:", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprintln(stdout, rep.String())
+		for _, d := range rep.Diffs {
+			fmt.Fprintf(stdout, "  %s %s %s window %d\n", d.Kind, d.ID.Op, d.ID.Key, d.ID.Window)
+		}
+	}
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}

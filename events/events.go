@@ -1,0 +1,144 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kind names what happened.
+type Kind string
+
+// The kinds of events.
+const (
+	RunStarted     Kind = "run_started"
+	NodeSpawned    Kind = "node_spawned"
+	NodeJoined     Kind = "node_joined"
+	NodeRefused    Kind = "node_refused"
+	NodeSuspect    Kind = "node_suspect"
+	NodeLost       Kind = "node_lost"
+	NodeExited     Kind = "node_exited"
+	InstancePlaced Kind = "instance_placed"
+	JobStarted     Kind = "job_started"
+	WindowFired    Kind = "window_fired"
+	Throughput     Kind = "throughput"
+	SourceEnded    Kind = "source_ended"
+	DrainStarted   Kind = "drain_started"
+	InstanceDone   Kind = "instance_done"
+	FrameError     Kind = "frame_error"
+	RunFinished    Kind = "run_finished"
+	Error          Kind = "error"
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Seq      uint64         `json:"seq"`
+	Time     time.Time      `json:"time"`
+	Kind     Kind           `json:"kind"`
+	Node     string         `json:"node,omitempty"`
+	Instance string         `json:"instance,omitempty"`
+	Text     string         `json:"text"`
+	Fields   map[string]any `json:"fields,omitempty"`
+}
+
+// Line is the event as one human-readable line.
+func (e Event) Line() string {
+	who := e.Node
+	if e.Instance != "" {
+		if who != "" {
+			who += "/"
+		}
+		who += e.Instance
+	}
+	if who != "" {
+		who = " [" + who + "]"
+	}
+	return fmt.Sprintf("%s %-15s%s %s", e.Time.Format("15:04:05.000"), e.Kind, who, e.Text)
+}
+
+// Bus fans events out to subscribers.
+type Bus struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	seq  uint64
+	subs []*Sub
+}
+
+// NewBus returns a bus that stamps events with now.
+func NewBus(now func() time.Time) *Bus { return &Bus{now: now} }
+
+// Sub is a subscription. C delivers the events; Dropped counts those a lossy
+// subscriber lost.
+type Sub struct {
+	C       chan Event
+	lossy   bool
+	dropped atomic.Uint64
+	closed  bool
+}
+
+// Dropped is the number of events this subscriber lost.
+func (s *Sub) Dropped() uint64 { return s.dropped.Load() }
+
+// Subscribe adds a subscriber with a buffer of n events.
+func (b *Bus) Subscribe(n int, lossy bool) *Sub {
+	s := &Sub{C: make(chan Event, n), lossy: lossy}
+	b.mu.Lock()
+	b.subs = append(b.subs, s)
+	b.mu.Unlock()
+	return s
+}
+
+// Publish stamps e (Seq, and Time if zero) and delivers it. It returns the
+// stamped event.
+func (b *Bus) Publish(e Event) Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	e.Seq = b.seq
+	if e.Time.IsZero() {
+		e.Time = b.now()
+	}
+	for _, s := range b.subs {
+		if s.closed {
+			continue
+		}
+		if s.lossy {
+			select {
+			case s.C <- e:
+			default:
+				s.dropped.Add(1)
+			}
+			continue
+		}
+		s.C <- e
+	}
+	return e
+}
+
+// Close closes every subscriber's channel; later events are discarded.
+func (b *Bus) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.subs {
+		if !s.closed {
+			s.closed = true
+			close(s.C)
+		}
+	}
+}
+
+// WriteJSONL copies the events of s to w, one JSON object per line, until
+// s is closed. It returns the first write error.
+func WriteJSONL(w io.Writer, s *Sub) error {
+	enc := json.NewEncoder(w)
+	var first error
+	for e := range s.C {
+		if first == nil {
+			first = enc.Encode(e)
+		}
+	}
+	return first
+}

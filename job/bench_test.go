@@ -1,0 +1,135 @@
+package job
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// nopEmitter discards what it gets.
+type nopEmitter struct{ n int }
+
+func (e *nopEmitter) Emit(int, KeyGroup, Record) { e.n++ }
+
+// benchStream is a generator-like stream: keys drawn from nkeys, event
+// time advancing 1 ms per record.
+func benchStream(nkeys, n int) ([][]byte, []KeyGroup, []int) {
+	keys := make([][]byte, nkeys)
+	kgs := make([]KeyGroup, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user-%06d", i)
+		kgs[i] = GroupOf(keys[i], DefaultGroups)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	seq := make([]int, n)
+	for i := range seq {
+		seq[i] = rng.IntN(nkeys)
+	}
+	return keys, kgs, seq
+}
+
+// BenchmarkCountProcess is count's per-record cost, firing included, on a
+// generator-like stream: keys drawn uniformly, event time advancing so that
+// each key gets perWindow records per 1 s window on average, and a
+// watermark every 1000 records. ns/op is per record.
+func BenchmarkCountProcess(b *testing.B) {
+	for _, bc := range []struct{ keys, perWindow int }{{1_000, 100}, {10_000, 10}, {100_000, 1}} {
+		b.Run(fmt.Sprintf("keys=%d/per-window=%d", bc.keys, bc.perWindow), func(b *testing.B) {
+			spec := WindowCount(nil, 1000, 0)
+			keys, kgs, seq := benchStream(bc.keys, 1<<16)
+			perMs := bc.keys * bc.perWindow / 1000 // records per ms of event time
+			c := NewCount(&spec)
+			var out nopEmitter
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				k := seq[i&(len(seq)-1)]
+				t := int64(i / perMs)
+				c.Process(kgs[k], Record{Key: keys[k], Time: t, Value: 1}, &out)
+				if i%1000 == 999 {
+					c.Advance(t, &out)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCountProcessOnly leaves out firing: the cost of Process alone.
+func BenchmarkCountProcessOnly(b *testing.B) {
+	spec := WindowCount(nil, 1<<40, 0)
+	keys, kgs, seq := benchStream(10_000, 1<<16)
+	c := NewCount(&spec)
+	var out nopEmitter
+	for _, k := range seq {
+		c.Process(kgs[k], Record{Key: keys[k], Time: 0, Value: 1}, &out)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := seq[i&(len(seq)-1)]
+		c.Process(kgs[k], Record{Key: keys[k], Time: int64(i), Value: 1}, &out)
+	}
+}
+
+// BenchmarkCountFire is the cost of firing one (key, window): two records
+// emitted, the JSON line and the rollup input encoded.
+func BenchmarkCountFire(b *testing.B) {
+	spec := WindowCount(nil, 1, 0)
+	keys, kgs, _ := benchStream(1000, 0)
+	c := NewCount(&spec)
+	var out nopEmitter
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(keys)
+		t := int64(i / len(keys))
+		c.Process(kgs[k], Record{Key: keys[k], Time: t, Value: 1}, &out)
+		if k == len(keys)-1 {
+			c.Advance(t+1, &out)
+		}
+	}
+}
+
+func BenchmarkRollupProcess(b *testing.B) {
+	spec := WindowCount(nil, 1000, 0)
+	keys, _, seq := benchStream(10_000, 1<<16)
+	data := make([][]byte, len(keys))
+	groups := make([][]byte, len(keys))
+	kgs := make([]KeyGroup, len(keys))
+	for i, k := range keys {
+		data[i] = appendRollupInput(nil, string(k), int64(1+i%50), 7)
+		groups[i] = []byte(GroupName(k, spec.Rollups))
+		kgs[i] = GroupOf(groups[i], spec.Groups)
+	}
+	r := NewRollup(&spec)
+	var out nopEmitter
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := seq[i&(len(seq)-1)]
+		w := int64(i/len(keys)) * 1000
+		r.Process(kgs[k], Record{Key: groups[k], Time: w, Value: 1, Data: data[k]}, &out)
+		if i%len(keys) == len(keys)-1 {
+			r.Advance(w+1000, &out)
+		}
+	}
+}
+
+// BenchmarkOracle is the oracle's cost per record (ns/record).
+func BenchmarkOracle(b *testing.B) {
+	spec := WindowCount(nil, 1000, 0)
+	// 10,000 keys, 10 records per key and window on average
+	keys, _, seq := benchStream(10_000, 1<<18)
+	recs := make([]Record, len(seq))
+	for i, k := range seq {
+		recs[i] = Record{Key: keys[k], Time: int64(i / 100), Value: 1}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Oracle(&spec, []Reader{&sliceReader{recs: recs}}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
+}

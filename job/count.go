@@ -1,0 +1,323 @@
+package job
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GroupName returns the rollup group of key among n groups: "g" followed by
+// Hash(key) mod n in decimal, at least two digits ("g07", "g63", "g100").
+// n < 1 counts as 1. It is part of the windowcount contract, shared by count
+// and the oracle.
+func GroupName(key []byte, n int) string { return groupLabel(groupIndex(key, n)) }
+
+func groupIndex(key []byte, n int) int {
+	if n < 1 {
+		n = 1
+	}
+	return int(Hash(key) % uint64(n))
+}
+
+func groupLabel(i int) string {
+	if i < 10 {
+		return "g0" + strconv.Itoa(i)
+	}
+	return "g" + strconv.Itoa(i)
+}
+
+// windowEnd is the end of the window starting at start, saturated at
+// MaxWatermark so that every window fires at the end of a stream.
+func windowEnd(start, w int64) int64 {
+	if start > math.MaxInt64-w {
+		return math.MaxInt64
+	}
+	return start + w
+}
+
+// Count is an instance of windowcount's count operator. Per key it keeps
+// tumbling event-time windows of Spec.Window ms (number of records and sum
+// of Value) and a lifetime total: the number of records in the key's fired
+// windows.
+//
+// State is kept per key group, so that it can be captured and moved one key
+// group at a time. Advance fires every window with end <= wm in (window end,
+// key) order and emits each twice: on port 0, toward rollup, a record keyed
+// by GroupName(key) whose Data is the compact (key, count, sum) that Rollup
+// decodes; on port 1, toward the sink, the JSON of the Result. Both carry
+// Time = window start, Value = count and from = the key group of the key.
+//
+// Count is not safe for concurrent use.
+type Count struct {
+	w       int64
+	rollups int
+	groups  []*countKG // by key group; nil where this instance holds no state
+	labels  [][]byte   // rollup group names by index
+	wm      int64      // the last watermark
+	nextEnd int64      // no open window ends before this
+
+	// curStart and curEnd cache the window of the last record.
+	curStart, curEnd int64
+
+	late uint64
+
+	// scratch, reused across calls
+	fired []countFiring
+	spare [][]*countKey
+	data  []byte
+	key   []byte
+	roll  []byte
+}
+
+// countKG is the state of one key group.
+type countKG struct {
+	kg   KeyGroup
+	keys map[string]*countKey
+	open map[int64][]*countKey // window start -> keys with a window open there
+}
+
+type countKey struct {
+	key   string
+	group int32 // rollup group index
+	total int64 // records in the key's fired windows
+	// cur is the key's open window with the latest start (count 0: none),
+	// kept inline for the hot path; older holds its other open windows.
+	cur   countWin
+	older []countWin
+}
+
+type countWin struct{ start, count, sum int64 }
+
+type countFiring struct {
+	start int64
+	k     *countKey
+	kg    KeyGroup
+}
+
+// NewCount returns a count instance of spec with no state. spec must be
+// valid (see Spec.Validate).
+func NewCount(spec *Spec) *Count {
+	n := max(spec.Rollups, 1)
+	c := &Count{
+		w:        spec.Window,
+		rollups:  n,
+		groups:   make([]*countKG, max(spec.Groups, 1)),
+		labels:   make([][]byte, n),
+		wm:       NoWatermark,
+		nextEnd:  math.MaxInt64,
+		curStart: 1, // an empty range: no time is cached yet
+		curEnd:   0,
+	}
+	for i := range c.labels {
+		c.labels[i] = []byte(groupLabel(i))
+	}
+	return c
+}
+
+// Groups returns the key groups this instance holds state for, ascending.
+func (c *Count) Groups() []KeyGroup {
+	var out []KeyGroup
+	for _, g := range c.groups {
+		if g != nil {
+			out = append(out, g.kg)
+		}
+	}
+	return out
+}
+
+// Late returns the number of records dropped because their window had
+// already fired. The sources drop late records, so it stays 0 unless the
+// runtime breaks the watermark contract.
+func (c *Count) Late() uint64 { return c.late }
+
+// Watermark returns the last watermark passed to Advance.
+func (c *Count) Watermark() int64 { return c.wm }
+
+func (c *Count) group(kg KeyGroup) *countKG {
+	if int(kg) < len(c.groups) {
+		if g := c.groups[kg]; g != nil {
+			return g
+		}
+	} else {
+		c.groups = append(c.groups, make([]*countKG, int(kg)+1-len(c.groups))...)
+	}
+	g := &countKG{kg: kg, keys: make(map[string]*countKey), open: make(map[int64][]*countKey)}
+	c.groups[kg] = g
+	return g
+}
+
+// Process adds rec to the window of its key that holds rec.Time. The key
+// is copied the first time it is seen.
+func (c *Count) Process(kg KeyGroup, rec Record, _ Emitter) {
+	t := rec.Time
+	ws := c.curStart
+	if t < ws || t >= c.curEnd {
+		ws = WindowStart(t, c.w)
+		c.curStart, c.curEnd = ws, windowEnd(ws, c.w)
+	}
+	if c.curEnd <= c.wm {
+		c.late++
+		return
+	}
+	g := c.group(kg)
+	k := g.keys[string(rec.Key)]
+	if k == nil {
+		k = &countKey{key: string(rec.Key), group: int32(groupIndex(rec.Key, c.rollups))}
+		g.keys[k.key] = k
+	}
+	if k.cur.start == ws && k.cur.count > 0 {
+		k.cur.count++
+		k.cur.sum += rec.Value
+		return
+	}
+	c.add(g, k, ws, rec.Value)
+}
+
+// add is Process's slow path: rec's window is not the key's latest one.
+func (c *Count) add(g *countKG, k *countKey, ws, v int64) {
+	for i := range k.older {
+		if k.older[i].start == ws {
+			k.older[i].count++
+			k.older[i].sum += v
+			return
+		}
+	}
+	win := countWin{start: ws, count: 1, sum: v}
+	switch {
+	case k.cur.count == 0:
+		k.cur = win
+	case ws > k.cur.start:
+		k.older = append(k.older, k.cur)
+		k.cur = win
+	default:
+		k.older = append(k.older, win)
+	}
+	list, ok := g.open[ws]
+	if !ok && len(c.spare) > 0 {
+		list = c.spare[len(c.spare)-1]
+		c.spare = c.spare[:len(c.spare)-1]
+	}
+	g.open[ws] = append(list, k)
+	c.nextEnd = min(c.nextEnd, windowEnd(ws, c.w))
+}
+
+// Advance fires every window with end <= wm in (window end, key) order and
+// drops it. A watermark that does not move forward does nothing.
+func (c *Count) Advance(wm int64, out Emitter) {
+	if wm <= c.wm {
+		return
+	}
+	c.wm = wm
+	if wm < c.nextEnd {
+		return
+	}
+	fired := c.fired[:0]
+	next := int64(math.MaxInt64)
+	for _, g := range c.groups {
+		if g == nil {
+			continue
+		}
+		for ws, list := range g.open {
+			end := windowEnd(ws, c.w)
+			if end > wm {
+				next = min(next, end)
+				continue
+			}
+			for _, k := range list {
+				fired = append(fired, countFiring{start: ws, k: k, kg: g.kg})
+			}
+			delete(g.open, ws)
+			clear(list)
+			c.spare = append(c.spare, list[:0])
+		}
+	}
+	c.nextEnd = next
+	slices.SortFunc(fired, func(a, b countFiring) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.k.key, b.k.key))
+	})
+	for i := range fired {
+		c.fire(&fired[i], out)
+	}
+	clear(fired)
+	c.fired = fired[:0]
+}
+
+// fire emits one window of f.k and removes it from the key's state.
+func (c *Count) fire(f *countFiring, out Emitter) {
+	k := f.k
+	win := k.takeWindow(f.start)
+	k.total += win.count
+
+	c.roll = appendRollupInput(c.roll[:0], k.key, win.count, win.sum)
+	out.Emit(0, f.kg, Record{Key: c.labels[k.group], Time: win.start, Value: win.count, Data: c.roll})
+
+	r := Result{Op: KindCount, Key: k.key, Window: win.start, Count: win.count, Sum: win.sum, Total: k.total}
+	c.data = r.AppendJSON(c.data[:0])
+	c.key = append(c.key[:0], k.key...)
+	out.Emit(1, f.kg, Record{Key: c.key, Time: win.start, Value: win.count, Data: c.data})
+}
+
+// takeWindow removes the open window of k that starts at start and
+// returns it.
+func (k *countKey) takeWindow(start int64) countWin {
+	if k.cur.count > 0 && k.cur.start == start {
+		win := k.cur
+		k.cur = countWin{}
+		if n := len(k.older); n > 0 {
+			// the latest of the older windows becomes cur
+			j := 0
+			for i := range k.older {
+				if k.older[i].start > k.older[j].start {
+					j = i
+				}
+			}
+			k.cur = k.older[j]
+			k.older = slices.Delete(k.older, j, j+1)
+		}
+		return win
+	}
+	for i := range k.older {
+		if k.older[i].start == start {
+			win := k.older[i]
+			k.older = slices.Delete(k.older, i, i+1)
+			return win
+		}
+	}
+	panic("job: count fired a window it does not hold") // an internal invariant
+}
+
+// errRollupInput reports a count->rollup record whose Data does not decode.
+var errRollupInput = errors.New("malformed rollup input")
+
+// appendRollupInput appends the Data of a count->rollup record: the key's
+// length (uvarint), the key, then count and sum (varints).
+func appendRollupInput(b []byte, key string, count, sum int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendVarint(b, count)
+	return binary.AppendVarint(b, sum)
+}
+
+// decodeRollupInput decodes what appendRollupInput wrote. key aliases b.
+func decodeRollupInput(b []byte) (key []byte, count, sum int64, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, 0, 0, errRollupInput
+	}
+	b = b[w:]
+	key, b = b[:n], b[n:]
+	count, w = binary.Varint(b)
+	if w <= 0 || count < 1 {
+		return nil, 0, 0, errRollupInput
+	}
+	b = b[w:]
+	sum, w = binary.Varint(b)
+	if w <= 0 || w != len(b) {
+		return nil, 0, 0, errRollupInput
+	}
+	return key, count, sum, nil
+}

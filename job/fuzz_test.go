@@ -1,0 +1,51 @@
+package job
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzRollupInput: any Data reaching rollup is either decoded (and then
+// re-encodes to the same bytes) or counted as malformed, never a panic.
+func FuzzRollupInput(f *testing.F) {
+	f.Add(appendRollupInput(nil, "key", 3, -7))
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		key, count, sum, err := decodeRollupInput(data)
+		if err == nil {
+			if again := appendRollupInput(nil, string(key), count, sum); !bytes.Equal(again, data) {
+				// varints have one canonical form per value except for
+				// padded encodings, which we accept but do not write
+				if k2, c2, s2, err := decodeRollupInput(again); err != nil || !bytes.Equal(k2, key) || c2 != count || s2 != sum {
+					t.Fatalf("%x decodes to (%q, %d, %d), which does not round-trip", data, key, count, sum)
+				}
+			}
+		}
+		r := NewRollup(testSpec(10, 0, 4, 2))
+		r.Process(0, Record{Key: []byte("g00"), Time: 0, Data: data}, &recorder{})
+		if (err != nil) != (r.Malformed() == 1) {
+			t.Fatalf("%x: decode error %v, Malformed() = %d", data, err, r.Malformed())
+		}
+	})
+}
+
+// FuzzReadResults: any input is parsed or rejected with an error, never a
+// panic, and what parses re-encodes to an equal result.
+func FuzzReadResults(f *testing.F) {
+	f.Add([]byte(`{"op":"count","key":"a","window":0,"count":2,"sum":3,"total":2}` + "\n"))
+	f.Add([]byte(`{"op":"rollup","key":"g01","window":-5,"count":2,"sum":3,"top":[{"key":"a","count":2}]}`))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := ReadResults(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		for i := range rs {
+			back, err := ReadResults(bytes.NewReader(rs[i].AppendJSON(nil)), "again")
+			if err != nil || len(back) != 1 || !sameResult(&back[0], &rs[i]) {
+				t.Fatalf("%+v does not round-trip: %+v, %v", rs[i], back, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,154 @@
+package job
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// ReadResults parses sink output: one JSON Result per line. name is used in
+// errors, which read "NAME:LINE: reason". A final line without a newline is
+// accepted if it is complete; an empty line is an error.
+func ReadResults(r io.Reader, name string) ([]Result, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var out []Result
+	for line := 1; ; line++ {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// a long line: gather the rest of it
+			long := append([]byte(nil), b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if err != nil && err != io.EOF {
+			return out, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if len(b) == 0 && err == io.EOF {
+			return out, nil
+		}
+		res, perr := parseResult(bytes.TrimSuffix(b, []byte{'\n'}))
+		if perr != nil {
+			return out, fmt.Errorf("%s:%d: %w", name, line, perr)
+		}
+		out = append(out, res)
+		if err == io.EOF {
+			return out, nil
+		}
+	}
+}
+
+// parseResult decodes one result line: one JSON object with a known
+// operator. Fields it does not know are ignored.
+func parseResult(b []byte) (Result, error) {
+	var r Result
+	if len(bytes.TrimSpace(b)) == 0 {
+		return r, errors.New("empty line")
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("bad result: %w", err)
+	}
+	switch r.Op {
+	case KindCount, KindRollup:
+	case "":
+		return r, errors.New(`bad result: no "op"`)
+	default:
+		return r, fmt.Errorf("bad result: unknown op %q", r.Op)
+	}
+	return r, nil
+}
+
+// Report is the outcome of comparing a run's output with the oracle.
+type Report struct {
+	Windows    int    `json:"windows"`    // expected results
+	Missing    int    `json:"missing"`    // expected, never written
+	Duplicated int    `json:"duplicated"` // written more than once: one per extra copy
+	Wrong      int    `json:"wrong"`      // written with other fields, or not expected at all
+	Diffs      []Diff `json:"diffs"`      // the first MaxDiffs differences
+}
+
+// MaxDiffs is the number of differences a Report details.
+const MaxDiffs = 10
+
+// Diff is one difference between the expected and the actual output.
+type Diff struct {
+	Kind string   `json:"kind"` // missing, duplicated, wrong or unexpected
+	ID   ResultID `json:"id"`
+	Want *Result  `json:"want,omitempty"`
+	Got  *Result  `json:"got,omitempty"`
+}
+
+// Kinds of Diff.
+const (
+	DiffMissing    = "missing"
+	DiffDuplicated = "duplicated"
+	DiffWrong      = "wrong"
+	DiffUnexpected = "unexpected"
+)
+
+// OK reports whether nothing is missing, duplicated or wrong.
+func (r Report) OK() bool { return r.Missing == 0 && r.Duplicated == 0 && r.Wrong == 0 }
+
+func (r Report) String() string {
+	return fmt.Sprintf("verify: %d windows checked, %d missing, %d duplicated, %d wrong",
+		r.Windows, r.Missing, r.Duplicated, r.Wrong)
+}
+
+// Compare checks actual (a run's output, in any order) against expected
+// (the oracle's). The first copy of each actual ID is judged against the
+// expected result with that ID: equal, wrong, or unexpected (no such ID
+// expected; counted as Wrong). Every further copy counts as Duplicated. An
+// expected ID absent from actual is Missing. Diffs lists the first MaxDiffs
+// differences: those of actual in its order, then the missing ones in
+// expected's order.
+func Compare(expected, actual []Result) Report {
+	rep := Report{Windows: len(expected), Diffs: []Diff{}}
+	want := make(map[ResultID]*Result, len(expected))
+	for i := range expected {
+		want[expected[i].ID()] = &expected[i]
+	}
+	seen := make(map[ResultID]bool, len(actual))
+	note := func(kind string, id ResultID, w, g *Result) {
+		if len(rep.Diffs) < MaxDiffs {
+			rep.Diffs = append(rep.Diffs, Diff{Kind: kind, ID: id, Want: w, Got: g})
+		}
+	}
+	for i := range actual {
+		got := &actual[i]
+		id := got.ID()
+		w := want[id]
+		switch {
+		case seen[id]:
+			rep.Duplicated++
+			note(DiffDuplicated, id, w, got)
+		case w == nil:
+			rep.Wrong++
+			note(DiffUnexpected, id, nil, got)
+		case !sameResult(w, got):
+			rep.Wrong++
+			note(DiffWrong, id, w, got)
+		}
+		seen[id] = true
+	}
+	for i := range expected {
+		if id := expected[i].ID(); !seen[id] {
+			rep.Missing++
+			note(DiffMissing, id, &expected[i], nil)
+		}
+	}
+	return rep
+}
+
+// sameResult reports whether a and b are equal in every field (a nil and an
+// empty top list are equal).
+func sameResult(a, b *Result) bool {
+	return a.Op == b.Op && a.Key == b.Key && a.Window == b.Window &&
+		a.Count == b.Count && a.Sum == b.Sum && a.Total == b.Total &&
+		slices.Equal(a.Top, b.Top)
+}

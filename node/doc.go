@@ -1,0 +1,25 @@
+// Package node is the worker process: `spate node`, started by the
+// coordinator (or joining one with --join and --token).
+//
+// A node dials the coordinator, authenticates with the cluster token and
+// runs yamux over that one TCP connection; its first stream is the control
+// stream (wire.Control messages one way, wire.Control and wire.Heartbeat
+// the other). It listens for its peers: between two nodes there is one TCP
+// connection and one yamux session, dialled by the node whose name sorts
+// first, and every (upstream instance, downstream instance) pair of the job
+// is one yamux stream on it. Instances on the same node exchange the same
+// encoded batches through a channel instead.
+//
+// The life of a node: hello → deploy (build the instances it hosts, connect
+// its peers) → ready → start (sources begin) → drain (sources stop, a final
+// watermark fires every window, every stream ends) → done per instance →
+// stop. A node whose coordinator connection is lost exits.
+//
+// Each instance runs in one goroutine that owns its operator: keyed
+// instances consume a bounded input channel of encoded frames (backpressure
+// reaches the upstream through yamux flow control), drop sequence numbers
+// they have already applied, forward the minimum watermark of their inputs
+// and flush output batches by size and by time. A malformed frame closes
+// the one stream that carried it and is reported as an event; it never
+// stops the process.
+package node

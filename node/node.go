@@ -1,0 +1,491 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"spate/job"
+	"spate/wire"
+)
+
+// Config configures a node process.
+type Config struct {
+	Name      string         // the node's name; "" when joining
+	Coord     string         // the coordinator's address
+	Token     string         // the cluster token
+	Listen    string         // where to accept peers, default 127.0.0.1:0
+	Heartbeat time.Duration  // heartbeat period
+	Transport wire.Transport // nil: TCP
+	Log       *log.Logger
+}
+
+// DefaultConfig returns the defaults of a node.
+func DefaultConfig() Config {
+	return Config{Listen: "127.0.0.1:0", Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+}
+
+// Main is `spate node`: it parses args and runs a node until the
+// coordinator stops it or goes away. It returns the process exit code.
+func Main(args []string, stderr io.Writer) int {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Name, "name", "", "node name (assigned by the coordinator when empty)")
+	fs.StringVar(&cfg.Coord, "coord", "", "coordinator address HOST:PORT")
+	join := fs.String("join", "", "join a running cluster at HOST:PORT (same as --coord)")
+	fs.StringVar(&cfg.Token, "token", "", "cluster token (default $SPATE_TOKEN)")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections")
+	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *join != "" {
+		cfg.Coord = *join
+	}
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv("SPATE_TOKEN")
+	}
+	if cfg.Coord == "" || cfg.Token == "" {
+		fmt.Fprintln(stderr, "spate node: --coord (or --join) and --token are required")
+		return 2
+	}
+	cfg.Log = log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	// SPATE_CPUPROFILE=DIR writes DIR/NAME.prof: where a node's time goes.
+	if dir := os.Getenv("SPATE_CPUPROFILE"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, cfg.Name+".prof")); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, cfg); err != nil {
+		cfg.Log.Printf("node %s: %v", cfg.Name, err)
+		return 1
+	}
+	return 0
+}
+
+// Node is a running worker.
+type Node struct {
+	cfg Config
+	tr  wire.Transport
+	log *log.Logger
+
+	ctl *ctlConn
+
+	mu     sync.Mutex
+	name   string
+	peers  map[string]*yamux.Session // by peer name
+	peerc  chan struct{}             // closed and replaced whenever peers changes
+	plan   *wire.Deploy
+	insts  map[job.InstanceID]*instance
+	cancel context.CancelFunc
+}
+
+// ctlConn is the control stream; writes are serialised.
+type ctlConn struct {
+	mu sync.Mutex
+	w  *wire.Writer
+}
+
+func (c *ctlConn) send(t wire.Type, v any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.w.WriteJSON(t, v); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// Run runs a node until ctx ends, the coordinator says stop, or the
+// coordinator connection is lost (an error).
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Transport == nil {
+		cfg.Transport = wire.TCP{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = log.New(io.Discard, "", 0)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 100 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name,
+		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}),
+		insts: map[job.InstanceID]*instance{}, cancel: cancel}
+
+	ln, err := n.tr.Listen(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen for peers: %w", err)
+	}
+	defer ln.Close()
+	go n.acceptPeers(ctx, ln)
+
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := n.tr.Dial(dctx, cfg.Coord)
+	dcancel()
+	if err != nil {
+		return fmt.Errorf("dial coordinator %s: %w", cfg.Coord, err)
+	}
+	defer conn.Close()
+	w, err := wire.ClientHandshake(conn, wire.Hello{Token: cfg.Token, Role: wire.RoleNode, Node: cfg.Name,
+		PID: os.Getpid(), Listen: ln.Addr().String()}, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.name = w.Node
+	n.mu.Unlock()
+	sess, err := yamux.Client(conn, wire.YamuxConfig())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	st, err := sess.OpenStream()
+	if err != nil {
+		return fmt.Errorf("open control stream: %w", err)
+	}
+	n.ctl = &ctlConn{w: wire.NewWriter(st)}
+	go n.heartbeats(ctx)
+	go func() { <-ctx.Done(); sess.Close() }()
+
+	r := wire.NewReader(st, 0)
+	for {
+		t, p, err := r.ReadFrame()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("coordinator connection lost: %w", err)
+		}
+		if t != wire.TControl {
+			return fmt.Errorf("coordinator sent a %v frame on the control stream", t)
+		}
+		var m wire.Control
+		if err := wire.DecodeJSON(t, p, &m); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		if stop := n.handle(ctx, &m); stop {
+			n.stopAll()
+			return nil
+		}
+	}
+}
+
+// handle acts on one control message; it reports whether to stop.
+func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
+	switch m.Kind {
+	case wire.CtlDeploy:
+		err := n.deploy(ctx, m.Deploy)
+		msg := wire.Control{Kind: wire.CtlReady}
+		if err != nil {
+			msg.Error = err.Error()
+		}
+		_ = n.ctl.send(wire.TControl, msg)
+	case wire.CtlStart:
+		for _, in := range n.instances() {
+			in.start(ctx)
+		}
+	case wire.CtlDrain:
+		for _, in := range n.instances() {
+			in.drain()
+		}
+	case wire.CtlLost:
+		for _, in := range n.instances() {
+			in.lost(m.Instances)
+		}
+	case wire.CtlStop:
+		return true
+	}
+	return false
+}
+
+func (n *Node) instances() []*instance {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*instance, 0, len(n.insts))
+	for _, in := range n.insts {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func (n *Node) stopAll() {
+	for _, in := range n.instances() {
+		in.stop()
+	}
+}
+
+// event sends an event to the coordinator; it never blocks the caller for
+// long: events are small and the control stream is otherwise idle.
+func (n *Node) event(kind string, id job.InstanceID, fields map[string]any, format string, args ...any) {
+	if n.ctl == nil {
+		return
+	}
+	_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlEvent,
+		Event: &wire.Event{Kind: kind, Instance: id, Text: fmt.Sprintf(format, args...), Fields: fields}})
+}
+
+func (n *Node) heartbeats(ctx context.Context) {
+	t := time.NewTicker(n.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hb := wire.Heartbeat{Node: n.nodeName()}
+		for _, in := range n.instances() {
+			hb.Instances = append(hb.Instances, in.stats())
+		}
+		if err := n.ctl.send(wire.THeartbeat, hb); err != nil {
+			return
+		}
+	}
+}
+
+func (n *Node) nodeName() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.name
+}
+
+// deploy builds the instances this node hosts and connects its peers.
+func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
+	if d == nil {
+		return errors.New("deploy without a plan")
+	}
+	if err := d.Job.Validate(); err != nil {
+		return err
+	}
+	me := n.nodeName()
+	n.mu.Lock()
+	n.plan = d
+	n.mu.Unlock()
+	for i := range d.Instances {
+		p := &d.Instances[i]
+		if p.Node != me {
+			continue
+		}
+		in, err := newInstance(n, d, p)
+		if err != nil {
+			return fmt.Errorf("instance %s: %w", p.ID, err)
+		}
+		n.mu.Lock()
+		n.insts[p.ID] = in
+		n.mu.Unlock()
+	}
+	// Connect every peer whose name sorts after ours; the others dial us.
+	var want []string
+	for name, addr := range d.Nodes {
+		if name == me {
+			continue
+		}
+		want = append(want, name)
+		if me < name {
+			if err := n.dialPeer(ctx, name, addr); err != nil {
+				return err
+			}
+		}
+	}
+	return n.waitPeers(ctx, want, 15*time.Second)
+}
+
+func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := n.tr.Dial(dctx, addr)
+	if err != nil {
+		return fmt.Errorf("dial peer %s at %s: %w", name, addr, err)
+	}
+	if _, err := wire.ClientHandshake(conn, wire.Hello{Token: n.cfg.Token, Role: wire.RolePeer, Node: n.nodeName(), PID: os.Getpid()}, 10*time.Second); err != nil {
+		conn.Close()
+		return fmt.Errorf("peer %s: %w", name, err)
+	}
+	sess, err := yamux.Client(conn, wire.YamuxConfig())
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	n.addPeer(ctx, name, sess)
+	return nil
+}
+
+func (n *Node) addPeer(ctx context.Context, name string, sess *yamux.Session) {
+	n.mu.Lock()
+	if old := n.peers[name]; old != nil {
+		old.Close()
+	}
+	n.peers[name] = sess
+	close(n.peerc)
+	n.peerc = make(chan struct{})
+	n.mu.Unlock()
+	go n.acceptStreams(ctx, name, sess)
+}
+
+func (n *Node) waitPeers(ctx context.Context, names []string, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		n.mu.Lock()
+		var missing []string
+		for _, name := range names {
+			if n.peers[name] == nil {
+				missing = append(missing, name)
+			}
+		}
+		ch := n.peerc
+		n.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			sort.Strings(missing)
+			return fmt.Errorf("peers %v did not connect within %v", missing, timeout)
+		}
+	}
+}
+
+func (n *Node) peer(name string) *yamux.Session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.peers[name]
+}
+
+func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			h, err := wire.ServerHandshake(c, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
+				if h.Token != n.cfg.Token {
+					return wire.Welcome{}, errors.New("bad token")
+				}
+				if h.Role != wire.RolePeer || h.Node == "" {
+					return wire.Welcome{}, fmt.Errorf("role %q: only peers connect here", h.Role)
+				}
+				return wire.Welcome{Node: h.Node}, nil
+			})
+			if err != nil {
+				n.log.Printf("refused peer connection from %s: %v", c.RemoteAddr(), err)
+				n.event("node_refused", "", map[string]any{"remote": c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
+				c.Close()
+				return
+			}
+			sess, err := yamux.Server(c, wire.YamuxConfig())
+			if err != nil {
+				c.Close()
+				return
+			}
+			n.addPeer(ctx, h.Node, sess)
+		}()
+	}
+}
+
+// acceptStreams receives the data streams a peer opens toward our instances.
+func (n *Node) acceptStreams(ctx context.Context, peer string, sess *yamux.Session) {
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		go n.serveStream(ctx, peer, st)
+	}
+}
+
+// serveStream reads one data stream into its instance's input.
+func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
+	defer st.Close()
+	r := wire.NewReader(st, 0)
+	fail := func(id job.InstanceID, err error) {
+		n.log.Printf("stream from %s: %v", peer, err)
+		n.event("frame_error", id, map[string]any{"peer": peer}, "stream from %s closed: %v", peer, err)
+	}
+	t, p, err := r.ReadFrame()
+	if err != nil {
+		fail("", err)
+		return
+	}
+	var h wire.StreamHello
+	if t != wire.TStreamHello {
+		fail("", fmt.Errorf("want stream hello, got %v frame", t))
+		return
+	}
+	if err := wire.DecodeJSON(t, p, &h); err != nil {
+		fail("", err)
+		return
+	}
+	n.mu.Lock()
+	in := n.insts[h.To]
+	n.mu.Unlock()
+	if in == nil {
+		fail(h.To, fmt.Errorf("stream %s -> %s: no such instance here", h.From, h.To))
+		return
+	}
+	from, ok := in.inputIndex[h.From]
+	if !ok {
+		fail(h.To, fmt.Errorf("stream %s -> %s: %s is not an input of %s", h.From, h.To, h.From, h.To))
+		return
+	}
+	for {
+		t, p, err := r.ReadFrame()
+		if err != nil {
+			if !errors.Is(err, io.EOF) || ctx.Err() == nil {
+				if ctx.Err() == nil {
+					fail(h.To, fmt.Errorf("stream %s -> %s: %w", h.From, h.To, err))
+				}
+			}
+			return
+		}
+		m := inMsg{from: from}
+		switch t {
+		case wire.TBatch:
+			m.kind = msgBatch
+			m.payload = append([]byte(nil), p...)
+		case wire.TWatermark:
+			wm, err := wire.DecodeWatermark(p)
+			if err != nil {
+				fail(h.To, fmt.Errorf("stream %s -> %s: %w", h.From, h.To, err))
+				return
+			}
+			m.kind, m.wm = msgWatermark, wm
+		case wire.TEnd:
+			m.kind = msgEnd
+		default:
+			fail(h.To, fmt.Errorf("stream %s -> %s: unexpected %v frame", h.From, h.To, t))
+			return
+		}
+		if !in.deliver(ctx, m) {
+			return
+		}
+		if m.kind == msgEnd {
+			return
+		}
+	}
+}

@@ -1,0 +1,448 @@
+package traces
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+
+	"spate/job"
+)
+
+// rec is a record with its key copied.
+type rec struct {
+	Key   string
+	Time  int64
+	Value int64
+}
+
+func (r rec) String() string { return fmt.Sprintf("{%s %d %d}", r.Key, r.Time, r.Value) }
+
+// readN reads up to n records of partition p from pos.
+func readN(t testing.TB, src Source, p int, pos uint64, n int) []rec {
+	t.Helper()
+	r, err := src.Open(p, pos)
+	if err != nil {
+		t.Fatalf("Open(%d, %d): %v", p, pos, err)
+	}
+	defer r.Close()
+	var out []rec
+	for len(out) < n {
+		x, ok, err := r.Next()
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		if !ok {
+			break
+		}
+		out = append(out, rec{string(x.Key), x.Time, x.Value})
+	}
+	return out
+}
+
+func mustOpen(t testing.TB, spec string, opt Options) Source {
+	t.Helper()
+	src, err := Open(spec, opt)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", spec, err)
+	}
+	return src
+}
+
+func equalRecs(t *testing.T, what string, got, want []rec) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s: record %d = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+var genCases = []struct {
+	name string
+	spec string
+	opt  Options
+	n    int // records read from 0 per partition
+}{
+	{"diurnal default rate", "gen:diurnal", Options{Seed: 1, Partitions: 2}, 30000},
+	{"diurnal moderate", "gen:diurnal", Options{Seed: 7, Rate: 1000, Partitions: 2}, 150000},
+	{"diurnal sparse", "gen:diurnal?day=60s", Options{Seed: 3, Rate: 3, Partitions: 3}, 3000},
+	{"diurnal steep bursts", "gen:diurnal?burst=1&burstx=10&amp=0.95", Options{Seed: 5, Rate: 200, Partitions: 1}, 50000},
+	{"constant", "gen:constant", Options{Seed: 2, Rate: 2000, Partitions: 3}, 100000},
+	{"constant sparse", "gen:constant", Options{Seed: 2, Rate: 0.25, Partitions: 1}, 500},
+}
+
+func TestGenDeterministic(t *testing.T) {
+	for _, c := range genCases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := mustOpen(t, c.spec, c.opt), mustOpen(t, c.spec, c.opt)
+			for p := range c.opt.Partitions {
+				equalRecs(t, fmt.Sprintf("partition %d", p), readN(t, a, p, 0, 2000), readN(t, b, p, 0, 2000))
+			}
+			other := c.opt
+			other.Seed++
+			x := readN(t, mustOpen(t, c.spec, other), 0, 0, 100)
+			y := readN(t, a, 0, 0, 100)
+			same := 0
+			for i := range x {
+				if x[i].Key == y[i].Key && x[i].Value == y[i].Value {
+					same++
+				}
+			}
+			if same > 50 {
+				t.Errorf("seed %d and %d agree on %d of 100 records", c.opt.Seed, other.Seed, same)
+			}
+		})
+	}
+}
+
+func TestGenSeekEqualsSkip(t *testing.T) {
+	for _, c := range genCases {
+		t.Run(c.name, func(t *testing.T) {
+			src := mustOpen(t, c.spec, c.opt)
+			for p := range c.opt.Partitions {
+				all := readN(t, src, p, 0, c.n)
+				if len(all) != c.n {
+					t.Fatalf("partition %d ended after %d records", p, len(all))
+				}
+				positions := []int{0, 1, 2, 17, c.n / 3, c.n / 2, c.n - 40, c.n - 1}
+				if c.n <= 3000 {
+					positions = positions[:0]
+					for pos := range c.n {
+						positions = append(positions, pos)
+					}
+				}
+				for _, pos := range positions {
+					got := readN(t, src, p, uint64(pos), min(40, c.n-pos))
+					equalRecs(t, fmt.Sprintf("partition %d from %d", p, pos), got, all[pos:pos+len(got)])
+				}
+			}
+		})
+	}
+}
+
+func TestGenTimesNonDecreasing(t *testing.T) {
+	for _, c := range genCases {
+		t.Run(c.name, func(t *testing.T) {
+			src := mustOpen(t, c.spec, c.opt)
+			for p := range c.opt.Partitions {
+				r, err := src.Open(p, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prev := int64(0)
+				for i := range c.n {
+					x, ok, err := r.Next()
+					if !ok || err != nil {
+						t.Fatalf("Next: %v %v", ok, err)
+					}
+					if x.Time < prev {
+						t.Fatalf("partition %d: record %d at %d ms after one at %d ms", p, i, x.Time, prev)
+					}
+					if x.Value < 1 || x.Value > 100 {
+						t.Fatalf("value %d out of 1..100", x.Value)
+					}
+					prev = x.Time
+				}
+			}
+		})
+	}
+}
+
+// TestGenRate checks the number of records before a time against the
+// integral of the rate.
+func TestGenRate(t *testing.T) {
+	// constant: exactly rate/P per second.
+	src := mustOpen(t, "gen:constant", Options{Rate: 3000, Partitions: 3})
+	recs := readN(t, src, 1, 0, 5000)
+	n := 0
+	for _, r := range recs {
+		if r.Time < 4000 {
+			n++
+		}
+	}
+	if n != 4000 {
+		t.Errorf("constant 1000/s per partition: %d records before 4 s, want 4000", n)
+	}
+	// diurnal without bursts over one whole day: the sine integrates to 0.
+	src = mustOpen(t, "gen:diurnal?burst=0&day=10s", Options{Rate: 1000})
+	recs = readN(t, src, 0, 0, 20000)
+	n = 0
+	for _, r := range recs {
+		if r.Time < 10000 {
+			n++
+		}
+	}
+	if n != 10000 {
+		t.Errorf("diurnal, no bursts, 1000/s over one day of 10 s: %d records, want 10000", n)
+	}
+	// the first quarter of the day is above the mean: ∫ 1+0.6 sin = day/4 + 0.6·day/(2π)
+	q := 0
+	for _, r := range recs {
+		if r.Time < 2500 {
+			q++
+		}
+	}
+	if want := 2500 + 0.6*10000/(2*math.Pi); math.Abs(float64(q)-want) > 1 {
+		t.Errorf("first quarter: %d records, want %.1f", q, want)
+	}
+}
+
+func TestGenBursts(t *testing.T) {
+	c := newCurve(1000, 120e9, 0.6, 0.2, 3, 42)
+	bursts := 0
+	for k := int64(0); k < 5000; k++ {
+		if bs := c.burstStart(k); bs >= 0 {
+			bursts++
+			if bs < k*burstPeriod || bs+burstLen > (k+1)*burstPeriod || bs%burstLen != 0 {
+				t.Fatalf("period %d: burst at %d ms", k, bs)
+			}
+		}
+	}
+	if f := float64(bursts) / 5000; math.Abs(f-0.2) > 0.02 {
+		t.Errorf("burst fraction %.3f, want 0.2", f)
+	}
+	// in a burst second the rate is 3x its neighbours (flat curve).
+	src := mustOpen(t, "gen:constant?burst=1", Options{Rate: 100, Seed: 9})
+	recs := readN(t, src, 0, 0, 2000)
+	perSec := map[int64]int{}
+	for _, r := range recs {
+		perSec[r.Time/1000]++
+	}
+	c9 := newCurve(100, 0, 0, 1, 3, 9)
+	burstSec := c9.burstStart(0) / 1000
+	for s := int64(0); s < 10; s++ {
+		want := 100
+		if s == burstSec {
+			want = 300
+		}
+		if perSec[s] != want {
+			t.Errorf("second %d: %d records, want %d (burst in second %d)", s, perSec[s], want, burstSec)
+		}
+	}
+}
+
+func TestZipfSkew(t *testing.T) {
+	const n = 200000
+	src := mustOpen(t, "gen:constant", Options{Seed: 11, Keys: 10000})
+	recs := readN(t, src, 0, 0, n)
+	counts := map[string]int{}
+	sum := 0
+	for _, r := range recs {
+		counts[r.Key]++
+		sum += int(r.Value)
+	}
+	h := 0.0
+	for k := 1; k <= 10000; k++ {
+		h += math.Pow(float64(k), -1.1)
+	}
+	for _, rank := range []int{0, 1, 9, 99} {
+		want := n * math.Pow(float64(rank+1), -1.1) / h
+		got := float64(counts[KeyName(rank, 10000)])
+		if math.Abs(got-want) > 5*math.Sqrt(want)+0.01*want {
+			t.Errorf("key of rank %d: %v records, want about %.0f", rank, got, want)
+		}
+	}
+	if counts["k000000"] <= counts["k000001"] || counts["k000001"] <= counts["k000009"] || counts["k000009"] <= counts["k000099"] {
+		t.Errorf("counts not decreasing with rank: %d %d %d %d", counts["k000000"], counts["k000001"], counts["k000009"], counts["k000099"])
+	}
+	if len(counts) < 5000 {
+		t.Errorf("only %d distinct keys of 10000", len(counts))
+	}
+	if mean := float64(sum) / n; math.Abs(mean-50.5) > 0.5 {
+		t.Errorf("mean value %.2f, want 50.5", mean)
+	}
+}
+
+func TestKeyNames(t *testing.T) {
+	for _, c := range []struct {
+		j, n int
+		want string
+	}{{42, 10000, "k000042"}, {0, 1, "k000000"}, {1234567, 2000000, "k1234567"}, {5, 10000000, "k0000005"}} {
+		if got := KeyName(c.j, c.n); got != c.want {
+			t.Errorf("KeyName(%d, %d) = %q, want %q", c.j, c.n, got, c.want)
+		}
+	}
+	d := zipfDist(100, 1.1)
+	if got := string(d.key(42)); got != "k000042" {
+		t.Errorf("key 42 = %q", got)
+	}
+	k := d.key(3)
+	k = append(k, 'x') // must not overwrite key 4
+	if !bytes.Equal(d.key(4), []byte("k000004")) || len(k) != 8 {
+		t.Errorf("append to a key changed the next one: %q", d.key(4))
+	}
+}
+
+func TestGenNoAlloc(t *testing.T) {
+	src := mustOpen(t, "gen:diurnal", Options{Rate: 5000})
+	r, _ := src.Open(0, 0)
+	var sink job.Record
+	allocs := testing.AllocsPerRun(100000, func() {
+		sink, _, _ = r.Next()
+	})
+	if allocs != 0 {
+		t.Errorf("Next allocates %v times per call", allocs)
+	}
+	_ = sink
+}
+
+func TestGenFarSeek(t *testing.T) {
+	// a day of event time at 1M/s: the seek must not generate 8.6e10 records.
+	src := mustOpen(t, "gen:diurnal?day=24h", Options{Seed: 1})
+	pos := uint64(86_400_000_000)
+	a := readN(t, src, 0, pos, 100)
+	b := readN(t, src, 0, pos+50, 50)
+	equalRecs(t, "far seek", b, a[50:])
+	if a[0].Time < 80_000_000 || a[0].Time > 92_000_000 {
+		t.Errorf("record %d at %d ms, want about one day", pos, a[0].Time)
+	}
+	if _, err := src.Open(0, math.MaxUint64); err == nil {
+		t.Errorf("Open at MaxUint64: no error")
+	}
+}
+
+func TestDetMath(t *testing.T) {
+	for _, den := range []int64{7, 1000, 120000, 86400000} {
+		for i := int64(0); i < 2000; i++ {
+			num := i * den / 2000
+			got, want := cos2pi(num, den), math.Cos(2*math.Pi*float64(num)/float64(den))
+			if math.Abs(got-want) > 1e-14 {
+				t.Fatalf("cos2pi(%d, %d) = %v, want %v", num, den, got, want)
+			}
+		}
+	}
+	for _, s := range []float64{0, 0.5, 1, 1.1, 2, 3.7} {
+		for _, k := range []int{1, 2, 3, 10, 999, 10000, 1 << 24} {
+			got, want := detPow(k, s), math.Pow(float64(k), -s)
+			if math.Abs(got-want) > 1e-13*want {
+				t.Fatalf("detPow(%d, %v) = %v, want %v", k, s, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkGenNext(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		spec string
+		rate float64
+	}{
+		{"diurnal", "gen:diurnal", 0},
+		{"constant", "gen:constant", 0},
+		{"diurnal_1k", "gen:diurnal", 1000},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			src := mustOpen(b, c.spec, Options{Seed: 1, Rate: c.rate, Partitions: 2})
+			r, _ := src.Open(0, 0)
+			b.ReportAllocs()
+			var sum int64
+			for b.Loop() {
+				x, _, _ := r.Next()
+				sum += x.Value
+			}
+			_ = sum
+		})
+	}
+}
+
+func BenchmarkGenOpen(b *testing.B) {
+	src := mustOpen(b, "gen:diurnal", Options{Seed: 1, Partitions: 2})
+	pos := uint64(3_600 * 500_000) // one hour of event time in a partition
+	b.ReportAllocs()
+	for b.Loop() {
+		r, _ := src.Open(1, pos)
+		r.Next()
+	}
+}
+
+// refTimes computes the times of the first n records of a partition from
+// the definition, tick by tick: ⌊Λ(t+1)⌋ − ⌊Λ(t)⌋ records at tick t.
+func refTimes(c curve, n int) []int64 {
+	var out []int64
+	pd := c.enter(0, 0)
+	prev := uint64(0)
+	for t := int64(0); len(out) < n; t++ {
+		if t+1 > pd.start+burstPeriod {
+			pd = c.enter(pd.k+1, pd.e1)
+		}
+		cur := count(c.lam(&pd, t+1))
+		for ; prev < cur && len(out) < n; prev++ {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func TestGenMatchesDefinition(t *testing.T) {
+	for _, c := range genCases {
+		t.Run(c.name, func(t *testing.T) {
+			src := mustOpen(t, c.spec, c.opt).(*genSource)
+			want := refTimes(src.c, c.n)
+			for p := range c.opt.Partitions {
+				r, _ := src.Open(p, 0)
+				for i, wt := range want {
+					x, _, _ := r.Next()
+					if x.Time != wt {
+						t.Fatalf("partition %d: record %d at %d ms, the definition says %d", p, i, x.Time, wt)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestGenBatchEqualsNext(t *testing.T) {
+	src := mustOpen(t, "gen:diurnal", Options{Seed: 4, Rate: 2000, Partitions: 2})
+	want := readN(t, src, 1, 100, 5000)
+	r, _ := src.Open(1, 100)
+	buf := make([]job.Record, 777)
+	var got []rec
+	for len(got) < len(want) {
+		n, err := r.(BatchReader).NextBatch(buf)
+		if err != nil || n != len(buf) {
+			t.Fatalf("NextBatch = %d, %v", n, err)
+		}
+		for _, x := range buf[:n] {
+			got = append(got, rec{string(x.Key), x.Time, x.Value})
+		}
+	}
+	equalRecs(t, "batch", got[:len(want)], want)
+}
+
+func BenchmarkGenNextBatch(b *testing.B) {
+	src := mustOpen(b, "gen:diurnal", Options{Seed: 1, Partitions: 2})
+	r, _ := src.Open(0, 0)
+	br := r.(BatchReader)
+	buf := make([]job.Record, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		br.NextBatch(buf)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1024, "ns/record")
+}
+
+// floorReader returns a constant record: BenchmarkReaderCallFloor measures
+// what a job.Reader call costs by itself, to read BenchmarkGenNext against.
+type floorReader struct {
+	k []byte
+	i int64
+}
+
+func (f *floorReader) Next() (job.Record, bool, error) {
+	f.i++
+	return job.Record{Key: f.k, Time: f.i, Value: 1}, true, nil
+}
+
+func BenchmarkReaderCallFloor(b *testing.B) {
+	var r job.Reader = &floorReader{k: []byte("k000001")}
+	var sum int64
+	for b.Loop() {
+		x, _, _ := r.Next()
+		sum += x.Value
+	}
+	_ = sum
+}

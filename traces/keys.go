@@ -1,0 +1,159 @@
+package traces
+
+import (
+	"strconv"
+	"sync"
+)
+
+// mix is the splitmix64 finaliser: a bijection of uint64 with good
+// avalanche, the only source of "randomness" in this package.
+func mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+const golden = 0x9e3779b97f4a7c15
+
+// Salts keep the hash streams of different uses apart.
+const (
+	saltRecord = 0x5bd1e9955bd1e995
+	saltValue  = 0x2545f4914f6cdd1d
+	saltBurst  = 0x94d049bb133111eb
+	saltRate   = 0x7fb5d329728ea185 // the "partition" of a rate trace's global index
+)
+
+// streamBase is the hash base of one record stream (a generator partition,
+// or a rate trace's global sequence).
+func streamBase(seed int64, stream uint64) uint64 {
+	return mix(uint64(seed)^saltRecord) ^ mix(stream*golden+saltRecord)
+}
+
+// keyDist draws generator keys and values: Zipf-distributed keys from a
+// precomputed table, so that drawing allocates nothing. It is immutable and
+// safe for concurrent use.
+type keyDist struct {
+	n     int
+	keys  []byte // n keys of width w, back to back
+	w     int
+	alias []aliasEntry
+}
+
+// aliasEntry is one bucket of Vose's alias method: pick the bucket's own
+// key if u < th, else alias.
+type aliasEntry struct {
+	th    uint32
+	alias uint32
+}
+
+// key returns the key of index j, capacity-limited so an append by the
+// caller cannot touch the next key.
+func (d *keyDist) key(j int) []byte {
+	a := j * d.w
+	return d.keys[a : a+d.w : a+d.w]
+}
+
+// draw returns the key index and the value (1..100) of the record hashed to z.
+func (d *keyDist) draw(z uint64) (int, int64) {
+	j := int((z >> 32) * uint64(d.n) >> 32)
+	e := d.alias[j]
+	if uint32(z) >= e.th {
+		j = int(e.alias)
+	}
+	v := mix(z^saltValue) >> 32
+	return j, int64(v*100>>32) + 1
+}
+
+// KeyName returns the generator's name for key index j among n keys:
+// "k" and j zero-padded to at least 6 digits (k000042).
+func KeyName(j, n int) string {
+	w := keyWidth(n) - 1
+	s := strconv.Itoa(j)
+	for len(s) < w {
+		s = "0" + s
+	}
+	return "k" + s
+}
+
+func keyWidth(n int) int {
+	d := len(strconv.Itoa(max(n-1, 0)))
+	return 1 + max(d, 6)
+}
+
+type distKey struct {
+	n int
+	s float64
+}
+
+var (
+	distMu    sync.Mutex
+	distCache = map[distKey]*keyDist{}
+)
+
+// zipfDist returns the (cached) distribution of n keys with exponent s:
+// key j has probability proportional to (j+1)^-s.
+func zipfDist(n int, s float64) *keyDist {
+	distMu.Lock()
+	defer distMu.Unlock()
+	if d, ok := distCache[distKey{n, s}]; ok {
+		return d
+	}
+	d := &keyDist{n: n, w: keyWidth(n)}
+	d.keys = make([]byte, 0, n*d.w)
+	for j := range n {
+		d.keys = append(d.keys, KeyName(j, n)...)
+	}
+	d.alias = buildAlias(n, s)
+	distCache[distKey{n, s}] = d
+	return d
+}
+
+// buildAlias builds Vose's alias table for weights (j+1)^-s with
+// deterministic arithmetic (see detmath.go).
+func buildAlias(n int, s float64) []aliasEntry {
+	p := make([]float64, n)
+	sum := 0.0
+	for j := range p {
+		p[j] = detPow(j+1, s)
+		sum += p[j]
+	}
+	for j := range p {
+		p[j] = float64(p[j]*float64(n)) / sum
+	}
+	out := make([]aliasEntry, n)
+	var small, large []int
+	for j := n - 1; j >= 0; j-- {
+		if p[j] < 1 {
+			small = append(small, j)
+		} else {
+			large = append(large, j)
+		}
+	}
+	for len(small) > 0 && len(large) > 0 {
+		sj := small[len(small)-1]
+		small = small[:len(small)-1]
+		lj := large[len(large)-1]
+		large = large[:len(large)-1]
+		out[sj] = aliasEntry{th: threshold(p[sj]), alias: uint32(lj)}
+		p[lj] = (p[lj] + p[sj]) - 1
+		if p[lj] < 1 {
+			small = append(small, lj)
+		} else {
+			large = append(large, lj)
+		}
+	}
+	for _, j := range append(small, large...) {
+		out[j] = aliasEntry{th: ^uint32(0), alias: uint32(j)}
+	}
+	return out
+}
+
+func threshold(p float64) uint32 {
+	if p <= 0 {
+		return 0
+	}
+	if p >= 1 {
+		return ^uint32(0)
+	}
+	return uint32(float64(p * 4294967296.0))
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,7 +99,7 @@ type Coordinator struct {
 	lost     map[job.InstanceID]bool
 	started  bool
 	draining bool
-	nextName int
+	joinSeq  atomic.Int64 // names of joining nodes: n(Local+1), ...
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
@@ -132,6 +133,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{}}
+	c.joinSeq.Store(int64(cfg.Local))
 	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
@@ -259,7 +261,6 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
 		go func() { _ = proc.Wait(); c.exitc <- name }()
 	}
-	c.nextName = c.cfg.Local + 1
 	err = c.loop(ctx)
 	c.stopNodes()
 	return err
@@ -273,16 +274,17 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 			return
 		}
 		go func() {
+			var name string
 			h, err := wire.ServerHandshake(conn, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
-				if h.Token != c.token {
+				if !wire.TokenEqual(h.Token, c.token) {
 					return wire.Welcome{}, errors.New("bad token")
 				}
 				if h.Role != wire.RoleNode {
 					return wire.Welcome{}, fmt.Errorf("role %q: only nodes connect here", h.Role)
 				}
-				name := h.Node
-				if name == "" {
-					name = "pending"
+				name = h.Node
+				if name == "" { // a node joining from elsewhere gets the next free name
+					name = fmt.Sprintf("n%d", c.joinSeq.Add(1))
 				}
 				return wire.Welcome{Node: name, Run: c.run}, nil
 			})
@@ -302,7 +304,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
-			ns := &nodeState{name: h.Node, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
+			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
 			select {
 			case c.joinc <- ns:
 			case <-ctx.Done():
@@ -444,10 +446,6 @@ func (c *Coordinator) joined() int {
 func (c *Coordinator) join(ns *nodeState) error {
 	if c.plan != nil {
 		return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
-	}
-	if ns.name == "" || ns.name == "pending" {
-		ns.name = fmt.Sprintf("n%d", c.nextName)
-		c.nextName++
 	}
 	old := c.nodes[ns.name]
 	switch {

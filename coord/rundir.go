@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
+
 	"spate/job"
 )
 
@@ -38,12 +40,8 @@ func NewRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// NewToken returns a fresh cluster token.
-func NewToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// NewToken returns a fresh cluster token: a random (version 4) UUID.
+func NewToken() string { return uuid.NewString() }
 
 // CreateRunDir makes the run directory (and, for the default location, the
 // spate-data/latest link) and writes the token.

@@ -92,6 +92,9 @@ func VerifyMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spate verify:", err)
 		return 2
 	}
+	if ri, err := ReadRunInfo(dir); err == nil && !ri.Complete {
+		fmt.Fprintln(stderr, "spate verify: note: a source instance was lost, so its last position is the one it last reported: counts near the loss may show as wrong")
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

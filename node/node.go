@@ -384,7 +384,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 		}
 		go func() {
 			h, err := wire.ServerHandshake(c, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
-				if h.Token != n.cfg.Token {
+				if !wire.TokenEqual(h.Token, n.cfg.Token) {
 					return wire.Welcome{}, errors.New("bad token")
 				}
 				if h.Role != wire.RolePeer || h.Node == "" {

@@ -360,10 +360,8 @@ func (r *traceReader) NextBatch(buf []job.Record) (int, error) {
 			return n, err
 		}
 		buf[n] = rec
-		buf[n].Key = nil
-		r.keyEnds = append(r.keyEnds[:n], 0)
 		r.arena = append(r.arena, rec.Key...)
-		r.keyEnds[n] = len(r.arena)
+		r.keyEnds = append(r.keyEnds[:n], len(r.arena))
 	}
 	r.fixKeys(buf)
 	return len(buf), nil

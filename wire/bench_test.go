@@ -81,6 +81,7 @@ func BenchmarkAppendEncode(b *testing.B) {
 			}
 			reportPerRecord(b, cpu0)
 			b.ReportMetric(float64(len(dst))/benchBatch, "bytes/record")
+			b.ReportMetric(float64(benchBatch)/float64(bb.Runs()), "records/run")
 			b.SetBytes(int64(len(dst)))
 		})
 	}

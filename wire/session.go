@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -152,22 +153,19 @@ func writeHandshake(c net.Conn, t Type, v any) error {
 	return err
 }
 
-// readHandshake reads exactly one frame from c without buffering past it,
-// since yamux takes over the connection right after the handshake.
+// readHandshake reads exactly one frame from c. Reader never reads past a
+// frame, so yamux can take over the connection right after.
 func readHandshake(c net.Conn) (Type, []byte, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	t, p, err := NewReader(c, handshakeMax).ReadFrame()
+	if err != nil {
 		return 0, nil, fmt.Errorf("handshake: %w", err)
 	}
-	n := binary.BigEndian.Uint32(hdr[:4])
-	if n == 0 || n > handshakeMax {
-		return 0, nil, fmt.Errorf("handshake: frame length %d out of range", n)
-	}
-	p := make([]byte, n-1)
-	if _, err := io.ReadFull(c, p); err != nil {
-		return 0, nil, fmt.Errorf("handshake: %w", err)
-	}
-	return Type(hdr[4]), p, nil
+	return t, p, nil
+}
+
+// TokenEqual compares a presented token with the cluster's in constant time.
+func TokenEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // ClientHandshake sends h on c and waits for the answer.
@@ -184,10 +182,10 @@ func ClientHandshake(c net.Conn, h Hello, timeout time.Duration) (Welcome, error
 	}
 	switch t {
 	case TWelcome:
-		err = json.Unmarshal(p, &w)
+		err = DecodeJSON(t, p, &w)
 	case TReject:
 		var r Reject
-		if err = json.Unmarshal(p, &r); err == nil {
+		if err = DecodeJSON(t, p, &r); err == nil {
 			err = fmt.Errorf("%w: %s", ErrRejected, r.Reason)
 		}
 	default:
@@ -212,8 +210,8 @@ func ServerHandshake(c net.Conn, timeout time.Duration, accept func(Hello) (Welc
 	if t != THello {
 		return h, fmt.Errorf("handshake: want hello frame, got %v", t)
 	}
-	if err := json.Unmarshal(p, &h); err != nil {
-		return h, fmt.Errorf("handshake: hello: %w", err)
+	if err := DecodeJSON(t, p, &h); err != nil {
+		return h, fmt.Errorf("handshake: %w", err)
 	}
 	w, err := accept(h)
 	if err != nil {

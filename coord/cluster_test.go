@@ -176,9 +176,10 @@ func TestWrongTokenIsRefusedAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestKilledNodeIsDetectedAndRunStillDrains(t *testing.T) {
+func TestKilledNodeWithoutFaultToleranceLosesItsWindows(t *testing.T) {
 	mc := newMemCluster()
 	cfg := testConfig(t)
+	cfg.FT = "none"
 	cfg.Duration = 3 * time.Second
 	pr, pw := io.Pipe()
 	defer pr.Close()
@@ -208,7 +209,7 @@ func TestKilledNodeIsDetectedAndRunStillDrains(t *testing.T) {
 	if !hasEvent(readEvents(t, dir), events.NodeLost, "n3") {
 		t.Fatal("no node_lost event for n3")
 	}
-	// Without recovery (the next milestone), verify must notice what is missing.
+	// Without recovery, verify must notice what is missing.
 	rep, err := VerifyRun(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +224,63 @@ func dumpEvents(t *testing.T, dir string) {
 	t.Helper()
 	for _, e := range readEvents(t, dir) {
 		t.Log(e.Line())
+	}
+}
+
+// killAfter runs a cluster and kills node victim once an event of kind
+// after has been printed; it returns the run directory.
+func killAfter(t *testing.T, cfg Config, victim string, after events.Kind) string {
+	t.Helper()
+	mc := newMemCluster()
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	killed := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			if !once && strings.Contains(sc.Text(), string(after)) {
+				once = true
+				mc.kill(victim)
+				close(killed)
+			}
+		}
+	}()
+	dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn, Out: pw})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-killed:
+	default:
+		dumpEvents(t, dir)
+		t.Fatalf("no %s event before the end of the run: the kill never happened", after)
+	}
+	return dir
+}
+
+func TestFaultToleranceRecoversAKilledNode(t *testing.T) {
+	for _, ft := range []string{"spate", "global"} {
+		t.Run(ft, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.FT = ft
+			cfg.Duration = 4 * time.Second
+			cfg.Interval = "300ms"
+			dir := killAfter(t, cfg, "n3", events.Checkpoint)
+			evs := readEvents(t, dir)
+			if !hasEvent(evs, events.NodeLost, "n3") || !hasEvent(evs, events.RecoveryRestored, "") {
+				dumpEvents(t, dir)
+				t.Fatal("no loss and restore events")
+			}
+			rep, err := VerifyRun(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() || rep.Windows == 0 {
+				dumpEvents(t, dir)
+				t.Fatalf("%s %+v", rep, rep.Diffs)
+			}
+		})
 	}
 }

@@ -150,6 +150,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// IntervalDuration is the checkpoint interval; auto starts at 1s.
+func (c *Config) IntervalDuration() time.Duration {
+	if d, err := time.ParseDuration(c.Interval); err == nil && d > 0 {
+		return d
+	}
+	return time.Second
+}
+
 // Spec is the job the configuration runs.
 func (c *Config) Spec() job.Spec {
 	return job.WindowCount(c.Parallelism, c.Window.Milliseconds(), c.Lateness.Milliseconds())

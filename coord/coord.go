@@ -20,6 +20,7 @@ import (
 
 	"spate/events"
 	"spate/job"
+	"spate/state"
 	"spate/traces"
 	"spate/wire"
 )
@@ -103,6 +104,12 @@ type Coordinator struct {
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
+
+	manifest   *Manifest
+	store      state.Store
+	outputs    OutputManifest
+	recovering map[job.InstanceID]*recovery
+	global     globalState
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -120,24 +127,25 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if opt.Spawn == nil {
 		opt.Spawn = spawnSelf
 	}
-	// Open the source once here, so that a bad spec or an unreadable trace
-	// fails before any process starts.
-	src, err := traces.Open(cfg.Source, cfg.SourceOptions())
-	if err != nil {
+	// Open the source once here (a file trace is read and checked in full),
+	// so that a bad spec or a malformed line fails before any process starts.
+	if _, err := traces.Open(cfg.Source, cfg.SourceOptions()); err != nil {
 		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
-	}
-	if err := checkSource(src); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: NewToken(),
 		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
-		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{}}
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
+		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{}}
 	c.joinSeq.Store(int64(cfg.Local))
 	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
+	}
+	c.manifest = newManifest(c.run, c.spec.Name)
+	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
+		return c.dir, fmt.Errorf("checkpoint store: %w", err)
 	}
 	c.bus = events.NewBus(opt.Now)
 	logDone, err := c.startLogs()
@@ -152,32 +160,6 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	}()
 	err = c.serve(ctx)
 	return c.dir, err
-}
-
-// checkSource reads a finite source once to the end, so that a malformed
-// line is reported (FILE:LINE) before the run starts.
-func checkSource(src traces.Source) error {
-	if !src.Finite() {
-		return nil
-	}
-	for p := range src.Partitions() {
-		r, err := src.Open(p, 0)
-		if err != nil {
-			return err
-		}
-		for {
-			_, ok, err := r.Next()
-			if err != nil {
-				r.Close()
-				return err
-			}
-			if !ok {
-				break
-			}
-		}
-		r.Close()
-	}
-	return nil
 }
 
 // startLogs subscribes the JSON-lines log(s) and the headless printer.
@@ -392,6 +374,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 					}
 				case wire.CtlDone:
 					c.instanceDone(m.node, m.ctl.Done)
+				case wire.CtlCheckpointed:
+					if m.ctl.Checkpoint != nil {
+						c.onCheckpointed(m.node, m.ctl.Checkpoint)
+					}
+				case wire.CtlRestored:
+					c.onRestored(m.node, m.ctl)
 				case wire.CtlEvent:
 					e := m.ctl.Event
 					if e != nil {
@@ -409,6 +397,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 		case <-tick.C:
 			c.checkHeartbeats()
 			c.throughput()
+			c.checkCaughtUp()
+			c.globalTick()
 		case <-joinDeadline.C:
 			if c.plan == nil {
 				return fmt.Errorf("only %d of %d nodes joined within 30s (see %s)", c.joined(), c.cfg.Nodes, filepath.Join(c.dir, "logs"))
@@ -472,6 +462,7 @@ func (c *Coordinator) deploy() error {
 	}
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
+		FT: c.cfg.FT, Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10,
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
@@ -564,9 +555,10 @@ func (c *Coordinator) checkHeartbeats() {
 	}
 }
 
-// nodeLost marks a node dead. Recovery is not part of this milestone: its
-// instances are reported lost, and their downstreams treat their streams as
-// ended, so the job still drains and verify reports what is missing.
+// nodeLost marks a node dead. With --ft spate its instances are restored
+// elsewhere from their checkpoints while the rest of the job runs on; with
+// --ft none they are lost, their downstreams treat their streams as ended,
+// and verify reports what is missing.
 func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	if ns.state == "lost" || ns.state == "exited" {
 		return
@@ -576,20 +568,35 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	ns.state = "lost"
+	ns.stats = nil
 	if ns.sess != nil {
 		ns.sess.Close()
 	}
 	var ids []job.InstanceID
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
-			if p.Node == ns.name && c.done[p.ID] == nil {
+			if p.Node == ns.name && c.done[p.ID] == nil && !c.lost[p.ID] {
 				ids = append(ids, p.ID)
-				c.lost[p.ID] = true
 			}
 		}
 	}
+	if c.cfg.FT == "global" && c.plan != nil {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+			"node %s lost: %s; the whole job rolls back", ns.name, why)
+		c.rollback(ns.name)
+		return
+	}
+	if c.cfg.FT == "spate" && c.plan != nil {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+			"node %s lost: %s; recovering %v", ns.name, why, ids)
+		c.recover(ns.name, ids)
+		return
+	}
+	for _, id := range ids {
+		c.lost[id] = true
+	}
 	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-		"node %s lost: %s; instances %v lost (no recovery with --ft %s in this version)", ns.name, why, ids, c.cfg.FT)
+		"node %s lost: %s; instances %v lost (no recovery with --ft %s)", ns.name, why, ids, c.cfg.FT)
 	for _, name := range c.order {
 		if other := c.nodes[name]; other != ns && other.state != "lost" && other.state != "exited" && len(ids) > 0 {
 			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})
@@ -598,7 +605,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 }
 
 func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
-	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil {
+	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil || c.placeOf[d.Instance].Node != ns.name {
 		return
 	}
 	c.done[d.Instance] = d
@@ -651,7 +658,13 @@ func (c *Coordinator) throughput() {
 		}
 	}
 	dt := now.Sub(c.lastTick).Seconds()
-	rin, rout := float64(in-c.lastIn)/dt, float64(out-c.lastOut)/dt
+	rate := func(now, before uint64) float64 {
+		if now < before { // an instance moved: its counters restarted
+			return 0
+		}
+		return float64(now-before) / dt
+	}
+	rin, rout := rate(in, c.lastIn), rate(out, c.lastOut)
 	c.lastIn, c.lastOut, c.lastTick = in, out, now
 	wmText := "none yet"
 	if wm != job.NoWatermark && wm != job.MaxWatermark {

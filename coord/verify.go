@@ -57,13 +57,21 @@ func ReadOutput(dir string) ([]job.Result, error) {
 		return nil, err
 	}
 	sort.Strings(files)
+	om, err := ReadOutputManifest(dir)
+	if err != nil {
+		return nil, err
+	}
 	var all []job.Result
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
 			return nil, err
 		}
-		rs, err := job.ReadResults(fh, f)
+		var r io.Reader = fh
+		if limit, ok := om.Limits[filepath.Base(f)]; ok {
+			r = io.LimitReader(fh, limit) // a recovered sink: only the committed prefix counts
+		}
+		rs, err := job.ReadResults(r, f)
 		fh.Close()
 		if err != nil {
 			return nil, err

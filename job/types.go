@@ -69,3 +69,9 @@ func WindowStart(t, w int64) int64 {
 	}
 	return s
 }
+
+// State returns the clock's state, for a checkpoint.
+func (c *SourceClock) State() (max int64, started bool) { return c.max, c.started }
+
+// Restore sets the clock's state from a checkpoint.
+func (c *SourceClock) Restore(max int64, started bool) { c.max, c.started = max, started }

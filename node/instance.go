@@ -1,10 +1,8 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"spate/job"
-	"spate/traces"
 	"spate/wire"
 )
 
@@ -25,17 +22,20 @@ const (
 	msgLost
 )
 
-// inMsg is one frame for an instance, from its input number from.
+// inMsg is one frame for an instance, from its input number from, sent by
+// that input's placement generation gen.
 type inMsg struct {
 	from    int
+	gen     uint64
 	kind    msgKind
 	payload []byte
 	wm      int64
 }
 
 // instance is one operator instance on this node. Its goroutine owns
-// everything below "owned by run"; the counters are atomics read by the
-// heartbeat.
+// everything marked "owned by run"; other goroutines reach it through in
+// (data) and ctlc (closures run on its goroutine). The counters are atomics
+// read by the heartbeat.
 type instance struct {
 	n     *Node
 	id    job.InstanceID
@@ -46,6 +46,7 @@ type instance struct {
 	kind  string
 
 	in         chan inMsg
+	ctlc       chan func()
 	inputs     []job.InstanceID
 	inputIndex map[job.InstanceID]int
 	startOnce  sync.Once
@@ -55,44 +56,46 @@ type instance struct {
 	quitOnce   sync.Once
 
 	// owned by run
-	wms     []int64
-	ended   []bool
-	wm      int64
-	op      job.Keyed
-	sink    *job.Sink
-	file    *os.File
-	fileBuf *bufio.Writer
-	owned   []bool
-	dedup   map[job.Producer][]uint64
-	ports   []*port
-	fired   firedReport
+	inputGen  []uint64 // the generation each input's stream must have
+	inputProd [][]job.Producer
+	back      []backChannel // per input: where trims go
+	wms       []int64
+	ended     []bool
+	wm        int64
+	op        job.Keyed
+	stateful  job.Stateful
+	sink      *job.Sink
+	file      *countingFile
+	owned     []bool
+	dedup     map[job.Producer][]uint64
+	ports     []*port
+	fired     firedReport
+	src       *sourceState
+	ck        checkpointer
+	align     aligner
+	finished  bool
 
 	// read by heartbeats
-	nIn, nOut, nLate, nDup, nStray atomic.Uint64
-	curWM                          atomic.Int64
-	posMu                          sync.Mutex
-	positions                      map[int]uint64
+	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
+	curWM                                     atomic.Int64
+	posMu                                     sync.Mutex
+	positions                                 map[int]uint64
 }
 
-// port is one output port: a router from key group to link.
-type port struct {
-	owner []int // key group → index in links
-	links []*link
-	seqs  map[job.Producer][]uint64
+// backChannel sends trims back to an input's sender.
+type backChannel func(ps []wire.Position)
+
+// countingFile is a sink's output file; it counts what reached the file.
+type countingFile struct {
+	f    *os.File
+	name string // relative to output/
+	n    atomic.Int64
 }
 
-// link is the stream from this instance to one downstream instance.
-type link struct {
-	to      job.InstanceID
-	node    string
-	fromIdx int // our input number at the destination
-	local   *instance
-	st      net.Conn
-	w       *wire.Writer
-	b       wire.BatchBuilder
-	buf     []byte
-	lastWM  int64
-	err     error
+func (c *countingFile) Write(p []byte) (int, error) {
+	k, err := c.f.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) {
@@ -103,7 +106,7 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 	}
 	in := &instance{
 		n: n, id: p.ID, place: *p, plan: d, spec: spec, opIdx: opIdx, kind: spec.Ops[opIdx].Kind,
-		in: make(chan inMsg, 64), inputIndex: map[job.InstanceID]int{},
+		in: make(chan inMsg, 64), ctlc: make(chan func(), 256), inputIndex: map[job.InstanceID]int{},
 		drainc: make(chan struct{}), quit: make(chan struct{}),
 		wm: job.NoWatermark, dedup: map[job.Producer][]uint64{}, positions: map[int]uint64{},
 	}
@@ -113,9 +116,12 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 			if q.Op == spec.Ops[src].Name {
 				in.inputIndex[q.ID] = len(in.inputs)
 				in.inputs = append(in.inputs, q.ID)
+				in.inputGen = append(in.inputGen, q.Gen)
+				in.inputProd = append(in.inputProd, producersOf(spec, &q))
 			}
 		}
 	}
+	in.back = make([]backChannel, len(in.inputs))
 	in.wms = make([]int64, len(in.inputs))
 	in.ended = make([]bool, len(in.inputs))
 	for i := range in.wms {
@@ -129,27 +135,51 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 	}
 	switch in.kind {
 	case job.KindSource:
+		in.src = &sourceState{}
 	case job.KindCount:
-		in.op = job.NewCount(spec)
+		c := job.NewCount(spec)
+		in.op = c
+		in.stateful, _ = any(c).(job.Stateful)
 	case job.KindRollup:
-		in.op = job.NewRollup(spec)
+		r := job.NewRollup(spec)
+		in.op = r
+		in.stateful, _ = any(r).(job.Stateful)
 	case job.KindSink:
 		dir := filepath.Join(d.DataDir, "output")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		name := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen)
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, err
 		}
-		in.file = f
-		in.fileBuf = bufio.NewWriterSize(f, 256<<10)
-		in.sink = job.NewSink(in.fileBuf)
+		in.file = &countingFile{f: f, name: name}
+		in.sink = job.NewSink(in.file)
 		in.op = in.sink
 	default:
 		return nil, fmt.Errorf("operator kind %q is not supported", in.kind)
 	}
+	if err := in.buildPorts(); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// producersOf lists the producers an instance emits as: its partitions
+// (a source) or its key groups.
+func producersOf(spec *job.Spec, q *wire.Placement) []job.Producer {
+	op := spec.Op(q.Op)
+	var out []job.Producer
+	for _, p := range q.Partitions {
+		out = append(out, job.MakeProducer(op, p))
+	}
+	for _, r := range q.Ranges {
+		for g := r.Lo; g < r.Hi; g++ {
+			out = append(out, job.MakeProducer(op, int(g)))
+		}
+	}
+	return out
 }
 
 // deliver queues m for the instance; false if the instance or ctx is gone.
@@ -164,13 +194,53 @@ func (in *instance) deliver(ctx context.Context, m inMsg) bool {
 	}
 }
 
+// do runs f on the instance's goroutine; false if the instance is gone.
+func (in *instance) do(f func()) bool {
+	select {
+	case in.ctlc <- f:
+		return true
+	case <-in.quit:
+		return false
+	}
+}
+
+// call runs f on the instance's goroutine and waits for it, at most
+// callTimeout: an instance that never runs again must not hang its callers.
+func (in *instance) call(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	if !in.do(func() { f(); close(done) }) {
+		return false
+	}
+	t := time.NewTimer(callTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-in.quit:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return false
+	}
+}
+
+const callTimeout = 30 * time.Second
+
 func (in *instance) start(ctx context.Context) {
 	in.startOnce.Do(func() {
 		go func() {
+			if in.src != nil {
+				if err := in.src.open(in, in.src.restored); err != nil {
+					in.n.event("error", in.id, nil, "%v", err)
+					return
+				}
+			}
 			if err := in.openOutputs(ctx); err != nil {
 				in.n.event("error", in.id, nil, "open outputs: %v", err)
 				return
 			}
+			in.ck.next = time.Now().Add(in.ck.interval(in.plan))
 			if in.kind == job.KindSource {
 				in.runSource(ctx)
 			} else {
@@ -183,11 +253,11 @@ func (in *instance) start(ctx context.Context) {
 func (in *instance) drain() { in.drainOnce.Do(func() { close(in.drainc) }) }
 func (in *instance) stop()  { in.quitOnce.Do(func() { close(in.quit) }) }
 
-// lost treats the streams from the given instances as ended.
+// lost treats the streams from the given instances as ended (--ft none).
 func (in *instance) lost(ids []job.InstanceID) {
 	for _, id := range ids {
 		if i, ok := in.inputIndex[id]; ok {
-			go in.deliver(context.Background(), inMsg{from: i, kind: msgLost})
+			go in.deliver(context.Background(), inMsg{from: i, kind: msgLost, gen: ^uint64(0)})
 		}
 	}
 }
@@ -205,182 +275,6 @@ func (in *instance) stats() wire.InstanceStats {
 	return s
 }
 
-// openOutputs builds the routers of every output port and opens the streams.
-func (in *instance) openOutputs(ctx context.Context) error {
-	me := in.n.nodeName()
-	for _, e := range in.spec.Ops[in.opIdx].Outputs {
-		pt := &port{owner: make([]int, in.spec.Groups), seqs: map[job.Producer][]uint64{}}
-		for i := range pt.owner {
-			pt.owner[i] = -1
-		}
-		for _, q := range in.plan.Instances {
-			if q.Op != e.To {
-				continue
-			}
-			l := &link{to: q.ID, node: q.Node, lastWM: job.NoWatermark}
-			in.n.mu.Lock()
-			l.local = in.n.insts[q.ID]
-			in.n.mu.Unlock()
-			if q.Node != me || l.local == nil {
-				l.local = nil
-				sess := in.n.peer(q.Node)
-				if sess == nil {
-					return fmt.Errorf("no session to node %s for %s", q.Node, q.ID)
-				}
-				st, err := sess.OpenStream()
-				if err != nil {
-					return fmt.Errorf("open stream to %s on %s: %w", q.ID, q.Node, err)
-				}
-				l.st, l.w = st, wire.NewWriter(st)
-				if err := l.w.WriteJSON(wire.TStreamHello, wire.StreamHello{From: in.id, To: q.ID, Gen: in.place.Gen}); err != nil {
-					return err
-				}
-			}
-			for _, r := range q.Ranges {
-				for g := r.Lo; g < r.Hi; g++ {
-					pt.owner[g] = len(pt.links)
-				}
-			}
-			pt.links = append(pt.links, l)
-		}
-		for g, o := range pt.owner {
-			if o < 0 {
-				return fmt.Errorf("output to %s: key group %d has no owner", e.To, g)
-			}
-		}
-		in.ports = append(in.ports, pt)
-	}
-	// Our input number at each destination: by the plan's order.
-	for _, pt := range in.ports {
-		for _, l := range pt.links {
-			l.fromIdx = -1
-			dst := in.spec.Op(opOf(l.to))
-			k := 0
-			for _, src := range in.spec.Inputs(dst) {
-				for _, q := range in.plan.Instances {
-					if q.Op == in.spec.Ops[src].Name {
-						if q.ID == in.id {
-							l.fromIdx = k
-						}
-						k++
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func opOf(id job.InstanceID) string {
-	op, _, _ := id.Split()
-	return op
-}
-
-// Emit routes one output record (job.Emitter).
-func (in *instance) Emit(portIdx int, from job.KeyGroup, rec job.Record) {
-	pt := in.ports[portIdx]
-	kg := job.GroupOf(rec.Key, in.spec.Groups)
-	in.emitTo(pt, job.MakeProducer(in.opIdx, int(from)), kg, rec)
-}
-
-func (in *instance) emitTo(pt *port, prod job.Producer, kg job.KeyGroup, rec job.Record) {
-	seqs := pt.seqs[prod]
-	if seqs == nil {
-		seqs = make([]uint64, in.spec.Groups)
-		pt.seqs[prod] = seqs
-	}
-	seqs[kg]++
-	l := pt.links[pt.owner[kg]]
-	l.b.Append(prod, kg, seqs[kg], rec)
-	in.nOut.Add(1)
-	if l.b.Size() >= batchBytes {
-		in.flushLink(l)
-	}
-}
-
-// batchBytes is the size at which a batch is sent without waiting.
-const batchBytes = 64 << 10
-
-func (in *instance) flushLink(l *link) {
-	if l.b.Len() == 0 || l.err != nil {
-		return
-	}
-	if l.local != nil {
-		payload := l.b.Encode(nil)
-		l.b.Reset()
-		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, kind: msgBatch, payload: payload})
-		return
-	}
-	l.buf = l.b.Encode(l.buf[:0])
-	l.b.Reset()
-	if err := l.w.WriteFrame(wire.TBatch, l.buf); err != nil {
-		in.linkFailed(l, err)
-		return
-	}
-	if err := l.w.Flush(); err != nil {
-		in.linkFailed(l, err)
-	}
-}
-
-func (in *instance) linkFailed(l *link, err error) {
-	if l.err == nil {
-		l.err = err
-		in.n.event("frame_error", in.id, map[string]any{"to": string(l.to)}, "stream to %s on %s failed: %v", l.to, l.node, err)
-	}
-}
-
-// sendWatermark flushes every link and sends wm on those that have not seen it.
-func (in *instance) sendWatermark(wm int64) {
-	for _, pt := range in.ports {
-		for _, l := range pt.links {
-			in.flushLink(l)
-			if wm <= l.lastWM || l.err != nil {
-				continue
-			}
-			l.lastWM = wm
-			if l.local != nil {
-				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, kind: msgWatermark, wm: wm})
-				continue
-			}
-			if err := l.w.WriteFrame(wire.TWatermark, wire.EncodeWatermark(nil, wm)); err != nil {
-				in.linkFailed(l, err)
-				continue
-			}
-			if err := l.w.Flush(); err != nil {
-				in.linkFailed(l, err)
-			}
-		}
-	}
-}
-
-func (in *instance) flushAll() {
-	for _, pt := range in.ports {
-		for _, l := range pt.links {
-			in.flushLink(l)
-		}
-	}
-}
-
-// endOutputs sends the final watermark and the end of every stream.
-func (in *instance) endOutputs() {
-	in.sendWatermark(job.MaxWatermark)
-	for _, pt := range in.ports {
-		for _, l := range pt.links {
-			if l.err != nil {
-				continue
-			}
-			if l.local != nil {
-				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, kind: msgEnd})
-				continue
-			}
-			if err := l.w.WriteFrame(wire.TEnd, nil); err == nil {
-				_ = l.w.Flush()
-			}
-			_ = l.st.Close()
-		}
-	}
-}
-
 // runKeyed is the loop of a keyed operator instance.
 func (in *instance) runKeyed(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond)
@@ -388,19 +282,23 @@ func (in *instance) runKeyed(ctx context.Context) {
 	for {
 		select {
 		case m := <-in.in:
-			if in.handle(m) {
+			if in.handle(m) && !in.finished {
 				in.finish()
-				return
 			}
 			if len(in.in) == 0 {
 				in.flushAll()
 			}
-		case <-tick.C:
+		case f := <-in.ctlc:
+			f()
+		case now := <-tick.C:
 			in.flushAll()
-			if in.fileBuf != nil {
-				_ = in.fileBuf.Flush()
+			if in.sink != nil {
+				_ = in.sink.Flush()
 			}
 			in.fired.maybeReport(in, false)
+			if !in.finished {
+				in.maybeCheckpoint(now)
+			}
 		case <-in.quit:
 			return
 		case <-ctx.Done():
@@ -411,7 +309,16 @@ func (in *instance) runKeyed(ctx context.Context) {
 
 // handle applies one input message; it reports whether every input has ended.
 func (in *instance) handle(m inMsg) bool {
+	if m.gen < in.inputGen[m.from] {
+		return false // from a zombie: an older placement of that input
+	}
+	if in.holds(m) {
+		return false
+	}
 	switch m.kind {
+	case msgBarrier:
+		in.onBarrier(m.from, uint64(m.wm))
+		return false
 	case msgBatch:
 		if err := in.applyBatch(m.payload); err != nil {
 			in.n.event("frame_error", in.id, map[string]any{"from": string(in.inputs[m.from])}, "batch from %s: %v; input closed", in.inputs[m.from], err)
@@ -466,11 +373,7 @@ func (in *instance) applyBatch(payload []byte) error {
 			return nil
 		}
 		if last == nil || p != lastP {
-			last = in.dedup[p]
-			if last == nil {
-				last = make([]uint64, in.spec.Groups)
-				in.dedup[p] = last
-			}
+			last = in.dedupOf(p)
 			lastP = p
 		}
 		if seq <= last[kg] {
@@ -484,17 +387,42 @@ func (in *instance) applyBatch(payload []byte) error {
 	})
 }
 
+func (in *instance) dedupOf(p job.Producer) []uint64 {
+	last := in.dedup[p]
+	if last == nil {
+		last = make([]uint64, in.spec.Groups)
+		in.dedup[p] = last
+	}
+	return last
+}
+
+// positionsFor lists how far this instance applied the producers of input
+// i, for its own key groups (zeros left out).
+func (in *instance) positionsFor(i int) []wire.Position {
+	var ps []wire.Position
+	for _, p := range in.inputProd[i] {
+		last := in.dedup[p]
+		if last == nil {
+			continue
+		}
+		for kg, s := range last {
+			if s > 0 && in.owned[kg] {
+				ps = append(ps, wire.Position{P: p, KG: job.KeyGroup(kg), Seq: s})
+			}
+		}
+	}
+	return ps
+}
+
 // finish runs when every input has ended: fire the rest, end the outputs,
 // make the sink's file durable and report.
 func (in *instance) finish() {
+	in.finished = true
 	in.endOutputs()
 	in.fired.maybeReport(in, true)
 	if in.file != nil {
-		if err := in.sink.Flush(); err == nil {
-			err = in.fileBuf.Flush()
-		}
-		_ = in.file.Sync()
-		_ = in.file.Close()
+		_ = in.sink.Flush()
+		_ = in.file.f.Sync()
 	}
 	in.reportDone(nil)
 }
@@ -528,169 +456,4 @@ func (f *firedReport) maybeReport(in *instance, final bool) {
 	in.n.event("window_fired", in.id, map[string]any{"watermark": f.upTo, "results": f.results},
 		"windows up to %s fired: %d results", upTo, f.results)
 	f.last, f.results = time.Now(), 0
-}
-
-// ---- sources ----
-
-// partState is one source partition being read.
-type partState struct {
-	p      int
-	r      traces.Reader
-	clock  job.SourceClock
-	pos    uint64
-	ended  bool
-	held   bool // rec is read but not yet emitted (pacing)
-	rec    job.Record
-	keyBuf []byte
-	datBuf []byte
-}
-
-func (in *instance) runSource(ctx context.Context) {
-	s := in.plan.Source
-	src, err := traces.Open(s.Spec, traces.Options{Seed: s.Seed, Rate: s.Rate, Keys: s.Keys, Partitions: in.spec.Ops[in.opIdx].Parallelism, Speedup: s.Speedup})
-	if err != nil {
-		in.n.event("error", in.id, nil, "open source: %v", err)
-		return
-	}
-	var parts []*partState
-	for _, p := range in.place.Partitions {
-		r, err := src.Open(p, 0)
-		if err != nil {
-			in.n.event("error", in.id, nil, "open partition %d: %v", p, err)
-			return
-		}
-		defer r.Close()
-		parts = append(parts, &partState{p: p, r: r, clock: job.SourceClock{Lateness: in.spec.Lateness}})
-	}
-	pt := in.ports[0]
-	speed := s.Speedup
-	if speed <= 0 {
-		speed = 1
-	}
-	start := time.Now()
-	t0 := int64(job.MaxWatermark)
-	flushEvery := time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond
-	lastFlush := start
-	const chunk = 1024
-
-	// allowed is the latest event time that may be emitted now.
-	allowed := func(now time.Time) int64 {
-		if !s.Paced || t0 == job.MaxWatermark {
-			return job.MaxWatermark
-		}
-		return t0 + int64(float64(now.Sub(start).Milliseconds())*speed)
-	}
-	for {
-		select {
-		case <-in.drainc:
-			in.endSource(parts)
-			return
-		case <-in.quit:
-			return
-		case <-ctx.Done():
-			return
-		default:
-		}
-		now := time.Now()
-		limit := allowed(now)
-		live, waiting := 0, false
-		nextDue := int64(job.MaxWatermark)
-		for _, ps := range parts {
-			if ps.ended {
-				continue
-			}
-			live++
-			for k := 0; k < chunk; k++ {
-				if !ps.held {
-					rec, ok, err := ps.r.Next()
-					if err != nil {
-						in.n.event("error", in.id, map[string]any{"partition": ps.p}, "source partition %d: %v", ps.p, err)
-						ps.ended = true
-						break
-					}
-					if !ok {
-						ps.ended = true
-						break
-					}
-					ps.keyBuf = append(ps.keyBuf[:0], rec.Key...)
-					ps.datBuf = append(ps.datBuf[:0], rec.Data...)
-					ps.rec = job.Record{Key: ps.keyBuf, Time: rec.Time, Value: rec.Value, Data: ps.datBuf}
-					ps.held = true
-					if t0 == job.MaxWatermark {
-						t0 = rec.Time
-						limit = allowed(now)
-					}
-				}
-				if ps.rec.Time > limit {
-					waiting = true
-					nextDue = min(nextDue, ps.rec.Time)
-					break
-				}
-				ps.held = false
-				ps.pos++
-				in.nIn.Add(1)
-				if ps.clock.Observe(ps.rec.Time) {
-					in.nLate.Add(1)
-					continue
-				}
-				kg := job.GroupOf(ps.rec.Key, in.spec.Groups)
-				in.emitTo(pt, job.MakeProducer(in.opIdx, ps.p), kg, ps.rec)
-			}
-		}
-		in.publishPositions(parts)
-		if live == 0 {
-			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
-			in.endSource(parts)
-			return
-		}
-		if waiting || time.Since(lastFlush) >= flushEvery {
-			in.sendWatermark(sourceWatermark(parts))
-			lastFlush = time.Now()
-		}
-		if waiting {
-			// Sleep until the next record is due, but wake for drain.
-			due := start.Add(time.Duration(float64(nextDue-t0)/speed) * time.Millisecond)
-			d := min(time.Until(due), flushEvery)
-			if d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-in.drainc:
-				case <-in.quit:
-				case <-ctx.Done():
-				}
-				t.Stop()
-			}
-		}
-	}
-}
-
-func sourceWatermark(parts []*partState) int64 {
-	wm := int64(job.MaxWatermark)
-	for _, ps := range parts {
-		if !ps.ended {
-			wm = min(wm, ps.clock.Watermark())
-		}
-	}
-	return wm
-}
-
-func (in *instance) publishPositions(parts []*partState) {
-	in.posMu.Lock()
-	for _, ps := range parts {
-		in.positions[ps.p] = ps.pos
-	}
-	in.posMu.Unlock()
-	in.curWM.Store(sourceWatermark(parts))
-}
-
-func (in *instance) endSource(parts []*partState) {
-	in.publishPositions(parts)
-	in.endOutputs()
-	pos := map[int]uint64{}
-	for _, ps := range parts {
-		pos[ps.p] = ps.pos
-	}
-	in.curWM.Store(job.MaxWatermark)
-	in.reportDone(pos)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"spate/job"
+	"spate/state"
 	"spate/wire"
 )
 
@@ -95,6 +96,7 @@ type Node struct {
 	peers  map[string]*yamux.Session // by peer name
 	peerc  chan struct{}             // closed and replaced whenever peers changes
 	plan   *wire.Deploy
+	store  state.Store
 	insts  map[job.InstanceID]*instance
 	cancel context.CancelFunc
 }
@@ -212,10 +214,98 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		for _, in := range n.instances() {
 			in.lost(m.Instances)
 		}
+	case wire.CtlCompleted:
+		if c := m.Checkpoint; c != nil {
+			if in := n.instance(c.Instance); in != nil && in.place.Gen == c.Gen {
+				in.do(func() { in.onCompleted(c.ID) })
+			}
+		}
+	case wire.CtlRestore:
+		if m.Restore != nil {
+			n.restoreInstance(ctx, m.Restore)
+		}
+	case wire.CtlBarrier:
+		if c := m.Checkpoint; c != nil {
+			for _, in := range n.instances() {
+				if in.src != nil {
+					in.do(func() { in.sourceBarrier(c.ID) })
+				}
+			}
+		}
+	case wire.CtlReroute:
+		if q := m.Reroute; q != nil {
+			n.reroute(ctx, *q)
+		}
 	case wire.CtlStop:
 		return true
 	}
 	return false
+}
+
+// instance returns the instance id hosted here, or nil.
+func (n *Node) instance(id job.InstanceID) *instance {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.insts[id]
+}
+
+// restoreInstance hosts a failed instance: it loads the latest complete
+// checkpoint (or, if that fails, the previous one), reports, and starts it.
+func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
+	for _, q := range r.Plan {
+		n.setPlacement(q)
+	}
+	n.setPlacement(r.Place)
+	answer := wire.Restore{Place: r.Place}
+	in, err := newInstance(n, n.plan, &r.Place)
+	if err == nil {
+		answer.ID, err = in.restore(r.Chain)
+		if err != nil && len(r.Fallback) > 0 {
+			n.event("checkpoint_fallback", r.Place.ID, map[string]any{"error": err.Error()},
+				"latest checkpoint of %s unusable (%v); falling back to the previous one", r.Place.ID, err)
+			if in, err = newInstance(n, n.plan, &r.Place); err == nil {
+				answer.ID, err = in.restore(r.Fallback)
+				answer.Fellback = true
+			}
+		}
+	}
+	msg := wire.Control{Kind: wire.CtlRestored, Restore: &answer}
+	if err != nil {
+		msg.Error = err.Error()
+		_ = n.ctl.send(wire.TControl, msg)
+		return
+	}
+	n.mu.Lock()
+	if old := n.insts[r.Place.ID]; old != nil {
+		old.stop()
+	}
+	n.insts[r.Place.ID] = in
+	n.mu.Unlock()
+	_ = n.ctl.send(wire.TControl, msg)
+	if !r.Hold {
+		in.start(ctx)
+	}
+}
+
+// setPlacement records an instance's new placement in the plan. Only the
+// control goroutine touches the plan after deploy.
+func (n *Node) setPlacement(q wire.Placement) {
+	for i := range n.plan.Instances {
+		if n.plan.Instances[i].ID == q.ID {
+			n.plan.Instances[i] = q
+		}
+	}
+}
+
+// reroute tells every local instance that q moved.
+func (n *Node) reroute(ctx context.Context, q wire.Placement) {
+	n.setPlacement(q)
+	for _, in := range n.instances() {
+		if in.id == q.ID {
+			continue
+		}
+		in.do(func() { in.reroute(ctx, q) })
+	}
 }
 
 func (n *Node) instances() []*instance {
@@ -279,8 +369,13 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
+	store, err := state.NewDirStore(filepath.Join(d.DataDir, "checkpoints"))
+	if err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
 	n.mu.Lock()
 	n.plan = d
+	n.store = store
 	n.mu.Unlock()
 	for i := range d.Instances {
 		p := &d.Instances[i]
@@ -441,9 +536,7 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 		fail("", err)
 		return
 	}
-	n.mu.Lock()
-	in := n.insts[h.To]
-	n.mu.Unlock()
+	in := n.instance(h.To)
 	if in == nil {
 		fail(h.To, fmt.Errorf("stream %s -> %s: no such instance here", h.From, h.To))
 		return
@@ -451,6 +544,34 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 	from, ok := in.inputIndex[h.From]
 	if !ok {
 		fail(h.To, fmt.Errorf("stream %s -> %s: %s is not an input of %s", h.From, h.To, h.From, h.To))
+		return
+	}
+	// Resume: tell the sender how far we got, fencing older generations.
+	// The back channel is locked until the resume frame is out, so that no
+	// trim can overtake it.
+	back := newRemoteBack(st)
+	back.mu.Lock()
+	var resume []wire.Position
+	accepted := false
+	ok = in.call(ctx, func() {
+		if h.Gen >= in.inputGen[from] {
+			resume, accepted = in.acceptInput(from, h.Gen, back.send), true
+		}
+	})
+	if !ok || !accepted {
+		back.mu.Unlock()
+		if ok {
+			fail(h.To, fmt.Errorf("stream %s -> %s: generation %d is fenced off", h.From, h.To, h.Gen))
+		}
+		return
+	}
+	err = back.w.WriteFrame(wire.TResume, wire.EncodePositions(nil, resume))
+	if err == nil {
+		err = back.w.Flush()
+	}
+	back.mu.Unlock()
+	if err != nil {
+		fail(h.To, fmt.Errorf("stream %s -> %s: resume: %w", h.From, h.To, err))
 		return
 	}
 	for {
@@ -463,7 +584,7 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 			}
 			return
 		}
-		m := inMsg{from: from}
+		m := inMsg{from: from, gen: h.Gen}
 		switch t {
 		case wire.TBatch:
 			m.kind = msgBatch
@@ -477,6 +598,13 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 			m.kind, m.wm = msgWatermark, wm
 		case wire.TEnd:
 			m.kind = msgEnd
+		case wire.TBarrier:
+			id, ok := decodeBarrier(p)
+			if !ok {
+				fail(h.To, fmt.Errorf("stream %s -> %s: malformed barrier frame", h.From, h.To))
+				return
+			}
+			m.kind, m.wm = msgBarrier, int64(id)
 		default:
 			fail(h.To, fmt.Errorf("stream %s -> %s: unexpected %v frame", h.From, h.To, t))
 			return

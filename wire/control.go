@@ -47,6 +47,13 @@ const (
 	CtlDone   = "done"   // node → coordinator: an instance has drained
 	CtlEvent  = "event"  // node → coordinator: an event for the run's log
 	CtlStop   = "stop"   // coordinator → node: exit
+
+	CtlCheckpointed = "checkpointed" // node → coordinator: a checkpoint is durable
+	CtlCompleted    = "completed"    // coordinator → node: the checkpoint is complete; trims may follow
+	CtlRestore      = "restore"      // coordinator → node: host a failed instance, restored from its checkpoint
+	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
+	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
+	CtlBarrier      = "barrier"      // coordinator → node (--ft global): sources inject barrier Checkpoint.ID
 )
 
 // Control is the envelope of every message on the control stream.
@@ -56,7 +63,41 @@ type Control struct {
 	Instances []job.InstanceID `json:"instances,omitempty"` // CtlLost
 	Done      *Done            `json:"done,omitempty"`
 	Event     *Event           `json:"event,omitempty"`
-	Error     string           `json:"error,omitempty"` // CtlReady: why the node could not deploy
+	Error     string           `json:"error,omitempty"` // CtlReady, CtlRestored: what went wrong
+
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"` // CtlCheckpointed, CtlCompleted
+	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
+	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
+}
+
+// Checkpoint describes one durable checkpoint of one instance.
+type Checkpoint struct {
+	Instance  job.InstanceID `json:"instance"`
+	Gen       uint64         `json:"gen"`
+	ID        uint64         `json:"id"`
+	Full      bool           `json:"full"`
+	Base      uint64         `json:"base"`   // the full checkpoint its chain starts at
+	Parent    uint64         `json:"parent"` // the previous checkpoint of the chain (0 for a full one)
+	File      string         `json:"file"`   // relative to checkpoints/
+	Keys      int            `json:"keys,omitempty"`
+	RawBytes  int            `json:"raw_bytes,omitempty"`
+	Bytes     int            `json:"bytes,omitempty"`
+	CaptureUs int64          `json:"capture_us,omitempty"` // the owner's stall
+	PersistUs int64          `json:"persist_us,omitempty"`
+	TotalUs   int64          `json:"total_us,omitempty"`
+	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
+	SinkLen   int64          `json:"sink_len,omitempty"`  // sinks: its committed length
+}
+
+// Restore asks a node to host a failed instance from its checkpoints.
+type Restore struct {
+	Place    Placement   `json:"place"`
+	Chain    []string    `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
+	Fallback []string    `json:"fallback,omitempty"` // the previous complete checkpoint's chain
+	ID       uint64      `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
+	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
+	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
+	Plan     []Placement `json:"plan,omitempty"`     // every instance's placement, when several moved at once
 }
 
 // Deploy is the plan a node runs: the whole job and every instance's place.
@@ -69,6 +110,9 @@ type Deploy struct {
 	Nodes     map[string]string `json:"nodes"` // node name → peer listen address
 	BatchSize int               `json:"batch_size"`
 	FlushMs   int               `json:"flush_ms"`
+	FT        string            `json:"ft"`          // spate, global or none
+	Interval  int64             `json:"interval_ms"` // checkpoint interval
+	FullEvery int               `json:"full_every"`  // every k-th checkpoint is full
 }
 
 // SourceSpec says how to open the job's input.

@@ -17,15 +17,18 @@ type Type uint8
 
 // Frame types. SPEC.md gives each payload's layout.
 const (
-	THello       Type = 1 // JSON Hello: first frame on a new TCP connection (before yamux)
-	TWelcome     Type = 2 // JSON Welcome: the answer to an accepted Hello
-	TReject      Type = 3 // JSON Reject {"reason":...}: the answer to a refused Hello
-	TControl     Type = 4 // JSON Control: a message on a control stream
-	TStreamHello Type = 5 // JSON StreamHello: first frame of a data stream
-	TBatch       Type = 6 // binary: records, see BatchBuilder and DecodeBatch
-	TWatermark   Type = 7 // binary: zigzag varint watermark in ms
-	TEnd         Type = 8 // empty: the sender's stream ends
-	THeartbeat   Type = 9 // JSON Heartbeat
+	THello       Type = 1  // JSON Hello: first frame on a new TCP connection (before yamux)
+	TWelcome     Type = 2  // JSON Welcome: the answer to an accepted Hello
+	TReject      Type = 3  // JSON Reject {"reason":...}: the answer to a refused Hello
+	TControl     Type = 4  // JSON Control: a message on a control stream
+	TStreamHello Type = 5  // JSON StreamHello: first frame of a data stream
+	TBatch       Type = 6  // binary: records, see BatchBuilder and DecodeBatch
+	TWatermark   Type = 7  // binary: zigzag varint watermark in ms
+	TEnd         Type = 8  // empty: the sender's stream ends
+	THeartbeat   Type = 9  // JSON Heartbeat
+	TResume      Type = 10 // binary positions: the receiver's answer to a stream hello
+	TTrim        Type = 11 // binary positions: receiver to sender, what may be trimmed
+	TBarrier     Type = 12 // uvarint checkpoint id: an aligned barrier (--ft global)
 )
 
 var typeNames = [...]string{
@@ -38,6 +41,9 @@ var typeNames = [...]string{
 	TWatermark:   "watermark",
 	TEnd:         "end",
 	THeartbeat:   "heartbeat",
+	TResume:      "resume",
+	TTrim:        "trim",
+	TBarrier:     "barrier",
 }
 
 // String returns the type's name as SPEC.md writes it ("batch",
@@ -50,7 +56,7 @@ func (t Type) String() string {
 }
 
 // Known reports whether t is one of the frame types of SPEC.md.
-func (t Type) Known() bool { return t >= THello && t <= THeartbeat }
+func (t Type) Known() bool { return t >= THello && t <= TBarrier }
 
 // IsJSON reports whether t's payload is a JSON object.
 func (t Type) IsJSON() bool {

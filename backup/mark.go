@@ -1,0 +1,473 @@
+package backup
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+
+	"spate/job"
+)
+
+// A mark is what a buffer adds to its instance's checkpoint. Restore
+// applies a chain of marks in order; the first is a full one.
+//
+//	"SPBK" | version 1 | flags (bit 0: full)
+//	uvarint drops | drops × uvarint kg
+//	uvarint sections | sections × section
+//	crc32c of everything before, uint32 little-endian
+//
+//	section = uvarint kg | flags (bit 0: reset) |
+//	          uvarint streams | streams × (uvarint producer, uvarint low, uvarint high) |
+//	          uvarint len(records) | records (the chunk encoding)
+//
+// A full mark replaces everything; a drop removes a key group (it was
+// extracted); a reset section replaces its key group, another section adds
+// to it. A section lists every stream whose low or high changed, with their
+// values, and carries the records appended since the previous mark, copied
+// from the chunks as they are (some may be trimmed already: Restore drops
+// them again). Applying a section means: trim each listed stream to its
+// low, append the records (a record may follow a gap only if the gap is
+// trimmed), then check that each stream reached its high (or that its high
+// is at or below its low: those records were trimmed before being stored).
+const (
+	markVersion = 1
+	markHeader  = 4 + 1 + 1
+	markTrailer = 4
+
+	flagFull  = 1 // mark flags
+	flagReset = 1 // section flags
+)
+
+var markMagic = []byte("SPBK")
+
+// Mark returns what changed since the previous Mark, for the instance's
+// checkpoint: the records appended, the streams whose watermarks moved, the
+// key groups extracted and (whole) the key groups absorbed or new. The
+// first Mark of a buffer made by New or Extract is a full one and starts a
+// chain; Restore takes the chain of a checkpoint. Mark does no I/O (the
+// records it copies are never spilled yet) and its result is the caller's.
+func (b *Buffer) Mark() []byte {
+	out, err := b.mark(b.needFull, nil)
+	if err != nil {
+		panic("backup: Mark read a spilled chunk: " + err.Error()) // unmarked chunks are never spilled
+	}
+	return out
+}
+
+// MarkFull returns a full mark: everything the buffer holds, a new start
+// for the chain (call it for the instance's full checkpoints, so that old
+// marks can be dropped). Spilled records are read back for it; a spill file
+// that cannot be read gives an error wrapping ErrSpill, and then nothing
+// changes.
+func (b *Buffer) MarkFull() ([]byte, error) {
+	return b.mark(true, func(c *chunk) ([]byte, error) {
+		data, err := b.readSpill(c, b.scratch)
+		b.scratch = data
+		return data, err
+	})
+}
+
+// Compact merges a chain of marks (as Restore takes them) into one full
+// mark equivalent to it. It does no I/O.
+func Compact(deltas [][]byte) ([]byte, error) {
+	b, err := Restore(Config{MemLimit: math.MaxInt64}, deltas)
+	if err != nil {
+		return nil, err
+	}
+	return b.MarkFull()
+}
+
+// mark encodes a mark (full: everything) and, once it is complete, records
+// that the buffer's state is marked. load reads back a spilled chunk.
+func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error)) ([]byte, error) {
+	type section struct {
+		lg      *kgLog
+		reset   bool
+		streams int
+		from    []int // per chunk of lg: where its unmarked records start; -1: none
+		bytes   int
+	}
+	var secs []section
+	size := markHeader + markTrailer + 2*binary.MaxVarintLen64
+	var drops []job.KeyGroup
+	if !full {
+		for kg := range b.drops {
+			drops = append(drops, kg)
+		}
+		slices.Sort(drops)
+		size += 3 * len(drops)
+	}
+	for _, lg := range b.logs {
+		if lg == nil {
+			continue
+		}
+		s := section{lg: lg, reset: full || lg.reset}
+		if !s.reset && !lg.dirty {
+			continue
+		}
+		for _, st := range lg.streams {
+			if s.reset || st.low != st.markLow || st.high != st.markHigh {
+				s.streams++
+			}
+		}
+		s.from = make([]int, len(lg.chunks))
+		for i, c := range lg.chunks {
+			s.from[i] = -1
+			if c.live == 0 {
+				continue
+			}
+			n := c.size
+			if c.data != nil {
+				n = len(c.data)
+			}
+			from := 0
+			if !s.reset {
+				switch {
+				case c.serial < lg.markSerial:
+					from = n
+				case c.serial == lg.markSerial:
+					from = lg.markOff
+				}
+			}
+			if from < n {
+				s.from[i] = from
+				s.bytes += n - from
+			}
+		}
+		size += 2 + 4*binary.MaxVarintLen64 + s.streams*3*binary.MaxVarintLen64 + s.bytes
+		secs = append(secs, s)
+	}
+
+	out := make([]byte, 0, size)
+	out = append(out, markMagic...)
+	flags := byte(0)
+	if full {
+		flags = flagFull
+	}
+	out = append(out, markVersion, flags)
+	out = binary.AppendUvarint(out, uint64(len(drops)))
+	for _, kg := range drops {
+		out = binary.AppendUvarint(out, uint64(kg))
+	}
+	out = binary.AppendUvarint(out, uint64(len(secs)))
+	for _, s := range secs {
+		lg := s.lg
+		out = binary.AppendUvarint(out, uint64(lg.kg))
+		if s.reset {
+			out = append(out, flagReset)
+		} else {
+			out = append(out, 0)
+		}
+		out = binary.AppendUvarint(out, uint64(s.streams))
+		for _, st := range lg.streams {
+			if s.reset || st.low != st.markLow || st.high != st.markHigh {
+				out = binary.AppendUvarint(out, uint64(st.p))
+				out = binary.AppendUvarint(out, st.low)
+				out = binary.AppendUvarint(out, st.high)
+			}
+		}
+		out = binary.AppendUvarint(out, uint64(s.bytes))
+		for i, c := range lg.chunks {
+			if s.from[i] < 0 {
+				continue
+			}
+			data := c.data
+			if data == nil {
+				if load == nil {
+					return nil, fmt.Errorf("%v chunk %d is spilled", lg.kg, c.serial)
+				}
+				var err error
+				if data, err = load(c); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, data[s.from[i]:]...)
+		}
+	}
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+
+	for _, s := range secs {
+		s.lg.marked()
+	}
+	b.drops = nil
+	b.needFull = false
+	b.stuck.Store(false)
+	return out, nil
+}
+
+// marked records that the log's current state is in the chain.
+func (lg *kgLog) marked() {
+	if n := len(lg.chunks); n > 0 {
+		c := lg.chunks[n-1]
+		lg.markSerial = c.serial
+		lg.markOff = c.size
+		if c.data != nil {
+			lg.markOff = len(c.data)
+		}
+	}
+	for _, st := range lg.streams {
+		st.markLow, st.markHigh = st.low, st.high
+	}
+	lg.reset = false
+	lg.dirty = false
+}
+
+// Restore rebuilds a buffer from the chain of marks of a restored
+// checkpoint (oldest first; the first must be a full mark). The result
+// holds what the buffer that made them held at the last one, with the same
+// watermarks, and its next Mark continues the chain. An empty chain gives
+// an empty buffer. Restore never panics: a mark that does not decode, fails
+// its checksum or does not fit the marks before it gives an error wrapping
+// ErrCorrupt that names the mark, the byte offset and the field.
+func Restore(cfg Config, deltas [][]byte) (*Buffer, error) {
+	b, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(deltas) == 0 {
+		return b, nil
+	}
+	r := restorer{b: b}
+	for i, d := range deltas {
+		if err := r.apply(i, d); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+	}
+	for _, lg := range b.logs {
+		if lg != nil {
+			lg.marked()
+			for _, st := range lg.streams {
+				st.section = 0
+			}
+		}
+	}
+	b.needFull = false
+	b.drops = nil
+	if b.mem > b.cfg.MemLimit && b.cfg.SpillDir != "" {
+		_ = b.spill() // a failure is in Stats, and Full reports it
+	}
+	return b, nil
+}
+
+// restorer applies marks to a buffer.
+type restorer struct {
+	b        *Buffer
+	sections int // sections applied, for stream.section
+	delta    int
+	d        []byte
+	pos      int
+}
+
+func (r *restorer) fail(at int, format string, args ...any) error {
+	return fmt.Errorf("%w: mark %d at byte %d: %s", ErrCorrupt, r.delta, at, fmt.Sprintf(format, args...))
+}
+
+// uvarint reads a uvarint field, at most max. On a problem it returns an
+// error naming the field, which where formats (only then).
+func (r *restorer) uvarint(max uint64, where func() string) (uint64, error) {
+	v, w := uvarintAt(r.d, r.pos)
+	switch {
+	case w == 0:
+		return 0, r.fail(r.pos, "%s: truncated varint", where())
+	case w < 0:
+		return 0, r.fail(r.pos, "%s: varint overflows 64 bits", where())
+	case v > max:
+		return 0, r.fail(r.pos, "%s: %d, at most %d", where(), v, max)
+	}
+	r.pos += w
+	return v, nil
+}
+
+// named returns a where function for uvarint.
+func named(s string) func() string { return func() string { return s } }
+
+func (r *restorer) apply(i int, d []byte) error {
+	r.delta, r.pos = i, 0
+	if len(d) < markHeader+markTrailer+2 {
+		return r.fail(0, "%d bytes, too short for a mark", len(d))
+	}
+	body := d[:len(d)-markTrailer]
+	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(d[len(body):]); got != want {
+		return r.fail(len(body), "checksum mismatch (%08x, computed %08x)", want, got)
+	}
+	r.d = body
+	switch {
+	case string(body[:4]) != string(markMagic):
+		return r.fail(0, "bad magic %q", body[:4])
+	case body[4] != markVersion:
+		return r.fail(4, "unknown version %d", body[4])
+	case body[5]&^flagFull != 0:
+		return r.fail(5, "unknown flags %#x", body[5])
+	}
+	full := body[5]&flagFull != 0
+	if i == 0 && !full {
+		return r.fail(5, "the first mark of a chain must be a full one")
+	}
+	b := r.b
+	if full {
+		for kg, lg := range b.logs {
+			if lg != nil {
+				b.dropLog(job.KeyGroup(kg))
+			}
+		}
+	}
+	r.pos = markHeader
+	n, err := r.uvarint(uint64(len(body)-r.pos), named("drop count"))
+	if err != nil {
+		return err
+	}
+	for range n {
+		kg, err := r.uvarint(math.MaxUint16, named("dropped key group"))
+		if err != nil {
+			return err
+		}
+		b.dropLog(job.KeyGroup(kg))
+	}
+	n, err = r.uvarint(uint64(len(body)-r.pos)/4, named("section count"))
+	if err != nil {
+		return err
+	}
+	seen := make(map[job.KeyGroup]bool, n)
+	for j := range n {
+		if err := r.section(int(j), seen); err != nil {
+			return err
+		}
+	}
+	if r.pos != len(body) {
+		return r.fail(r.pos, "%d bytes after the last section", len(body)-r.pos)
+	}
+	return nil
+}
+
+func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
+	b := r.b
+	at := r.pos
+	v, err := r.uvarint(math.MaxUint16, func() string { return fmt.Sprintf("section %d key group", j) })
+	if err != nil {
+		return err
+	}
+	kg := job.KeyGroup(v)
+	if seen[kg] {
+		return r.fail(at, "section %d: %v appears twice", j, kg)
+	}
+	seen[kg] = true
+	if r.pos >= len(r.d) {
+		return r.fail(r.pos, "section %d (%v) flags: truncated", j, kg)
+	}
+	flags := r.d[r.pos]
+	if flags&^flagReset != 0 {
+		return r.fail(r.pos, "section %d (%v): unknown flags %#x", j, kg, flags)
+	}
+	r.pos++
+	if flags&flagReset != 0 {
+		b.dropLog(kg)
+	}
+	lg := b.log(kg)
+	if lg == nil {
+		lg = b.newLog(kg)
+	}
+	r.sections++
+	id := r.sections
+	n, err := r.uvarint(uint64(len(r.d)-r.pos)/3, func() string { return fmt.Sprintf("section %d (%v) stream count", j, kg) })
+	if err != nil {
+		return err
+	}
+	listed := make([]*stream, 0, n)
+	for s := range n {
+		where := func() string { return fmt.Sprintf("section %d (%v) stream %d", j, kg, s) }
+		at := r.pos
+		p, err := r.uvarint(math.MaxUint32, func() string { return where() + " producer" })
+		if err != nil {
+			return err
+		}
+		low, err := r.uvarint(math.MaxUint64, func() string { return where() + " low" })
+		if err != nil {
+			return err
+		}
+		high, err := r.uvarint(math.MaxUint64, func() string { return where() + " high" })
+		if err != nil {
+			return err
+		}
+		st := lg.find(job.Producer(p))
+		if st == nil {
+			st = lg.newStream(job.Producer(p))
+		}
+		switch {
+		case st.section == id:
+			return r.fail(at, "%s: %v listed twice", where(), st.p)
+		case low < st.low:
+			return r.fail(at, "%s: %v low %d is below the previous %d", where(), st.p, low, st.low)
+		case high < st.high:
+			return r.fail(at, "%s: %v high %d is below the previous %d", where(), st.p, high, st.high)
+		}
+		st.section = id
+		st.wantHigh = high
+		if low > st.low {
+			b.trim(lg, st, low)
+		}
+		listed = append(listed, st)
+	}
+	size, err := r.uvarint(uint64(len(r.d)-r.pos), func() string { return fmt.Sprintf("section %d (%v) records length", j, kg) })
+	if err != nil {
+		return err
+	}
+	if size > uint64(len(r.d)-r.pos) {
+		return r.fail(r.pos, "section %d (%v) records length: %d past the end (%d bytes left)", j, kg, size, len(r.d)-r.pos)
+	}
+	end := r.pos + int(size)
+	recs := r.d[:end]
+	for k := 0; r.pos < end; k++ {
+		at := r.pos
+		p, seq, rec, next, field, fat := decodeRecord(recs, r.pos)
+		if next < 0 {
+			return r.fail(fat, "section %d (%v) record %d: bad %s", j, kg, k, field)
+		}
+		st := lg.find(p)
+		if st == nil || st.section != id {
+			return r.fail(at, "section %d (%v) record %d: %v is not listed in the section", j, kg, k, p)
+		}
+		switch {
+		case seq > st.wantHigh:
+			return r.fail(at, "section %d (%v) record %d: %v seq %d is past the listed high %d", j, kg, k, p, seq, st.wantHigh)
+		case st.high == 0:
+			if seq-1 > st.low {
+				st.low = seq - 1
+			}
+		case seq > st.high && (seq-st.high == 1 || seq-1 <= st.low): // next, or after a trimmed gap
+		default:
+			return r.fail(at, "section %d (%v) record %d: %v seq %d does not follow %d (low %d)", j, kg, k, p, seq, st.high, st.low)
+		}
+		st.high = seq
+		lg.last = st
+		if seq > st.low {
+			b.store(lg, st, seq, &rec)
+		}
+		r.pos = next
+	}
+	for _, st := range listed {
+		if st.high < st.wantHigh {
+			if st.wantHigh > st.low {
+				return r.fail(end, "section %d (%v): %v records %d..%d are missing", j, kg, st.p, max(st.high, st.low)+1, st.wantHigh)
+			}
+			st.high = st.wantHigh
+		}
+	}
+	lg.dirty = true
+	return nil
+}
+
+// dropLog removes key group kg and everything held for it.
+func (b *Buffer) dropLog(kg job.KeyGroup) {
+	lg := b.takeLog(kg)
+	if lg == nil {
+		return
+	}
+	for _, c := range slices.Clone(lg.chunks) {
+		c.sealed = true
+		b.free(c)
+	}
+	lg.records.Store(0)
+}

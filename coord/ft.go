@@ -1,0 +1,378 @@
+package coord
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"spate/events"
+	"spate/job"
+	"spate/wire"
+)
+
+// Manifest is checkpoints/MANIFEST.json: the complete checkpoints of every
+// instance, the coordinator's record of what can be restored.
+type Manifest struct {
+	Run       string                               `json:"run"`
+	Job       string                               `json:"job"`
+	Instances map[job.InstanceID][]wire.Checkpoint `json:"instances"`
+	files     map[job.InstanceID]map[string]bool   // every file reported, for garbage collection
+	byID      map[job.InstanceID]map[uint64]wire.Checkpoint
+}
+
+func newManifest(run, jobName string) *Manifest {
+	return &Manifest{Run: run, Job: jobName, Instances: map[job.InstanceID][]wire.Checkpoint{},
+		files: map[job.InstanceID]map[string]bool{}, byID: map[job.InstanceID]map[uint64]wire.Checkpoint{}}
+}
+
+// add records a complete checkpoint.
+func (m *Manifest) add(c wire.Checkpoint) {
+	m.Instances[c.Instance] = append(m.Instances[c.Instance], c)
+	if m.byID[c.Instance] == nil {
+		m.byID[c.Instance] = map[uint64]wire.Checkpoint{}
+		m.files[c.Instance] = map[string]bool{}
+	}
+	m.byID[c.Instance][c.ID] = c
+	m.files[c.Instance][c.File] = true
+}
+
+// chain returns the files that restore checkpoint c: its full base, then
+// the deltas up to c. ok is false if a link of the chain is not complete.
+func (m *Manifest) chain(c wire.Checkpoint) (files []string, ok bool) {
+	by := m.byID[c.Instance]
+	for {
+		files = append(files, c.File)
+		if c.Full {
+			break
+		}
+		p, found := by[c.Parent]
+		if !found {
+			return nil, false
+		}
+		c = p
+	}
+	for i, j := 0, len(files)-1; i < j; i, j = i+1, j-1 {
+		files[i], files[j] = files[j], files[i]
+	}
+	return files, true
+}
+
+// restorable returns the chains of the latest two restorable checkpoints of
+// id (latest first), with the checkpoints themselves.
+func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.Checkpoint) {
+	list := m.Instances[id]
+	for i := len(list) - 1; i >= 0 && len(chains) < 2; i-- {
+		if files, ok := m.chain(list[i]); ok {
+			chains = append(chains, files)
+			cps = append(cps, list[i])
+		}
+	}
+	return chains, cps
+}
+
+// collect returns the files of id that no restorable chain needs any more,
+// and forgets them; the list of complete checkpoints is trimmed alike.
+func (m *Manifest) collect(id job.InstanceID) []string {
+	chains, cps := m.restorable(id)
+	keep := map[string]bool{}
+	for _, ch := range chains {
+		for _, f := range ch {
+			keep[f] = true
+		}
+	}
+	var drop []string
+	for f := range m.files[id] {
+		if !keep[f] {
+			drop = append(drop, f)
+			delete(m.files[id], f)
+		}
+	}
+	sort.Strings(drop)
+	if len(cps) > 0 {
+		oldest := cps[len(cps)-1].ID
+		var kept []wire.Checkpoint
+		for _, c := range m.Instances[id] {
+			if keep[c.File] || c.ID >= oldest {
+				kept = append(kept, c)
+			} else {
+				delete(m.byID[id], c.ID)
+			}
+		}
+		m.Instances[id] = kept
+	}
+	return drop
+}
+
+// OutputManifest is output/MANIFEST.json: how much of each sink file is
+// committed. Files not listed are committed whole.
+type OutputManifest struct {
+	Limits map[string]int64 `json:"limits"`
+}
+
+// ReadOutputManifest reads DIR/output/MANIFEST.json (absent: no limits).
+func ReadOutputManifest(dir string) (OutputManifest, error) {
+	om := OutputManifest{Limits: map[string]int64{}}
+	b, err := os.ReadFile(filepath.Join(dir, "output", "MANIFEST.json"))
+	if os.IsNotExist(err) {
+		return om, nil
+	}
+	if err != nil {
+		return om, err
+	}
+	if err := json.Unmarshal(b, &om); err != nil {
+		return om, fmt.Errorf("%s: %v", filepath.Join(dir, "output", "MANIFEST.json"), err)
+	}
+	return om, nil
+}
+
+// recovery is one instance's recovery in flight.
+type recovery struct {
+	id       job.InstanceID
+	from     string // the lost node
+	detected time.Time
+	placed   time.Time
+	restored time.Time
+	target   int64 // watermark to reach to be caught up
+}
+
+// onCheckpointed accepts a durable checkpoint from the instance's current
+// placement and makes it complete; a report from an older generation (a
+// zombie) is refused.
+func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
+	p := c.placeOf[cp.Instance]
+	if p == nil {
+		return
+	}
+	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == "lost" {
+		c.emit(events.Fenced, ns.name, string(cp.Instance), map[string]any{"gen": cp.Gen, "current": p.Gen},
+			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
+		return
+	}
+	c.manifest.add(*cp)
+	if c.cfg.FT == "global" {
+		c.globalCheckpointed(cp)
+	}
+	drop := c.manifest.collect(cp.Instance)
+	if err := c.writeManifest(); err != nil {
+		c.emit(events.Error, "", "", nil, "write checkpoint manifest: %v", err)
+		return
+	}
+	for _, f := range drop {
+		_ = c.store.Delete(f)
+	}
+	kind := "delta"
+	if cp.Full {
+		kind = "full"
+	}
+	if c.cfg.FT == "global" {
+		return // one event per global checkpoint, once all instances have it
+	}
+	c.emit(events.Checkpoint, ns.name, string(cp.Instance), map[string]any{
+		"id": cp.ID, "full": cp.Full, "keys": cp.Keys, "raw_bytes": cp.RawBytes, "bytes": cp.Bytes,
+		"capture_us": cp.CaptureUs, "persist_us": cp.PersistUs, "total_us": cp.TotalUs, "gen": cp.Gen},
+		"checkpoint %d of %s complete: %s, %d keys, %s raw, %s stored, capture %s, persist %s, total %s",
+		cp.ID, cp.Instance, kind, cp.Keys, bytesText(cp.RawBytes), bytesText(cp.Bytes),
+		usText(cp.CaptureUs), usText(cp.PersistUs), usText(cp.TotalUs))
+	_ = ns.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}})
+}
+
+func (c *Coordinator) writeManifest() error {
+	b, err := json.MarshalIndent(c.manifest, "", " ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"), b, 0o644)
+}
+
+func (c *Coordinator) writeOutputManifest() error {
+	b, err := json.MarshalIndent(c.outputs, "", " ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(c.dir, "output", "MANIFEST.json"), b, 0o644)
+}
+
+// recover places every instance of a lost node anew (generation + 1) and
+// asks the new owners to restore them.
+func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
+	var sends []func()
+	defer func() {
+		for _, f := range sends {
+			f()
+		}
+	}()
+	for _, id := range ids {
+		r := c.recovering[id]
+		if r == nil {
+			r = &recovery{id: id, from: lost, detected: c.opt.Now()}
+			c.recovering[id] = r
+		}
+		target := c.leastLoaded(lost)
+		if target == "" {
+			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
+			c.lost[id] = true
+			continue
+		}
+		p := c.placeOf[id]
+		np := *p
+		np.Node, np.Gen = target, p.Gen+1
+		*p = np
+		chains, cps := c.manifest.restorable(id)
+		rs := &wire.Restore{Place: np}
+		what := "no checkpoint yet: from the start, by replay"
+		if len(chains) > 0 {
+			rs.Chain = chains[0]
+			what = fmt.Sprintf("checkpoint %d", cps[0].ID)
+		}
+		if len(chains) > 1 {
+			rs.Fallback = chains[1]
+		}
+		r.placed = c.opt.Now()
+		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost},
+			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
+		// Sent once every lost instance is placed, with the whole plan, so
+		// that each new owner knows where the others went.
+		sends = append(sends, func() {
+			rs.Plan = append([]wire.Placement(nil), c.plan.Instances...)
+			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+		})
+	}
+}
+
+// leastLoaded is the live node with the fewest instances, other than not.
+func (c *Coordinator) leastLoaded(not string) string {
+	load := map[string]int{}
+	for _, p := range c.plan.Instances {
+		load[p.Node]++
+	}
+	best := ""
+	for _, name := range c.order {
+		ns := c.nodes[name]
+		if name == not || ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+			continue
+		}
+		if best == "" || load[name] < load[best] {
+			best = name
+		}
+	}
+	return best
+}
+
+// onRestored reroutes everyone to a restored instance.
+func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
+	rs := m.Restore
+	if rs == nil {
+		return
+	}
+	p := c.placeOf[rs.Place.ID]
+	if p == nil || p.Gen != rs.Place.Gen || p.Node != ns.name {
+		return // superseded by a later placement
+	}
+	if c.cfg.FT == "global" {
+		if m.Error != "" {
+			c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s", p.ID, m.Error)
+		}
+		c.globalRestored(p)
+		return
+	}
+	r := c.recovering[p.ID]
+	if m.Error != "" {
+		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s", p.ID, m.Error)
+		c.lost[p.ID] = true
+		delete(c.recovering, p.ID)
+		return
+	}
+	if r != nil {
+		r.restored = c.opt.Now()
+		r.target = c.upstreamWatermark(p.ID)
+	}
+	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
+		// The old generation's file counts up to the restored checkpoint.
+		old := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen-1)
+		var limit int64
+		if cp, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
+			if cp.SinkFile == old {
+				limit = cp.SinkLen
+			}
+			// An older file than the previous generation's was already limited.
+		}
+		if _, set := c.outputs.Limits[old]; !set {
+			c.outputs.Limits[old] = limit
+		}
+		if err := c.writeOutputManifest(); err != nil {
+			c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
+		}
+	}
+	what := "from the start"
+	if rs.ID > 0 {
+		what = fmt.Sprintf("checkpoint %d", rs.ID)
+		if rs.Fellback {
+			what += " (the fallback: the latest was unusable)"
+		}
+	}
+	c.emit(events.RecoveryRestored, ns.name, string(p.ID), map[string]any{"gen": p.Gen, "checkpoint": rs.ID, "fellback": rs.Fellback},
+		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
+	for _, name := range c.order {
+		if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
+		}
+	}
+}
+
+// upstreamWatermark is the lowest watermark of id's upstream instances now:
+// the point id must reach to have caught up.
+func (c *Coordinator) upstreamWatermark(id job.InstanceID) int64 {
+	op := c.spec.Op(c.placeOf[id].Op)
+	wm := int64(job.MaxWatermark)
+	for _, src := range c.spec.Inputs(op) {
+		for _, q := range c.plan.Instances {
+			if q.Op == c.spec.Ops[src].Name {
+				if s, ok := c.nodes[q.Node].stats[q.ID]; ok {
+					wm = min(wm, s.Watermark)
+				}
+			}
+		}
+	}
+	return wm
+}
+
+// checkCaughtUp reports recoveries whose instance has reached the watermark
+// its upstreams had when it was restored.
+func (c *Coordinator) checkCaughtUp() {
+	for id, r := range c.recovering {
+		if r.restored.IsZero() {
+			continue
+		}
+		p := c.placeOf[id]
+		s, ok := c.nodes[p.Node].stats[id]
+		if !ok || (s.Watermark < r.target && c.done[id] == nil) {
+			continue
+		}
+		now := c.opt.Now()
+		c.emit(events.RecoveryDone, p.Node, string(id), map[string]any{
+			"detect_to_placed_ms": r.placed.Sub(r.detected).Milliseconds(),
+			"restore_ms":          r.restored.Sub(r.placed).Milliseconds(),
+			"catch_up_ms":         now.Sub(r.restored).Milliseconds(),
+			"total_ms":            now.Sub(r.detected).Milliseconds()},
+			"%s caught up %v after its node was lost (restore %v, replay and catch-up %v)", id,
+			now.Sub(r.detected).Round(time.Millisecond), r.restored.Sub(r.placed).Round(time.Millisecond), now.Sub(r.restored).Round(time.Millisecond))
+		delete(c.recovering, id)
+	}
+}
+
+func bytesText(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func usText(us int64) string {
+	return (time.Duration(us) * time.Microsecond).Round(10 * time.Microsecond).String()
+}

@@ -1,0 +1,143 @@
+package coord
+
+import (
+	"fmt"
+	"time"
+
+	"spate/events"
+	"spate/job"
+	"spate/wire"
+)
+
+// globalState is the coordinator's side of --ft global: Flink-style aligned
+// checkpoints of the whole job, and a rollback of the whole job on any
+// failure.
+type globalState struct {
+	next        uint64 // the next checkpoint id
+	pending     uint64 // the checkpoint in progress; 0: none
+	since       time.Time
+	got         map[job.InstanceID]bool
+	complete    uint64 // the latest complete global checkpoint
+	lastTrigger time.Time
+	rolling     map[job.InstanceID]bool // instances still restoring in a rollback
+}
+
+// globalTick triggers the next global checkpoint when the interval has
+// passed, and abandons one that takes too long.
+func (c *Coordinator) globalTick() {
+	g := &c.global
+	now := c.opt.Now()
+	if c.cfg.FT != "global" || !c.started || c.draining || g.rolling != nil {
+		return
+	}
+	iv := c.cfg.IntervalDuration()
+	if g.pending != 0 {
+		if now.Sub(g.since) > max(10*iv, 10*time.Second) {
+			c.emit(events.Error, "", "", map[string]any{"id": g.pending}, "global checkpoint %d abandoned: not every instance reported in time", g.pending)
+			g.pending = 0
+		}
+		return
+	}
+	if now.Sub(g.lastTrigger) < iv {
+		return
+	}
+	g.next++
+	g.pending, g.since, g.lastTrigger, g.got = g.next, now, now, map[job.InstanceID]bool{}
+	for _, name := range c.order {
+		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+			_ = ns.send(wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
+		}
+	}
+}
+
+// globalCheckpointed counts an instance's part of the pending checkpoint.
+func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
+	g := &c.global
+	if cp.ID != g.pending {
+		return
+	}
+	g.got[cp.Instance] = true
+	for _, p := range c.plan.Instances {
+		if !g.got[p.ID] && c.done[p.ID] == nil {
+			return
+		}
+	}
+	g.complete, g.pending = cp.ID, 0
+	c.emit(events.Checkpoint, "", "", map[string]any{"id": cp.ID, "global": true, "took_ms": c.opt.Now().Sub(g.since).Milliseconds()},
+		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
+}
+
+// rollback restarts the whole job from the last complete global checkpoint:
+// every instance gets a new generation, the lost node's instances move.
+func (c *Coordinator) rollback(lost string) {
+	g := &c.global
+	g.pending = 0
+	g.rolling = map[job.InstanceID]bool{}
+	for i := range c.plan.Instances {
+		p := &c.plan.Instances[i]
+		p.Gen++
+		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
+			p.Node = c.leastLoaded(lost)
+		}
+		c.placeOf[p.ID] = p
+		delete(c.done, p.ID)
+		g.rolling[p.ID] = true
+	}
+	what := "the start (no global checkpoint was complete)"
+	if g.complete > 0 {
+		what = fmt.Sprintf("global checkpoint %d", g.complete)
+	}
+	c.emit(events.RecoveryPlaced, lost, "", map[string]any{"checkpoint": g.complete},
+		"rolling the whole job back to %s", what)
+	plan := append([]wire.Placement(nil), c.plan.Instances...)
+	for _, p := range plan {
+		rs := &wire.Restore{Place: p, Hold: true, Plan: plan}
+		if cp, ok := c.manifest.byID[p.ID][g.complete]; ok && g.complete > 0 {
+			rs.Chain = []string{cp.File}
+		}
+		if p.Node == "" {
+			c.emit(events.Error, "", string(p.ID), nil, "no live node left to host %s", p.ID)
+			c.lost[p.ID] = true
+			delete(g.rolling, p.ID)
+			continue
+		}
+		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+	}
+}
+
+// globalRestored counts restored instances; when all are, the job starts
+// again and the sinks' older files count up to the checkpoint.
+func (c *Coordinator) globalRestored(p *wire.Placement) {
+	g := &c.global
+	delete(g.rolling, p.ID)
+	if len(g.rolling) > 0 {
+		return
+	}
+	g.rolling = nil
+	for _, q := range c.plan.Instances {
+		if c.spec.Ops[c.spec.Op(q.Op)].Kind != job.KindSink {
+			continue
+		}
+		for gen := uint64(1); gen < q.Gen; gen++ {
+			old := fmt.Sprintf("%s-%d-g%d.jsonl", q.Op, q.Index, gen)
+			if _, set := c.outputs.Limits[old]; set {
+				continue
+			}
+			var limit int64
+			if cp, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 && cp.SinkFile == old {
+				limit = cp.SinkLen
+			}
+			c.outputs.Limits[old] = limit
+		}
+	}
+	if err := c.writeOutputManifest(); err != nil {
+		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
+	}
+	c.emit(events.RecoveryRestored, "", "", map[string]any{"checkpoint": g.complete}, "every instance restored; the job restarts")
+	for _, name := range c.order {
+		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+		}
+	}
+	g.lastTrigger = c.opt.Now()
+}

@@ -1,0 +1,281 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"spate/backup"
+	"spate/job"
+	"spate/state"
+	"spate/wire"
+)
+
+// checkpointer is an instance's checkpoint bookkeeping; the instance
+// goroutine owns it.
+type checkpointer struct {
+	lastID   uint64 // the last checkpoint taken
+	base     uint64 // the full checkpoint the current chain starts at (0: none)
+	inflight bool
+	next     time.Time
+	pending  map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
+	prev     [][]wire.Position            // positions of the latest completed checkpoint
+	trimmed  int64                        // backup bytes freed by trims since the last report
+}
+
+func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
+	if d.Interval <= 0 {
+		return time.Second
+	}
+	return time.Duration(d.Interval) * time.Millisecond
+}
+
+// ckptMeta is the "meta" section of a checkpoint.
+type ckptMeta struct {
+	Watermark int64  `json:"wm"`
+	SinkFile  string `json:"sink_file,omitempty"`
+	SinkLen   int64  `json:"sink_len,omitempty"`
+}
+
+func (in *instance) maybeCheckpoint(now time.Time) {
+	if in.plan.FT != "spate" || in.ck.inflight || now.Before(in.ck.next) {
+		return
+	}
+	in.ck.next = now.Add(in.ck.interval(in.plan))
+	id := in.ck.lastID + 1
+	full := in.ck.base == 0 || id-in.ck.base >= uint64(max(in.plan.FullEvery, 1))
+	pc := in.capture(id, full)
+	in.ck.inflight = true
+	go func() {
+		err := in.persist(pc)
+		in.do(func() { in.persisted(pc, err) })
+	}()
+}
+
+// pendingCheckpoint is a captured checkpoint on its way to the store.
+type pendingCheckpoint struct {
+	snap     *state.Snapshot
+	captured job.Captured
+	meta     ckptMeta
+	t0       time.Time
+	capture  time.Duration
+}
+
+// capture takes checkpoint id at a batch boundary, on the instance's
+// goroutine: copy-on-write, so the stall is short.
+func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
+	t0 := time.Now()
+	snap := &state.Snapshot{Instance: string(in.id), Gen: in.place.Gen, ID: id, Full: full, Base: id, Sections: map[string][]byte{}}
+	if !full {
+		snap.Base, snap.Parent = in.ck.base, in.ck.lastID
+	}
+	var captured job.Captured
+	if in.stateful != nil {
+		captured = in.stateful.Capture(full)
+	}
+	meta := ckptMeta{Watermark: in.wm}
+	if in.src != nil {
+		snap.Sections["source"] = encodeSourceCheckpoint(in.src.mark(in))
+		meta.Watermark = in.src.watermark()
+	}
+	var pos []wire.Position
+	for p, last := range in.dedup {
+		for kg, s := range last {
+			if s > 0 && in.owned[kg] {
+				pos = append(pos, wire.Position{P: p, KG: job.KeyGroup(kg), Seq: s})
+			}
+		}
+	}
+	snap.Sections["positions"] = wire.EncodePositions(nil, pos)
+	for pi, pt := range in.ports {
+		var cs []wire.Position
+		for p, seqs := range pt.seqs {
+			for kg, s := range seqs {
+				if s > 0 {
+					cs = append(cs, wire.Position{P: p, KG: job.KeyGroup(kg), Seq: s})
+				}
+			}
+		}
+		snap.Sections[fmt.Sprintf("counters.%d", pi)] = wire.EncodePositions(nil, cs)
+		if pt.backup != nil {
+			var b []byte
+			if full {
+				var err error
+				if b, err = pt.backup.MarkFull(); err != nil {
+					in.n.event("error", in.id, nil, "backup: %v", err)
+				}
+			} else {
+				b = pt.backup.Mark()
+			}
+			snap.Sections[fmt.Sprintf("backup.%d", pi)] = b
+		}
+	}
+	if in.sink != nil {
+		_ = in.sink.Flush()
+		meta.SinkFile, meta.SinkLen = in.file.name, in.file.n.Load()
+	}
+	snap.Sections["meta"], _ = json.Marshal(meta)
+	perInput := make([][]wire.Position, len(in.inputs))
+	for i := range in.inputs {
+		perInput[i] = in.positionsFor(i)
+	}
+	if in.ck.pending == nil {
+		in.ck.pending = map[uint64][][]wire.Position{}
+	}
+	in.ck.pending[id] = perInput
+	in.ck.lastID = id
+	if full {
+		in.ck.base = id
+	}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, t0: t0, capture: time.Since(t0)}
+}
+
+// persisted runs on the instance's goroutine once a checkpoint is written.
+func (in *instance) persisted(pc *pendingCheckpoint, err error) {
+	in.ck.inflight = false
+	if err != nil {
+		in.ck.base = 0 // the chain has a hole: the next one is full
+		delete(in.ck.pending, pc.snap.ID)
+	}
+}
+
+// persist encodes, compresses, checksums and writes a checkpoint, then
+// reports it. With --ft spate it runs beside the instance, which keeps
+// processing; with --ft global the instance waits for it.
+func (in *instance) persist(pc *pendingCheckpoint) error {
+	snap := pc.snap
+	keys := 0
+	if pc.captured != nil {
+		snap.Groups = pc.captured.Encode()
+		pc.captured.Done()
+		for _, g := range snap.Groups {
+			keys += len(g.Entries)
+		}
+	}
+	var err error
+	if in.file != nil {
+		err = in.file.f.Sync() // the committed prefix must be durable first
+	}
+	t1 := time.Now()
+	var data []byte
+	if err == nil {
+		data, err = state.Encode(snap)
+	}
+	name := state.FileName(snap.Instance, snap.Gen, snap.ID, snap.Full)
+	if err == nil {
+		err = in.n.store.Put(name, data)
+	}
+	done := time.Now()
+	if err != nil {
+		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
+		return err
+	}
+	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
+		Instance: in.id, Gen: snap.Gen, ID: snap.ID, Full: snap.Full, Base: snap.Base, Parent: snap.Parent, File: name,
+		Keys: keys, RawBytes: snap.RawSize(), Bytes: len(data), CaptureUs: pc.capture.Microseconds(), PersistUs: done.Sub(t1).Microseconds(),
+		TotalUs: done.Sub(pc.t0).Microseconds(), SinkFile: pc.meta.SinkFile, SinkLen: pc.meta.SinkLen}})
+	return nil
+}
+
+// onCompleted runs when the coordinator has recorded checkpoint id as
+// complete: the upstreams may now drop what the previous complete
+// checkpoint no longer needs.
+func (in *instance) onCompleted(id uint64) {
+	cur, ok := in.ck.pending[id]
+	if !ok {
+		return
+	}
+	for k := range in.ck.pending {
+		if k <= id {
+			delete(in.ck.pending, k)
+		}
+	}
+	for i, ps := range in.ck.prev {
+		if in.back[i] != nil && len(ps) > 0 {
+			in.back[i](ps)
+		}
+	}
+	in.ck.prev = cur
+}
+
+// restore loads the chain of a complete checkpoint into a fresh instance.
+func (in *instance) restore(files []string) (uint64, error) {
+	if len(files) == 0 {
+		return 0, nil
+	}
+	snaps := make([]*state.Snapshot, 0, len(files))
+	for _, f := range files {
+		data, err := in.n.store.Get(f)
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint %s: %w", f, err)
+		}
+		s, err := state.Decode(data)
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint %s: %w", f, err)
+		}
+		snaps = append(snaps, s)
+	}
+	merged, err := state.Merge(snaps)
+	if err != nil {
+		return 0, err
+	}
+	last := snaps[len(snaps)-1]
+	if in.stateful != nil {
+		if err := in.stateful.Restore(merged.Groups); err != nil {
+			return 0, fmt.Errorf("restore state: %w", err)
+		}
+	}
+	var meta ckptMeta
+	if err := json.Unmarshal(last.Sections["meta"], &meta); err != nil {
+		return 0, fmt.Errorf("checkpoint %s: meta: %w", files[len(files)-1], err)
+	}
+	if in.src == nil {
+		in.wm = meta.Watermark
+		in.curWM.Store(meta.Watermark)
+	}
+	pos, err := wire.DecodePositions(last.Sections["positions"])
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint %s: positions: %w", files[len(files)-1], err)
+	}
+	for _, p := range pos {
+		if int(p.KG) < in.spec.Groups {
+			in.dedupOf(p.P)[p.KG] = p.Seq
+		}
+	}
+	for pi, pt := range in.ports {
+		cs, err := wire.DecodePositions(last.Sections[fmt.Sprintf("counters.%d", pi)])
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint %s: counters: %w", files[len(files)-1], err)
+		}
+		for _, c := range cs {
+			seqs := pt.seqs[c.P]
+			if seqs == nil {
+				seqs = make([]uint64, in.spec.Groups)
+				pt.seqs[c.P] = seqs
+			}
+			if int(c.KG) < len(seqs) {
+				seqs[c.KG] = c.Seq
+			}
+		}
+		if pt.backup != nil {
+			var deltas [][]byte
+			for _, s := range snaps {
+				deltas = append(deltas, s.Sections[fmt.Sprintf("backup.%d", pi)])
+			}
+			b, err := backup.Restore(backup.DefaultConfig(), deltas)
+			if err != nil {
+				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
+			}
+			pt.backup = b
+		}
+	}
+	if in.src != nil {
+		var cp sourceCheckpoint
+		if err := json.Unmarshal(last.Sections["source"], &cp); err != nil {
+			return 0, fmt.Errorf("checkpoint %s: source: %w", files[len(files)-1], err)
+		}
+		in.src.restored = &cp
+	}
+	in.ck.lastID, in.ck.base = last.ID, merged.Base
+	return last.ID, nil
+}

@@ -1,0 +1,432 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"spate/backup"
+	"spate/job"
+	"spate/wire"
+)
+
+// port is one output port: a router from key group to link, the sequence
+// counters of every (producer, key group) sent on it, and its upstream
+// backup (--ft spate, keyed operators; a source's backup is its replayable
+// input).
+type port struct {
+	to     string
+	owner  []int // key group → index in links
+	links  []*link
+	seqs   map[job.Producer][]uint64
+	backup *backup.Buffer
+}
+
+// link is the stream from this instance to one downstream instance.
+type link struct {
+	place   wire.Placement // the downstream instance
+	fromIdx int            // our input number at the destination
+	local   *instance
+	st      net.Conn
+	w       *wire.Writer
+	b       wire.BatchBuilder
+	buf     []byte
+	lastWM  int64
+	err     error
+}
+
+// buildPorts makes the routers of every output port from the plan.
+func (in *instance) buildPorts() error {
+	for _, e := range in.spec.Ops[in.opIdx].Outputs {
+		pt := &port{to: e.To, owner: make([]int, in.spec.Groups), seqs: map[job.Producer][]uint64{}}
+		if in.plan.FT == "spate" && in.kind != job.KindSource {
+			b, err := backup.New(backup.DefaultConfig())
+			if err != nil {
+				return err
+			}
+			pt.backup = b
+		}
+		for i := range pt.owner {
+			pt.owner[i] = -1
+		}
+		for _, q := range in.plan.Instances {
+			if q.Op != e.To {
+				continue
+			}
+			l := &link{place: q, lastWM: job.NoWatermark, fromIdx: -1}
+			for _, r := range q.Ranges {
+				for g := r.Lo; g < r.Hi; g++ {
+					pt.owner[g] = len(pt.links)
+				}
+			}
+			// Our input number at the destination, in the plan's order.
+			dst := in.spec.Op(q.Op)
+			k := 0
+			for _, src := range in.spec.Inputs(dst) {
+				for _, u := range in.plan.Instances {
+					if u.Op == in.spec.Ops[src].Name {
+						if u.ID == in.id {
+							l.fromIdx = k
+						}
+						k++
+					}
+				}
+			}
+			pt.links = append(pt.links, l)
+		}
+		for g, o := range pt.owner {
+			if o < 0 {
+				return fmt.Errorf("output to %s: key group %d has no owner", e.To, g)
+			}
+		}
+		in.ports = append(in.ports, pt)
+	}
+	return nil
+}
+
+// openOutputs connects every link: each downstream answers with how far it
+// has applied our records, and we replay the rest from our backup.
+func (in *instance) openOutputs(ctx context.Context) error {
+	for pi, pt := range in.ports {
+		for _, l := range pt.links {
+			if err := in.connect(ctx, pi, l); err != nil {
+				// The downstream may be moving: its reroute reconnects.
+				in.linkFailed(l, err)
+			}
+		}
+	}
+	return nil
+}
+
+// connect opens the stream of l, learns the downstream's positions and
+// replays what it lacks.
+func (in *instance) connect(ctx context.Context, pi int, l *link) error {
+	l.local, l.st, l.w, l.err, l.lastWM = nil, nil, nil, errConnecting, job.NoWatermark
+	l.b.Reset()
+	me := in.n.nodeName()
+	var resume []wire.Position
+	if l.place.Node == me {
+		target := in.n.instance(l.place.ID)
+		if target == nil {
+			return fmt.Errorf("%s is not on this node", l.place.ID)
+		}
+		l.local = target
+		ok := target.call(ctx, func() {
+			resume = target.acceptInput(l.fromIdx, in.place.Gen, func(ps []wire.Position) {
+				in.do(func() { in.applyTrim(pi, l, ps) })
+			})
+		})
+		if !ok {
+			return fmt.Errorf("%s is gone", l.place.ID)
+		}
+	} else {
+		sess := in.n.peer(l.place.Node)
+		if sess == nil {
+			return fmt.Errorf("no session to node %s for %s", l.place.Node, l.place.ID)
+		}
+		st, err := sess.OpenStream()
+		if err != nil {
+			return fmt.Errorf("open stream to %s on %s: %w", l.place.ID, l.place.Node, err)
+		}
+		w := wire.NewWriter(st)
+		if err := w.WriteJSON(wire.TStreamHello, wire.StreamHello{From: in.id, To: l.place.ID, Gen: in.place.Gen}); err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			st.Close()
+			return fmt.Errorf("stream to %s: %w", l.place.ID, err)
+		}
+		_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
+		r := wire.NewReader(st, 0)
+		t, p, err := r.ReadFrame()
+		if err == nil && t != wire.TResume {
+			err = fmt.Errorf("want a resume frame, got %v", t)
+		}
+		if err == nil {
+			resume, err = wire.DecodePositions(p)
+		}
+		if err != nil {
+			st.Close()
+			return fmt.Errorf("stream to %s on %s: %w", l.place.ID, l.place.Node, err)
+		}
+		_ = st.SetReadDeadline(time.Time{})
+		l.st, l.w = st, w
+		go in.readTrims(pi, l, st, r)
+	}
+	l.err = nil
+	n := in.replayTo(pi, l, resume)
+	if n > 0 {
+		in.nReplayed.Add(n)
+		in.n.event("replay", in.id, map[string]any{"to": string(l.place.ID), "records": n},
+			"replayed %d records to %s", n, l.place.ID)
+	}
+	in.flushLink(l)
+	return nil
+}
+
+// acceptInput runs on the receiving instance's goroutine when input i
+// (re)connects: it fences older generations, remembers where trims go and
+// returns the positions the sender must resume after.
+func (in *instance) acceptInput(i int, gen uint64, back backChannel) []wire.Position {
+	if i < 0 || i >= len(in.inputs) || gen < in.inputGen[i] {
+		return nil
+	}
+	in.inputGen[i] = gen
+	in.back[i] = back
+	return in.positionsFor(i)
+}
+
+// readTrims reads what a downstream sends back on our stream: trims.
+func (in *instance) readTrims(pi int, l *link, st net.Conn, r *wire.Reader) {
+	for {
+		t, p, err := r.ReadFrame()
+		if err != nil {
+			return
+		}
+		if t != wire.TTrim {
+			continue
+		}
+		ps, err := wire.DecodePositions(p)
+		if err != nil {
+			in.n.event("frame_error", in.id, nil, "trim from %s: %v", l.place.ID, err)
+			return
+		}
+		if !in.do(func() {
+			if l.st == st { // still the current stream of l
+				in.applyTrim(pi, l, ps)
+			}
+		}) {
+			return
+		}
+	}
+}
+
+// replayTo sends l every record of its key groups after the given
+// positions, from the backup (or, for a source, by re-reading its input).
+func (in *instance) replayTo(pi int, l *link, after []wire.Position) uint64 {
+	if in.src != nil {
+		return in.src.replayTo(in, pi, l, after)
+	}
+	pt := in.ports[pi]
+	if pt.backup == nil {
+		return 0
+	}
+	byKG := map[job.KeyGroup]map[job.Producer]uint64{}
+	for _, p := range after {
+		m := byKG[p.KG]
+		if m == nil {
+			m = map[job.Producer]uint64{}
+			byKG[p.KG] = m
+		}
+		m[p.P] = p.Seq
+	}
+	var n uint64
+	for _, r := range l.place.Ranges {
+		for kg := r.Lo; kg < r.Hi; kg++ {
+			err := pt.backup.Replay(kg, byKG[kg], func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
+				l.b.Append(p, kg, seq, rec)
+				n++
+				if l.b.Size() >= batchBytes {
+					in.flushLink(l)
+				}
+				return nil
+			})
+			if err != nil {
+				in.n.event("error", in.id, map[string]any{"to": string(l.place.ID)}, "replay to %s: %v", l.place.ID, err)
+			}
+		}
+	}
+	return n
+}
+
+// applyTrim drops what the downstream of l no longer needs.
+func (in *instance) applyTrim(pi int, l *link, ps []wire.Position) {
+	if in.src != nil {
+		in.src.trim(in, l, ps)
+		return
+	}
+	pt := in.ports[pi]
+	if pt.backup == nil {
+		return
+	}
+	var freed int64
+	for _, p := range ps {
+		if pt.owner[p.KG] >= 0 && pt.links[pt.owner[p.KG]] == l {
+			freed += pt.backup.Trim(p.P, p.KG, p.Seq)
+		}
+	}
+	in.ck.trimmed += freed
+}
+
+// reroute points the links toward a moved instance at its new place and
+// fences the old generation of an input.
+func (in *instance) reroute(ctx context.Context, q wire.Placement) {
+	if i, ok := in.inputIndex[q.ID]; ok && q.Gen > in.inputGen[i] {
+		in.inputGen[i] = q.Gen
+	}
+	for pi, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.place.ID != q.ID || l.place.Gen > q.Gen || (l.place.Gen == q.Gen && l.err == nil) {
+				continue
+			}
+			if l.st != nil {
+				l.st.Close()
+			}
+			l.place = q
+			if err := in.connect(ctx, pi, l); err != nil {
+				in.linkFailed(l, err)
+				continue
+			}
+			in.sendWatermarkTo(l, in.currentWatermark())
+		}
+	}
+}
+
+// currentWatermark is what this instance has promised downstream so far.
+func (in *instance) currentWatermark() int64 {
+	if in.src != nil {
+		return in.src.watermark()
+	}
+	return in.wm
+}
+
+// Emit routes one output record (job.Emitter).
+func (in *instance) Emit(portIdx int, from job.KeyGroup, rec job.Record) {
+	pt := in.ports[portIdx]
+	kg := job.GroupOf(rec.Key, in.spec.Groups)
+	in.emitTo(pt, job.MakeProducer(in.opIdx, int(from)), kg, rec)
+}
+
+func (in *instance) emitTo(pt *port, prod job.Producer, kg job.KeyGroup, rec job.Record) {
+	seqs := pt.seqs[prod]
+	if seqs == nil {
+		seqs = make([]uint64, in.spec.Groups)
+		pt.seqs[prod] = seqs
+	}
+	seqs[kg]++
+	if pt.backup != nil {
+		if err := pt.backup.Append(prod, kg, seqs[kg], rec); err != nil {
+			in.n.event("error", in.id, nil, "backup: %v", err)
+		}
+	}
+	l := pt.links[pt.owner[kg]]
+	l.b.Append(prod, kg, seqs[kg], rec)
+	in.nOut.Add(1)
+	if l.b.Size() >= batchBytes {
+		in.flushLink(l)
+	}
+}
+
+// errConnecting marks a link whose stream is not open yet.
+var errConnecting = errors.New("connecting")
+
+// batchBytes is the size at which a batch is sent without waiting.
+const batchBytes = 64 << 10
+
+func (in *instance) flushLink(l *link) {
+	if l.b.Len() == 0 {
+		return
+	}
+	if l.err != nil {
+		l.b.Reset() // the records are in the backup; the link is down
+		return
+	}
+	if l.local != nil {
+		payload := l.b.Encode(nil)
+		l.b.Reset()
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
+		return
+	}
+	l.buf = l.b.Encode(l.buf[:0])
+	l.b.Reset()
+	if err := l.w.WriteFrame(wire.TBatch, l.buf); err != nil {
+		in.linkFailed(l, err)
+		return
+	}
+	if err := l.w.Flush(); err != nil {
+		in.linkFailed(l, err)
+	}
+}
+
+func (in *instance) linkFailed(l *link, err error) {
+	if l.err == nil {
+		l.err = err
+		in.n.event("frame_error", in.id, map[string]any{"to": string(l.place.ID)}, "stream to %s on %s failed: %v", l.place.ID, l.place.Node, err)
+	}
+}
+
+// sendWatermark flushes every link and sends wm on those that have not seen it.
+func (in *instance) sendWatermark(wm int64) {
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			in.sendWatermarkTo(l, wm)
+		}
+	}
+}
+
+func (in *instance) sendWatermarkTo(l *link, wm int64) {
+	in.flushLink(l)
+	if wm <= l.lastWM || l.err != nil {
+		return
+	}
+	l.lastWM = wm
+	if l.local != nil {
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgWatermark, wm: wm})
+		return
+	}
+	if err := l.w.WriteFrame(wire.TWatermark, wire.EncodeWatermark(nil, wm)); err != nil {
+		in.linkFailed(l, err)
+		return
+	}
+	if err := l.w.Flush(); err != nil {
+		in.linkFailed(l, err)
+	}
+}
+
+func (in *instance) flushAll() {
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			in.flushLink(l)
+		}
+	}
+}
+
+// endOutputs sends the final watermark and the end of every stream.
+func (in *instance) endOutputs() {
+	in.sendWatermark(job.MaxWatermark)
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.err != nil {
+				continue
+			}
+			if l.local != nil {
+				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgEnd})
+				continue
+			}
+			if err := l.w.WriteFrame(wire.TEnd, nil); err == nil {
+				_ = l.w.Flush()
+			}
+			_ = l.st.Close()
+		}
+	}
+}
+
+// remoteBack is the trim channel of an inbound stream: trims go back to
+// the sender on the same yamux stream.
+type remoteBack struct {
+	mu sync.Mutex
+	w  *wire.Writer
+}
+
+func newRemoteBack(st net.Conn) *remoteBack { return &remoteBack{w: wire.NewWriter(st)} }
+
+func (b *remoteBack) send(ps []wire.Position) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.w.WriteFrame(wire.TTrim, wire.EncodePositions(nil, ps)) == nil {
+		_ = b.w.Flush()
+	}
+}

@@ -1,0 +1,381 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"spate/job"
+	"spate/traces"
+	"spate/wire"
+)
+
+// sourceState is a source instance's input: its partitions, and the
+// markers it keeps instead of copies of what it sent (its input is
+// replayable, so a marker — a position with its counters — is enough to
+// send anything after it again).
+type sourceState struct {
+	src      traces.Source
+	parts    []*partState
+	restored *sourceCheckpoint                    // where to resume, from a checkpoint
+	trimv    map[job.InstanceID]map[[2]int]uint64 // latest trim per downstream: (producer, kg) → seq
+}
+
+// partState is one source partition being read.
+type partState struct {
+	p       int
+	r       traces.Reader
+	clock   job.SourceClock
+	pos     uint64
+	ended   bool
+	held    bool // rec is read but not yet emitted (pacing)
+	rec     job.Record
+	keyBuf  []byte
+	datBuf  []byte
+	markers []marker // oldest first
+}
+
+// marker is a point of a partition from which it can be read again: the
+// position, the lateness clock there, and the counters per key group.
+type marker struct {
+	Pos      uint64   `json:"pos"`
+	Max      int64    `json:"max"`
+	Started  bool     `json:"started"`
+	Counters []uint64 `json:"counters"`
+}
+
+// sourceCheckpoint is the "source" section of a source's checkpoint.
+type sourceCheckpoint struct {
+	Parts []partCheckpoint `json:"parts"`
+}
+
+type partCheckpoint struct {
+	P       int      `json:"p"`
+	Ended   bool     `json:"ended"`
+	Markers []marker `json:"markers"` // the last one is where reading resumes
+}
+
+// open opens the source and positions each partition; restored markers
+// (from a checkpoint) say where.
+func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
+	o := in.plan.Source
+	src, err := traces.Open(o.Spec, traces.Options{Seed: o.Seed, Rate: o.Rate, Keys: o.Keys, Partitions: in.spec.Ops[in.opIdx].Parallelism, Speedup: o.Speedup})
+	if err != nil {
+		return fmt.Errorf("open source: %w", err)
+	}
+	s.src = src
+	s.trimv = map[job.InstanceID]map[[2]int]uint64{}
+	pt := in.ports[0]
+	for _, p := range in.place.Partitions {
+		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}}
+		ps.markers = []marker{{Counters: make([]uint64, in.spec.Groups)}}
+		if restored != nil {
+			for _, pc := range restored.Parts {
+				if pc.P == p && len(pc.Markers) > 0 {
+					ps.markers = pc.Markers
+					ps.ended = pc.Ended
+				}
+			}
+		}
+		last := ps.markers[len(ps.markers)-1]
+		ps.pos = last.Pos
+		ps.clock.Restore(last.Max, last.Started)
+		pt.seqs[job.MakeProducer(in.opIdx, p)] = append([]uint64(nil), last.Counters...)
+		r, err := src.Open(p, ps.pos)
+		if err != nil {
+			return fmt.Errorf("open partition %d at %d: %w", p, ps.pos, err)
+		}
+		ps.r = r
+		s.parts = append(s.parts, ps)
+	}
+	in.publishPositions()
+	return nil
+}
+
+func (s *sourceState) close() {
+	for _, ps := range s.parts {
+		if ps.r != nil {
+			ps.r.Close()
+		}
+	}
+}
+
+func (s *sourceState) watermark() int64 {
+	wm := int64(job.MaxWatermark)
+	for _, ps := range s.parts {
+		if !ps.ended {
+			wm = min(wm, ps.clock.Watermark())
+		}
+	}
+	return wm
+}
+
+// mark takes a marker of every partition (at a checkpoint) and returns the
+// checkpoint section.
+func (s *sourceState) mark(in *instance) sourceCheckpoint {
+	var cp sourceCheckpoint
+	for _, ps := range s.parts {
+		max, started := ps.clock.State()
+		m := marker{Pos: ps.pos, Max: max, Started: started,
+			Counters: append([]uint64(nil), in.ports[0].seqs[job.MakeProducer(in.opIdx, ps.p)]...)}
+		if last := ps.markers[len(ps.markers)-1]; last.Pos != m.Pos {
+			ps.markers = append(ps.markers, m)
+		}
+		cp.Parts = append(cp.Parts, partCheckpoint{P: ps.p, Ended: ps.ended, Markers: append([]marker(nil), ps.markers...)})
+	}
+	return cp
+}
+
+// replayTo re-reads each partition from the newest marker that is not past
+// what l's downstream has applied, and sends l the records it lacks.
+func (s *sourceState) replayTo(in *instance, pi int, l *link, after []wire.Position) uint64 {
+	var n uint64
+	for _, ps := range s.parts {
+		prod := job.MakeProducer(in.opIdx, ps.p)
+		have := make([]uint64, in.spec.Groups)
+		for _, a := range after {
+			if a.P == prod {
+				have[a.KG] = a.Seq
+			}
+		}
+		owns := func(kg job.KeyGroup) bool {
+			for _, r := range l.place.Ranges {
+				if r.Contains(kg) {
+					return true
+				}
+			}
+			return false
+		}
+		mi := s.markerFor(ps, have, owns)
+		m := ps.markers[mi]
+		if m.Pos >= ps.pos {
+			continue
+		}
+		r, err := s.src.Open(ps.p, m.Pos)
+		if err != nil {
+			in.n.event("error", in.id, nil, "replay partition %d: %v", ps.p, err)
+			continue
+		}
+		clock := job.SourceClock{Lateness: in.spec.Lateness}
+		clock.Restore(m.Max, m.Started)
+		counters := append([]uint64(nil), m.Counters...)
+		for pos := m.Pos; pos < ps.pos; pos++ {
+			rec, ok, err := r.Next()
+			if err != nil || !ok {
+				in.n.event("error", in.id, nil, "replay partition %d ended early at %d: %v", ps.p, pos, err)
+				break
+			}
+			if clock.Observe(rec.Time) {
+				continue
+			}
+			kg := job.GroupOf(rec.Key, in.spec.Groups)
+			counters[kg]++
+			if counters[kg] > have[kg] && owns(kg) {
+				l.b.Append(prod, kg, counters[kg], rec)
+				n++
+				if l.b.Size() >= batchBytes {
+					in.flushLink(l)
+				}
+			}
+		}
+		r.Close()
+	}
+	return n
+}
+
+// markerFor is the newest marker of ps from which every record l's
+// downstream lacks can be read again.
+func (s *sourceState) markerFor(ps *partState, have []uint64, owns func(job.KeyGroup) bool) int {
+	for i := len(ps.markers) - 1; i > 0; i-- {
+		ok := true
+		for kg, c := range ps.markers[i].Counters {
+			if c > have[kg] && owns(job.KeyGroup(kg)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+	}
+	return 0
+}
+
+// trim records what l's downstream no longer needs and drops the markers
+// no downstream needs any more.
+func (s *sourceState) trim(in *instance, l *link, ps []wire.Position) {
+	tv := map[[2]int]uint64{}
+	for _, p := range ps {
+		tv[[2]int{int(p.P), int(p.KG)}] = p.Seq
+	}
+	s.trimv[l.place.ID] = tv
+	links := in.ports[0].links
+	for _, part := range s.parts {
+		prod := job.MakeProducer(in.opIdx, part.p)
+		keep := len(part.markers) - 1
+		for _, lk := range links {
+			t := s.trimv[lk.place.ID]
+			if t == nil {
+				keep = 0
+				break
+			}
+			have := make([]uint64, in.spec.Groups)
+			for kg := range have {
+				have[kg] = t[[2]int{int(prod), kg}]
+			}
+			owns := func(kg job.KeyGroup) bool {
+				for _, r := range lk.place.Ranges {
+					if r.Contains(kg) {
+						return true
+					}
+				}
+				return false
+			}
+			keep = min(keep, s.markerFor(part, have, owns))
+		}
+		if keep > 0 {
+			part.markers = append(part.markers[:0], part.markers[keep:]...)
+		}
+	}
+}
+
+func (in *instance) runSource(ctx context.Context) {
+	s := in.src
+	defer s.close()
+	pt := in.ports[0]
+	o := in.plan.Source
+	speed := o.Speedup
+	if speed <= 0 {
+		speed = 1
+	}
+	start := time.Now()
+	t0 := int64(job.MaxWatermark)
+	flushEvery := time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond
+	lastFlush := start
+	const chunk = 1024
+
+	// allowed is the latest event time that may be emitted now.
+	allowed := func(now time.Time) int64 {
+		if !o.Paced || t0 == job.MaxWatermark {
+			return job.MaxWatermark
+		}
+		return t0 + int64(float64(now.Sub(start).Milliseconds())*speed)
+	}
+	for {
+		select {
+		case <-in.drainc:
+			in.endSource()
+			return
+		case <-in.quit:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		for len(in.ctlc) > 0 {
+			(<-in.ctlc)()
+		}
+		now := time.Now()
+		limit := allowed(now)
+		live, waiting := 0, false
+		nextDue := int64(job.MaxWatermark)
+		for _, ps := range s.parts {
+			if ps.ended {
+				continue
+			}
+			live++
+			for k := 0; k < chunk; k++ {
+				if !ps.held {
+					rec, ok, err := ps.r.Next()
+					if err != nil {
+						in.n.event("error", in.id, map[string]any{"partition": ps.p}, "source partition %d: %v", ps.p, err)
+						ps.ended = true
+						break
+					}
+					if !ok {
+						ps.ended = true
+						break
+					}
+					ps.keyBuf = append(ps.keyBuf[:0], rec.Key...)
+					ps.datBuf = append(ps.datBuf[:0], rec.Data...)
+					ps.rec = job.Record{Key: ps.keyBuf, Time: rec.Time, Value: rec.Value, Data: ps.datBuf}
+					ps.held = true
+					if t0 == job.MaxWatermark {
+						t0 = rec.Time
+						limit = allowed(now)
+					}
+				}
+				if ps.rec.Time > limit {
+					waiting = true
+					nextDue = min(nextDue, ps.rec.Time)
+					break
+				}
+				ps.held = false
+				ps.pos++
+				in.nIn.Add(1)
+				if ps.clock.Observe(ps.rec.Time) {
+					in.nLate.Add(1)
+					continue
+				}
+				kg := job.GroupOf(ps.rec.Key, in.spec.Groups)
+				in.emitTo(pt, job.MakeProducer(in.opIdx, ps.p), kg, ps.rec)
+			}
+		}
+		in.publishPositions()
+		if live == 0 {
+			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
+			in.endSource()
+			return
+		}
+		if waiting || time.Since(lastFlush) >= flushEvery {
+			in.sendWatermark(s.watermark())
+			lastFlush = time.Now()
+			in.maybeCheckpoint(lastFlush)
+		}
+		if waiting {
+			// Sleep until the next record is due, but wake for control.
+			due := start.Add(time.Duration(float64(nextDue-t0)/speed) * time.Millisecond)
+			d := min(time.Until(due), flushEvery)
+			if d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case f := <-in.ctlc:
+					f()
+				case <-in.drainc:
+				case <-in.quit:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
+		}
+	}
+}
+
+func (in *instance) publishPositions() {
+	in.posMu.Lock()
+	for _, ps := range in.src.parts {
+		in.positions[ps.p] = ps.pos
+	}
+	in.posMu.Unlock()
+	in.curWM.Store(in.src.watermark())
+}
+
+// endSource ends the streams and reports the final positions. A source
+// stays to serve replays and trims until it is stopped.
+func (in *instance) endSource() {
+	in.publishPositions()
+	in.endOutputs()
+	pos := map[int]uint64{}
+	for _, ps := range in.src.parts {
+		pos[ps.p] = ps.pos
+	}
+	in.curWM.Store(job.MaxWatermark)
+	in.reportDone(pos)
+}
+
+func encodeSourceCheckpoint(cp sourceCheckpoint) []byte {
+	b, _ := json.Marshal(cp)
+	return b
+}

@@ -1,0 +1,150 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// bval is a benchmark value shaped like count's: a few integers and a
+// small slice.
+type bval struct {
+	total int64
+	wins  []int64
+}
+
+func cloneB(v *bval) bval { return bval{total: v.total, wins: append([]int64(nil), v.wins...)} }
+
+func encB(dst []byte, v *bval) []byte {
+	dst = binary.AppendVarint(dst, v.total)
+	dst = binary.AppendUvarint(dst, uint64(len(v.wins)))
+	for _, w := range v.wins {
+		dst = binary.AppendVarint(dst, w)
+	}
+	return dst
+}
+
+func benchTable(n int) (*Table[bval], []*Entry[bval]) {
+	tab := NewTable(cloneB)
+	ents := make([]*Entry[bval], n)
+	for i := range ents {
+		e, _ := tab.Upsert(i%128, fmt.Appendf(nil, "user-%08d", i))
+		v := e.Mut()
+		v.total = int64(i)
+		v.wins = []int64{int64(i), 1, 2}
+		ents[i] = e
+	}
+	return tab, ents
+}
+
+// BenchmarkMut is the owner's hot path: Mut on an entry, no capture
+// running, entries already dirty (the common case between checkpoints).
+func BenchmarkMut(b *testing.B) {
+	tab, ents := benchTable(1 << 16)
+	_ = tab
+	b.ResetTimer()
+	for i := range b.N {
+		ents[i&(len(ents)-1)].Mut().total++
+	}
+}
+
+// BenchmarkMutDuringCapture is Mut while a full capture is pinned and Each
+// has not run: the first Mut of each entry clones it (the copy-on-write
+// cost), the next ones take the fast path.
+func BenchmarkMutDuringCapture(b *testing.B) {
+	b.Run("first", func(b *testing.B) {
+		tab, ents := benchTable(1 << 16)
+		c := tab.Capture(true)
+		b.ResetTimer()
+		for i := range b.N {
+			if i&(len(ents)-1) == 0 && i > 0 {
+				b.StopTimer()
+				c.Done()
+				c = tab.Capture(true)
+				b.StartTimer()
+			}
+			ents[i&(len(ents)-1)].Mut().total++
+		}
+		c.Done()
+	})
+	b.Run("again", func(b *testing.B) {
+		tab, ents := benchTable(1 << 16)
+		c := tab.Capture(true)
+		for _, e := range ents {
+			e.Mut()
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			ents[i&(len(ents)-1)].Mut().total++
+		}
+		c.Done()
+	})
+}
+
+// BenchmarkCaptureStall is the time the owner is stopped by Capture, with
+// 1M keys: a delta with none dirty, with 1% dirty, with all dirty, and a
+// full capture. ns/op is one Capture call.
+func BenchmarkCaptureStall(b *testing.B) {
+	const n = 1 << 20
+	tab, ents := benchTable(n)
+	tab.Capture(true).Done()
+	for _, bc := range []struct {
+		name  string
+		full  bool
+		dirty int
+	}{
+		{"delta/dirty=0", false, 0},
+		{"delta/dirty=1%", false, n / 100},
+		{"delta/dirty=100%", false, n},
+		{"full/dirty=0", true, 0},
+		{"full/dirty=100%", true, n},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var worst time.Duration
+			for range b.N {
+				b.StopTimer()
+				for i := range bc.dirty {
+					ents[i*(n/bc.dirty)].Mut().total++
+				}
+				b.StartTimer()
+				start := time.Now()
+				c := tab.Capture(bc.full)
+				worst = max(worst, time.Since(start))
+				b.StopTimer()
+				c.Done()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
+		})
+	}
+}
+
+// BenchmarkEncode is the background half of a full checkpoint of 1M keys:
+// EncodeCapture (visiting, encoding, sorting) and Encode (zstd, CRC).
+// MB/s is of the raw body.
+func BenchmarkEncode(b *testing.B) {
+	tab, _ := benchTable(1 << 20)
+	var raw, stored int
+	b.Run("capture", func(b *testing.B) {
+		for range b.N {
+			gd := EncodeCapture(tab.Capture(true), encB)
+			s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1, Groups: gd}
+			raw = len(appendBody(nil, s))
+		}
+		b.SetBytes(int64(raw))
+	})
+	gd := EncodeCapture(tab.Capture(true), encB)
+	s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1, Groups: gd}
+	b.Run("zstd", func(b *testing.B) {
+		b.SetBytes(int64(raw))
+		for range b.N {
+			out, err := Encode(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			stored = len(out)
+		}
+		b.ReportMetric(float64(raw)/float64(stored), "ratio")
+	})
+}

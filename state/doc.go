@@ -1,0 +1,70 @@
+// Package state is the keyed state of spate's operators and its
+// checkpoints: state per key group with dirty tracking and a
+// copy-on-write capture, full and delta snapshots, their merge, and the
+// checkpoint store.
+//
+// # Capture, then persist
+//
+// A checkpoint follows hashicorp/raft's snapshot contract: a quick capture
+// on the owner's goroutine pins a consistent view; a slow persist on
+// another goroutine encodes it while the owner goes on.
+//
+//  1. At a batch boundary the owner calls Table.Capture (through its
+//     operator). It costs O(key groups + dirty entries) pointer work and
+//     copies no value: the captured entries are pinned.
+//  2. A background goroutine runs EncodeCapture (Capture.Each), which
+//     reads each pinned value in place, concurrently with the owner's
+//     Process and Advance. If the owner changes a pinned value first
+//     (Entry.Mut), it saves a clone for the capture: only what is written
+//     during the persist is copied, never the whole state. When Each
+//     returns, nothing is pinned any more.
+//  3. The goroutine builds a Snapshot (adding the runtime's Sections),
+//     Encodes it (zstd, CRC-32C) and Puts it in the Store (temporary name,
+//     write, fsync, rename, fsync the directory).
+//  4. Only then may the coordinator count the checkpoint as complete.
+//
+// At most one capture per Table is in flight; Table.Capture waits for the
+// previous one to end, and Table.Busy tells whether it would. The runtime
+// keeps at most one checkpoint per instance in flight (Planner). If a
+// checkpoint is not made durable, the next one must be full: the table's
+// dirty tracking was reset by the lost capture (Planner.Failed).
+//
+// # Table and Entry
+//
+// Get, Upsert, Delete, Range, DropGroup and Capture belong to the owner
+// goroutine, and so does every Entry. Call Entry.Mut before every change of
+// a value. On the hot path (no capture running, or the entry already
+// saved) Mut is one atomic load and a flag test.
+//
+// # Snapshots and chains
+//
+// A Snapshot is full (every key of every group) or a delta (the keys
+// changed or deleted since its parent, and whole the groups created since,
+// marked Reset, as are the groups dropped since). Checkpoint ids increase
+// per instance; a delta names the full snapshot its chain starts at (Base)
+// and its predecessor (Parent); ids in a chain are consecutive. Merge folds
+// a chain into one full snapshot; Chain picks the files of a chain from
+// their names; Collectable says which files garbage collection may delete
+// while keeping the latest complete checkpoint and the previous one
+// restorable; Config.WantFull and Planner decide when a checkpoint is full
+// (every FullEvery-th, or when the deltas outweigh the base).
+//
+// The stored form is a 28-byte header (magic "SPCK", version, codec, raw
+// and stored lengths, CRC-32C of header and body) and a zstd-compressed
+// body; snapshot.go has the layout. Decode checks everything and fails with
+// ErrCorrupt, saying what is wrong, never with a panic.
+//
+// File names carry the instance, the generation and the id
+// ("count#0/g00000002-c000000017-full.ckpt"), so a zombie of an older
+// generation never overwrites its successor's files. A new generation
+// either starts with a full snapshot or continues the chain of the
+// checkpoint it restored with the next id; Chain prefers, for each id, the
+// newest generation not above the target's.
+//
+// # Store
+//
+// Store is the I/O seam: DirStore on a file system, MemStore in memory
+// with fault hooks (failing, slow puts; corrupted files) for tests.
+//
+// Errors are the sentinels of errors.go, wrapped with what and where.
+package state

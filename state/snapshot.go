@@ -1,0 +1,558 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Snapshot is one checkpoint of one operator instance: a full snapshot
+// holds the whole keyed state, a delta the changes since its parent.
+type Snapshot struct {
+	Instance string // the operator instance, e.g. "count#0"
+	Gen      uint64 // the placement generation that wrote it
+	ID       uint64 // checkpoint id, >= 1, increasing per instance
+	Full     bool
+	Base     uint64 // the full snapshot this chain starts at (== ID when Full)
+	Parent   uint64 // the previous snapshot of the chain (0 when Full)
+
+	// Sections is the runtime's own data (input positions, output
+	// counters, backup, sink offsets), opaque here. Merge keeps, per name,
+	// the latest snapshot's section.
+	Sections map[string][]byte
+
+	Groups []GroupData // by KG, ascending, each KG once
+}
+
+// GroupData is the state of one key group in a snapshot. In a delta,
+// Reset says that the group's earlier state is discarded (the group was
+// dropped, or created or restored since the parent): Entries is then its
+// whole content. Without Reset, Entries are changes: a later value replaces
+// an earlier one, a deletion removes the key. A full snapshot has no
+// resets and no deletions.
+type GroupData struct {
+	KG      int
+	Reset   bool
+	Entries []KV // by Key, ascending (byte order), each key once
+}
+
+// KV is one key of a group: its encoded value, or its deletion (Value nil).
+type KV struct {
+	Key     []byte
+	Value   []byte
+	Deleted bool
+}
+
+// The stored form (see doc.go):
+//
+//	header (28 bytes, little endian)
+//	  0  4  magic "SPCK"
+//	  4  1  version (1)
+//	  5  1  codec (1: zstd)
+//	  6  2  reserved, zero
+//	  8  8  raw length: the body before compression
+//	 16  8  stored length: the compressed body that follows the header
+//	 24  4  CRC-32C (Castagnoli) of header bytes 0..24 and the stored body
+//	body, compressed
+//
+// The raw body is a sequence of uvarints (u), varints and byte strings
+// (s = u length, then the bytes):
+//
+//	s instance, u gen, u id, byte flags (1: full), u base, u parent
+//	u sections, then per section: s name, s data (names ascending)
+//	u groups, then per group: u kg, byte flags (1: reset), u entries,
+//	  then per entry: byte flags (1: deleted), s key, and s value unless deleted
+const (
+	magic      = "SPCK"
+	version    = 1
+	codecZstd  = 1
+	headerSize = 28
+
+	// MaxRawSize bounds the uncompressed body of a snapshot (1 GiB):
+	// Encode refuses to write a bigger one and Decode to read one.
+	MaxRawSize = 1 << 30
+)
+
+const (
+	flagFull    = 1
+	flagReset   = 1
+	flagDeleted = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var (
+	encoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+		if err != nil {
+			panic(err) // only for bad options
+		}
+		return e
+	})
+	decoder = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(2),
+			zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderMaxMemory(MaxRawSize))
+		if err != nil {
+			panic(err)
+		}
+		return d
+	})
+)
+
+// Header is the fixed-size head of a stored snapshot.
+type Header struct {
+	Version int
+	Raw     int64 // uncompressed body size
+	Stored  int64 // compressed body size: the file is HeaderSize + Stored bytes
+}
+
+// HeaderSize is the size of a stored snapshot's header.
+const HeaderSize = headerSize
+
+// ReadHeader reads the header of a stored snapshot without decompressing
+// or checking the body: enough to learn its sizes. It checks the magic, the
+// version and the lengths, not the checksum. Errors wrap ErrCorrupt.
+func ReadHeader(b []byte) (Header, error) {
+	if len(b) < headerSize {
+		return Header{}, corrupt("truncated header: %d bytes, want %d", len(b), headerSize)
+	}
+	if string(b[:4]) != magic {
+		return Header{}, corrupt("bad magic %q", b[:4])
+	}
+	if b[4] != version {
+		return Header{}, corrupt("unknown version %d", b[4])
+	}
+	if b[5] != codecZstd {
+		return Header{}, corrupt("unknown codec %d", b[5])
+	}
+	if b[6] != 0 || b[7] != 0 {
+		return Header{}, corrupt("reserved header bytes not zero")
+	}
+	raw := binary.LittleEndian.Uint64(b[8:])
+	stored := binary.LittleEndian.Uint64(b[16:])
+	if raw > MaxRawSize {
+		return Header{}, corrupt("bad length: raw body of %d bytes, limit %d", raw, MaxRawSize)
+	}
+	if stored > MaxRawSize+MaxRawSize/8 { // zstd expands incompressible data only a little
+		return Header{}, corrupt("bad length: stored body of %d bytes", stored)
+	}
+	return Header{Version: int(b[4]), Raw: int64(raw), Stored: int64(stored)}, nil
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w snapshot: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// Validate checks the rules of the format: ids, sorted and unique groups
+// and keys, no deletions or resets in a full snapshot, key groups in range.
+func (s *Snapshot) Validate() error {
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("%s checkpoint %d: %s", s.Instance, s.ID, err)
+	}
+	return nil
+}
+
+func (s *Snapshot) validate() error {
+	switch {
+	case s.ID == 0:
+		return fmt.Errorf("id 0")
+	case s.Full && (s.Base != s.ID || s.Parent != 0):
+		return fmt.Errorf("full snapshot with base %d, parent %d", s.Base, s.Parent)
+	case !s.Full && (s.Parent == 0 || s.Parent >= s.ID || s.Base > s.Parent || s.Base == 0):
+		return fmt.Errorf("delta with base %d, parent %d", s.Base, s.Parent)
+	}
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if g.KG < 0 || g.KG >= MaxGroups {
+			return fmt.Errorf("key group %d out of range", g.KG)
+		}
+		if i > 0 && s.Groups[i-1].KG >= g.KG {
+			return fmt.Errorf("key group %d after %d: not ascending", g.KG, s.Groups[i-1].KG)
+		}
+		if s.Full && g.Reset {
+			return fmt.Errorf("key group %d: reset in a full snapshot", g.KG)
+		}
+		for j := range g.Entries {
+			kv := &g.Entries[j]
+			if j > 0 && bytes.Compare(g.Entries[j-1].Key, kv.Key) >= 0 {
+				return fmt.Errorf("key group %d: key %q after %q: not ascending", g.KG, kv.Key, g.Entries[j-1].Key)
+			}
+			if kv.Deleted && (s.Full || g.Reset) {
+				return fmt.Errorf("key group %d: deletion of %q in a full group", g.KG, kv.Key)
+			}
+			if kv.Deleted && kv.Value != nil {
+				return fmt.Errorf("key group %d: deletion of %q with a value", g.KG, kv.Key)
+			}
+		}
+	}
+	return nil
+}
+
+// RawSize returns the size of s's uncompressed body.
+func (s *Snapshot) RawSize() int {
+	n := 4*binary.MaxVarintLen64 + 1 + len(s.Instance) + 2*binary.MaxVarintLen64
+	for name, data := range s.Sections {
+		n += 2*binary.MaxVarintLen64 + len(name) + len(data)
+	}
+	for i := range s.Groups {
+		n += 2*binary.MaxVarintLen64 + 1
+		for _, kv := range s.Groups[i].Entries {
+			n += 1 + 2*binary.MaxVarintLen64 + len(kv.Key) + len(kv.Value)
+		}
+	}
+	return n
+}
+
+// Encode returns the stored form of s: header, zstd-compressed body,
+// CRC-32C. It fails (ErrInvalid) for a snapshot that breaks the rules of
+// Validate or whose body would exceed MaxRawSize. ReadHeader on the result
+// gives the raw and compressed sizes.
+//
+// Encode is safe for concurrent use.
+func Encode(s *Snapshot) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if n := s.RawSize(); n > MaxRawSize+1<<10 {
+		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
+	}
+	raw := appendBody(make([]byte, 0, s.RawSize()), s)
+	if len(raw) > MaxRawSize {
+		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw), MaxRawSize)
+	}
+	out := make([]byte, headerSize, headerSize+len(raw)/2+64)
+	out = encoder().EncodeAll(raw, out)
+	copy(out, magic)
+	out[4], out[5] = version, codecZstd
+	binary.LittleEndian.PutUint64(out[8:], uint64(len(raw)))
+	binary.LittleEndian.PutUint64(out[16:], uint64(len(out)-headerSize))
+	crc := crc32.Update(crc32.Checksum(out[:24], castagnoli), castagnoli, out[headerSize:])
+	binary.LittleEndian.PutUint32(out[24:], crc)
+	return out, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBody(b []byte, s *Snapshot) []byte {
+	b = appendString(b, s.Instance)
+	b = binary.AppendUvarint(b, s.Gen)
+	b = binary.AppendUvarint(b, s.ID)
+	var flags byte
+	if s.Full {
+		flags |= flagFull
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, s.Base)
+	b = binary.AppendUvarint(b, s.Parent)
+
+	names := make([]string, 0, len(s.Sections))
+	for name := range s.Sections {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		b = appendString(b, name)
+		b = appendBytes(b, s.Sections[name])
+	}
+
+	b = binary.AppendUvarint(b, uint64(len(s.Groups)))
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		b = binary.AppendUvarint(b, uint64(g.KG))
+		flags = 0
+		if g.Reset {
+			flags |= flagReset
+		}
+		b = append(b, flags)
+		b = binary.AppendUvarint(b, uint64(len(g.Entries)))
+		for _, kv := range g.Entries {
+			if kv.Deleted {
+				b = append(b, flagDeleted)
+				b = appendBytes(b, kv.Key)
+				continue
+			}
+			b = append(b, 0)
+			b = appendBytes(b, kv.Key)
+			b = appendBytes(b, kv.Value)
+		}
+	}
+	return b
+}
+
+// Decode parses a stored snapshot. Every error wraps ErrCorrupt and says
+// what is wrong; Decode never panics, and it allocates no more than the
+// header's raw length (at most MaxRawSize) plus what the body's contents
+// need. Keys, values and sections alias one buffer owned by the result.
+//
+// Decode is safe for concurrent use.
+func Decode(b []byte) (*Snapshot, error) {
+	h, err := ReadHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if got := int64(len(b) - headerSize); got != h.Stored {
+		if got < h.Stored {
+			return nil, corrupt("truncated: %d of %d body bytes", got, h.Stored)
+		}
+		return nil, corrupt("bad length: %d bytes after a body of %d", got-h.Stored, h.Stored)
+	}
+	want := binary.LittleEndian.Uint32(b[24:])
+	if crc := crc32.Update(crc32.Checksum(b[:24], castagnoli), castagnoli, b[headerSize:]); crc != want {
+		return nil, corrupt("checksum mismatch: stored %08x, computed %08x", want, crc)
+	}
+	raw, err := decoder().DecodeAll(b[headerSize:], make([]byte, 0, h.Raw))
+	if err != nil {
+		return nil, corrupt("decompress: %v", err)
+	}
+	if int64(len(raw)) != h.Raw {
+		return nil, corrupt("bad length: body decompresses to %d bytes, header says %d", len(raw), h.Raw)
+	}
+	return decodeBody(raw)
+}
+
+// reader decodes the raw body. The first error sticks.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = corrupt("body offset %d: "+format, append([]any{r.off}, args...)...)
+	}
+}
+
+func (r *reader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad %s", what)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) byte(what string) byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail("truncated at %s", what)
+		return 0
+	}
+	r.off++
+	return r.b[r.off-1]
+}
+
+// bytes returns the next byte string, aliasing the body, with capacity cut
+// to its length so that an append by the user never writes into the body.
+func (r *reader) bytes(what string) []byte {
+	n := r.uvarint(what + " length")
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)-r.off) {
+		r.fail("%s of %d bytes, %d left", what, n, len(r.b)-r.off)
+		return nil
+	}
+	s := r.b[r.off : r.off+int(n) : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+// count reads a count of items that take at least min bytes each, and
+// checks that the rest of the body can hold them: allocations stay bounded
+// by the body's size.
+func (r *reader) count(what string, min int) int {
+	n := r.uvarint(what)
+	if r.err != nil {
+		return 0
+	}
+	if n > uint64((len(r.b)-r.off)/min) {
+		r.fail("%d %s cannot fit in %d bytes", n, what, len(r.b)-r.off)
+		return 0
+	}
+	return int(n)
+}
+
+func decodeBody(raw []byte) (*Snapshot, error) {
+	r := &reader{b: raw}
+	s := &Snapshot{}
+	s.Instance = string(r.bytes("instance"))
+	s.Gen = r.uvarint("generation")
+	s.ID = r.uvarint("id")
+	flags := r.byte("flags")
+	if flags&^flagFull != 0 {
+		r.fail("unknown snapshot flags %#x", flags)
+	}
+	s.Full = flags&flagFull != 0
+	s.Base = r.uvarint("base")
+	s.Parent = r.uvarint("parent")
+
+	if n := r.count("sections", 2); n > 0 {
+		s.Sections = make(map[string][]byte, n)
+		prev := ""
+		for i := range n {
+			name := string(r.bytes("section name"))
+			data := r.bytes("section " + name)
+			if r.err != nil {
+				break
+			}
+			if i > 0 && name <= prev {
+				r.fail("section %q after %q: not ascending", name, prev)
+				break
+			}
+			s.Sections[name], prev = data, name
+		}
+	}
+
+	if n := r.count("groups", 3); n > 0 {
+		s.Groups = make([]GroupData, n)
+		for i := range s.Groups {
+			g := &s.Groups[i]
+			kg := r.uvarint("key group")
+			if kg >= MaxGroups {
+				r.fail("key group %d out of range", kg)
+			}
+			g.KG = int(kg)
+			gflags := r.byte("group flags")
+			if gflags&^flagReset != 0 {
+				r.fail("key group %d: unknown flags %#x", kg, gflags)
+			}
+			g.Reset = gflags&flagReset != 0
+			if m := r.count("entries", 2); m > 0 {
+				g.Entries = make([]KV, m)
+				for j := range g.Entries {
+					kv := &g.Entries[j]
+					eflags := r.byte("entry flags")
+					if eflags&^flagDeleted != 0 {
+						r.fail("key group %d: entry %d: unknown flags %#x", kg, j, eflags)
+					}
+					kv.Deleted = eflags&flagDeleted != 0
+					kv.Key = r.bytes("key")
+					if !kv.Deleted {
+						kv.Value = r.bytes("value")
+						if kv.Value == nil && r.err == nil {
+							kv.Value = []byte{}
+						}
+					}
+					if r.err != nil {
+						break
+					}
+				}
+			}
+			if r.err != nil {
+				break
+			}
+		}
+	}
+	if r.err == nil && r.off != len(raw) {
+		r.fail("%d trailing bytes", len(raw)-r.off)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := s.validate(); err != nil {
+		return nil, corrupt("%s checkpoint %d: %v", s.Instance, s.ID, err)
+	}
+	return s, nil
+}
+
+// EncodeCapture runs c.Each and returns the captured groups in snapshot
+// form: by key group, keys in byte order, values encoded by enc (which
+// appends the encoding of *v to dst and returns it), with the resets of a
+// delta capture. Keys and values share one buffer. enc is called with the
+// table's lock held, on the goroutine that calls EncodeCapture; it must not
+// keep v.
+//
+// When EncodeCapture returns, the capture has ended (see Capture.Each).
+func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []GroupData {
+	type span struct {
+		kg             int
+		ks, vs, ve     int // key at buf[ks:vs], value at buf[vs:ve]
+		deleted, reset bool
+	}
+	var (
+		buf   []byte
+		spans = make([]span, 0, c.Len())
+	)
+	c.Each(func(kg int, key string, v *V, deleted bool) {
+		s := span{kg: kg, ks: len(buf), deleted: deleted}
+		buf = append(buf, key...)
+		s.vs = len(buf)
+		if !deleted {
+			buf = enc(buf, v)
+		}
+		s.ve = len(buf)
+		spans = append(spans, s)
+	})
+	resets := c.Resets()
+	var out []GroupData
+	ri := 0
+	addResets := func(below int) {
+		for ri < len(resets) && resets[ri] < below {
+			out = append(out, GroupData{KG: resets[ri], Reset: true})
+			ri++
+		}
+	}
+	for i := 0; i < len(spans); {
+		kg := spans[i].kg
+		j := i
+		for j < len(spans) && spans[j].kg == kg {
+			j++
+		}
+		addResets(kg)
+		g := GroupData{KG: kg, Entries: make([]KV, j-i)}
+		if ri < len(resets) && resets[ri] == kg {
+			g.Reset = true
+			ri++
+		}
+		for k, s := range spans[i:j] {
+			kv := &g.Entries[k]
+			kv.Key = buf[s.ks:s.vs:s.vs]
+			if s.deleted {
+				kv.Deleted = true
+			} else {
+				kv.Value = buf[s.vs:s.ve:s.ve]
+			}
+		}
+		slices.SortFunc(g.Entries, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+		out = append(out, g)
+		i = j
+	}
+	addResets(MaxGroups)
+	return out
+}
+
+// sectionsString is for error messages and tests.
+func sectionsString(m map[string][]byte) string {
+	names := make([]string, 0, len(m))
+	for n, d := range m {
+		names = append(names, fmt.Sprintf("%s(%d)", n, len(d)))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}

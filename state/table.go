@@ -1,0 +1,485 @@
+package state
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Concurrency. A Table has one owner goroutine, which calls every method of
+// Table and Entry, and at most one background goroutine at a time, which
+// runs Capture.Each (or Capture.Done). The only lock is Table.mu; nothing
+// else is ever held with it.
+//
+// Epochs. t.seq is the number of the latest capture (0: none yet); the
+// owner's changes between capture s and capture s+1 happen in epoch s+1
+// (t.epoch). An entry records the epoch of its creation (born), of its
+// latest Mut (dirtyAt: it is dirty if that is the current epoch, so a
+// capture resets every dirty flag at once by moving to the next epoch) and
+// of its deletion (gone). Capture s contains, for a group taken whole,
+// every entry with born <= s; for another group, the entries of its dirty
+// list (those with dirtyAt == s) and the keys deleted in epoch s; in both
+// cases without the entries gone by s. Capture itself touches no entry: it
+// hands each group's entry or dirty list over, so it costs O(groups).
+//
+// An entry e is pinned by the running capture r (t.run == r) if r includes
+// it and e.saved < r: its live value is still the value as of the capture.
+// Before the owner changes a pinned value (Mut), it stores a clone in
+// e.old under mu and sets saved = r. Each reads the live value of an entry
+// only under mu and only while saved < r, then sets saved = r itself, so
+// the owner stops caring about that entry. Deleting an entry or dropping
+// its group never writes its value, so neither needs to save anything.
+// Because saved, gone and run are atomics, and every other field that both
+// goroutines touch is either immutable (key, born) or guarded by mu (old,
+// and a pinned value), the scheme is race free.
+
+// MaxGroups bounds the key-group indices of a Table: 0 <= kg < MaxGroups.
+const MaxGroups = 1 << 16
+
+// eachBatch is the number of entries Each visits per lock hold: the owner,
+// saving a pinned entry, waits for at most this many fn calls.
+const eachBatch = 64
+
+// Entry is one key of a Table and its value. Read the value with Val;
+// call Mut before every change, and change it only through the pointer Mut
+// returns (or Val's, after Mut, within the same owner step).
+//
+// An entry belongs to the Table's owner goroutine. It stays valid until it
+// is deleted or its group is dropped; after that it must not be used.
+type Entry[V any] struct {
+	key     string
+	g       *group[V]
+	born    uint32 // epoch of creation; immutable
+	dirtyAt uint32 // epoch of the latest Mut
+	saved   atomic.Uint32
+	gone    atomic.Uint32 // epoch of deletion; 0 while live
+	old     *V            // the value as of the running capture, saved by Mut; guarded by mu
+	val     V
+}
+
+// Key returns the entry's key.
+func (e *Entry[V]) Key() string { return e.key }
+
+// Val returns the entry's value for reading.
+func (e *Entry[V]) Val() *V { return &e.val }
+
+// Mut returns the entry's value for changing. It marks the entry dirty
+// and, if a running capture still needs the value as it is, saves a clone
+// first. Call it before every mutation. On the hot path (no capture
+// running) it costs one atomic load and a flag test.
+func (e *Entry[V]) Mut() *V {
+	g := e.g
+	t := g.t
+	if r := t.run.Load(); r != 0 && e.saved.Load() < r {
+		e.secure(r)
+	}
+	if e.dirtyAt != t.epoch {
+		e.dirtyAt = t.epoch
+		g.dirty = append(g.dirty, e)
+	}
+	return &e.val
+}
+
+// secure is Mut's slow path: capture r is running and has not yet seen e.
+func (e *Entry[V]) secure(r uint32) {
+	g := e.g
+	// Entries created after r start with saved == r: r includes e if it
+	// took e's group whole, or if e was dirty in r's epoch.
+	if g.wholeAt != r && e.dirtyAt != r {
+		e.saved.Store(r) // r does not include e: nothing to save
+		return
+	}
+	t := g.t
+	t.mu.Lock()
+	if c := t.cur; c != nil && c.seq == r && !c.ended && e.saved.Load() < r {
+		v := t.clone(&e.val)
+		e.old = &v
+		c.secured = append(c.secured, e)
+	}
+	e.saved.Store(r)
+	t.mu.Unlock()
+}
+
+// group is the state of one key group.
+type group[V any] struct {
+	t       *Table[V]
+	kg      int
+	m       map[string]*Entry[V]
+	ents    []*Entry[V]         // in creation order; deleted ones stay until compaction
+	ndead   int                 // deleted entries in ents
+	dirty   []*Entry[V]         // entries changed in this epoch
+	deleted map[string]struct{} // keys deleted in this epoch
+	fresh   bool                // created since the last capture: the next one takes it whole
+	wholeAt uint32              // the last capture that took the group whole
+}
+
+// Table is keyed state partitioned by key group, with dirty tracking and a
+// copy-on-write capture.
+//
+// A Table is not safe for concurrent use, with one exception: while a
+// Capture is in flight, one other goroutine may run its Each (or Done)
+// concurrently with the owner's calls. See Capture.
+type Table[V any] struct {
+	clone   func(*V) V
+	groups  []*group[V] // by key group; nil where the table holds nothing
+	n       int         // live entries
+	seq     uint32      // the latest capture
+	epoch   uint32      // seq + 1
+	run     atomic.Uint32
+	cur     *Capture[V] // the latest capture; owner only
+	dropped []int       // groups dropped since the last capture
+
+	mu sync.Mutex // guards Entry.old, Capture.secured and ended, and the reads of pinned values
+}
+
+// NewTable returns an empty table. clone returns a deep copy of a value:
+// one that shares nothing the owner may change later. It is called only for
+// values that are changed while a capture still needs them.
+func NewTable[V any](clone func(*V) V) *Table[V] {
+	return &Table[V]{clone: clone, epoch: 1}
+}
+
+// Get returns the entry of key in group kg, or nil. It does not allocate.
+func (t *Table[V]) Get(kg int, key []byte) *Entry[V] {
+	if kg < 0 || kg >= len(t.groups) {
+		return nil
+	}
+	g := t.groups[kg]
+	if g == nil {
+		return nil
+	}
+	return g.m[string(key)]
+}
+
+// Upsert returns the entry of key in group kg, creating it (with the zero
+// value, dirty) if it is absent. It allocates only when it creates. kg must
+// be in [0, MaxGroups).
+func (t *Table[V]) Upsert(kg int, key []byte) (e *Entry[V], created bool) {
+	g := t.group(kg)
+	if e := g.m[string(key)]; e != nil {
+		return e, false
+	}
+	e = &Entry[V]{key: string(key), g: g, born: t.epoch, dirtyAt: t.epoch}
+	e.saved.Store(t.seq) // no capture up to now needs it
+	g.m[e.key] = e
+	g.ents = append(g.ents, e)
+	g.dirty = append(g.dirty, e)
+	if len(g.deleted) > 0 {
+		delete(g.deleted, e.key)
+	}
+	t.n++
+	return e, true
+}
+
+func (t *Table[V]) group(kg int) *group[V] {
+	if kg < len(t.groups) && kg >= 0 {
+		if g := t.groups[kg]; g != nil {
+			return g
+		}
+	}
+	if kg < 0 || kg >= MaxGroups {
+		panic("state: key group out of range")
+	}
+	if kg >= len(t.groups) {
+		t.groups = append(t.groups, make([]*group[V], kg+1-len(t.groups))...)
+	}
+	g := &group[V]{t: t, kg: kg, m: make(map[string]*Entry[V]), fresh: true}
+	t.groups[kg] = g
+	return g
+}
+
+// Delete removes key from group kg, if present. The next delta capture
+// records the deletion. A running capture that includes the entry still
+// sees its value as of the capture.
+func (t *Table[V]) Delete(kg int, key string) {
+	if kg < 0 || kg >= len(t.groups) || t.groups[kg] == nil {
+		return
+	}
+	g := t.groups[kg]
+	e := g.m[key]
+	if e == nil {
+		return
+	}
+	delete(g.m, key)
+	e.gone.Store(t.epoch)
+	if !g.fresh { // a fresh group is captured whole: no need to list deletions
+		if g.deleted == nil {
+			g.deleted = make(map[string]struct{})
+		}
+		g.deleted[key] = struct{}{}
+	}
+	t.n--
+	g.ndead++
+	if g.ndead >= 32 && 2*g.ndead > len(g.ents) {
+		// A new array: a running capture may still read the old one.
+		live := make([]*Entry[V], 0, len(g.ents)-g.ndead)
+		for _, e := range g.ents {
+			if e.gone.Load() == 0 {
+				live = append(live, e)
+			}
+		}
+		g.ents, g.ndead = live, 0
+	}
+}
+
+// Range calls fn for every entry of group kg, in creation order, until fn
+// returns false. fn may call Mut, Upsert and Delete; entries created during
+// Range are not visited, entries deleted during Range are not visited
+// after their deletion.
+func (t *Table[V]) Range(kg int, fn func(e *Entry[V]) bool) {
+	if kg < 0 || kg >= len(t.groups) || t.groups[kg] == nil {
+		return
+	}
+	for _, e := range t.groups[kg].ents {
+		if e.gone.Load() != 0 {
+			continue
+		}
+		if !fn(e) {
+			return
+		}
+	}
+}
+
+// Groups returns the key groups the table holds, ascending: those that
+// were created (by Upsert) and not dropped since, even if now empty.
+func (t *Table[V]) Groups() []int { return t.AppendGroups(nil) }
+
+// AppendGroups appends the key groups the table holds to dst, ascending.
+func (t *Table[V]) AppendGroups(dst []int) []int {
+	for kg, g := range t.groups {
+		if g != nil {
+			dst = append(dst, kg)
+		}
+	}
+	return dst
+}
+
+// Has reports whether the table holds group kg.
+func (t *Table[V]) Has(kg int) bool {
+	return kg >= 0 && kg < len(t.groups) && t.groups[kg] != nil
+}
+
+// Len returns the number of entries.
+func (t *Table[V]) Len() int { return t.n }
+
+// GroupLen returns the number of entries of group kg.
+func (t *Table[V]) GroupLen(kg int) int {
+	if !t.Has(kg) {
+		return 0
+	}
+	return len(t.groups[kg].m)
+}
+
+// DropGroup forgets group kg (it moved to another instance). The next
+// delta capture records the group as reset with no entries. A running
+// capture still sees the group's entries as of the capture.
+func (t *Table[V]) DropGroup(kg int) {
+	if !t.Has(kg) {
+		return
+	}
+	t.n -= len(t.groups[kg].m)
+	t.groups[kg] = nil
+	t.dropped = append(t.dropped, kg)
+}
+
+// Busy reports whether a capture is in flight (taken, and neither Each
+// has returned nor Done been called).
+func (t *Table[V]) Busy() bool { return t.run.Load() != 0 }
+
+// Capture pins a consistent view of the table and resets dirty tracking.
+// A full capture holds every entry; a delta capture holds the entries
+// created or changed (Mut) since the previous capture, the keys deleted
+// since then, and, whole, every group created or restored since then; the
+// groups dropped or created since then are listed by Resets.
+//
+// It costs O(key groups): it hands each group's list of entries (full, or
+// a group taken whole) or of dirty entries and deletions (delta) over to
+// the capture, touches no entry and copies no value. After it returns, the
+// owner goes on; it saves a clone of a captured value only if it changes
+// it (Mut) before Each has visited it.
+//
+// At most one capture is in flight: if the previous one has not ended
+// (Each has not returned and Done has not been called), Capture waits for
+// it. Use Busy to skip a checkpoint instead of waiting.
+//
+// If what a delta capture held is not made durable, the next capture must
+// be full: the table no longer tracks those changes.
+func (t *Table[V]) Capture(full bool) *Capture[V] {
+	if c := t.cur; c != nil {
+		<-c.done
+		t.cur = nil
+	}
+	if t.seq >= math.MaxUint32-2 {
+		panic("state: too many captures of one table")
+	}
+	t.seq++
+	t.epoch++
+	seq := t.seq
+	c := &Capture[V]{t: t, seq: seq, full: full, done: make(chan struct{})}
+	if !full {
+		for _, kg := range t.dropped {
+			if !t.Has(kg) {
+				c.resets = append(c.resets, kg)
+			}
+		}
+	}
+	t.dropped = t.dropped[:0]
+	for kg, g := range t.groups {
+		if g == nil {
+			continue
+		}
+		switch {
+		case full || g.fresh:
+			g.wholeAt = seq
+			c.parts = append(c.parts, part[V]{kg: kg, whole: true, ents: g.ents[:len(g.ents):len(g.ents)]})
+			c.n += len(g.ents) - g.ndead
+			if !full {
+				c.resets = append(c.resets, kg)
+			}
+		case len(g.dirty) > 0 || len(g.deleted) > 0:
+			c.parts = append(c.parts, part[V]{kg: kg, ents: g.dirty, deleted: g.deleted})
+			c.n += len(g.dirty) + len(g.deleted)
+		}
+		// Handed over (or not needed): the next epoch starts empty.
+		g.dirty, g.deleted, g.fresh = nil, nil, false
+	}
+	if len(c.resets) > 1 {
+		slices.Sort(c.resets)
+		c.resets = slices.Compact(c.resets)
+	}
+	t.run.Store(seq)
+	t.cur = c
+	return c
+}
+
+// Capture is a consistent view of a Table taken by Table.Capture: the
+// values of the captured entries as of the capture, whatever the owner
+// does afterwards.
+//
+// Each and Done may run on another goroutine than the owner's, concurrently
+// with the owner's calls on the table and its entries. Call Each at most
+// once; call Done if Each is not called (it is harmless after Each).
+type Capture[V any] struct {
+	t       *Table[V]
+	seq     uint32
+	full    bool
+	parts   []part[V] // by key group, ascending
+	resets  []int
+	n       int
+	done    chan struct{}
+	state   atomic.Int32 // captPinned, captRunning, captEnded
+	secured []*Entry[V]  // entries whose old value the owner saved; guarded by t.mu
+	ended   bool         // guarded by t.mu
+}
+
+const (
+	captPinned = iota
+	captRunning
+	captEnded
+)
+
+// part is what a capture holds of one key group.
+type part[V any] struct {
+	kg      int
+	whole   bool                // ents is the group's entry list (filter by born)
+	ents    []*Entry[V]         // whole: the group's entries; else the dirty ones
+	deleted map[string]struct{} // keys deleted in the capture's epoch
+}
+
+// Full reports whether the capture is a full one.
+func (c *Capture[V]) Full() bool { return c.full }
+
+// Len returns the number of entries and deletions the capture holds (an
+// upper bound for groups taken whole while entries are being deleted).
+func (c *Capture[V]) Len() int { return c.n }
+
+// Resets returns, for a delta capture, the key groups whose earlier state
+// is discarded, ascending: the groups dropped since the previous capture
+// (and not created again), which Each does not mention, and the groups
+// created since, which Each gives whole. It is nil for a full capture.
+func (c *Capture[V]) Resets() []int { return c.resets }
+
+// Each calls fn for every captured entry, group by group in ascending key
+// group order: first the keys deleted since the previous capture (v nil,
+// deleted true, in key order), then the entries, with v the value as of
+// the capture (v is valid only during the call; fn must not change *v or
+// keep it). fn is called with the table's lock held, so it must not call
+// the table or Mut; it must be quick (it delays the owner only if the
+// owner is changing an entry of the same batch).
+//
+// Each ends the capture when it returns: the owner's entries are unpinned.
+// It panics if called twice or after Done.
+func (c *Capture[V]) Each(fn func(kg int, key string, v *V, deleted bool)) {
+	if !c.state.CompareAndSwap(captPinned, captRunning) {
+		panic("state: Capture.Each called twice or after Done")
+	}
+	defer c.end()
+	var del []string
+	for i := range c.parts {
+		p := &c.parts[i]
+		if len(p.deleted) > 0 {
+			del = del[:0]
+			for k := range p.deleted {
+				del = append(del, k)
+			}
+			slices.Sort(del)
+			for _, k := range del {
+				fn(p.kg, k, nil, true)
+			}
+		}
+		for j := 0; j < len(p.ents); j += eachBatch {
+			c.visit(p, p.ents[j:min(j+eachBatch, len(p.ents))], fn)
+		}
+	}
+}
+
+// visit calls fn for a batch of entries of p under the table's lock.
+func (c *Capture[V]) visit(p *part[V], batch []*Entry[V], fn func(kg int, key string, v *V, deleted bool)) {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	for _, e := range batch {
+		if p.whole && e.born > c.seq {
+			continue
+		}
+		if gone := e.gone.Load(); gone != 0 && gone <= c.seq {
+			continue
+		}
+		if e.saved.Load() < c.seq {
+			// Not changed since the capture, and it cannot be while we hold
+			// the lock: the live value is the captured one.
+			fn(p.kg, e.key, &e.val, false)
+			e.saved.Store(c.seq)
+			continue
+		}
+		v := e.old
+		if v == nil {
+			panic("state: a captured entry changed without being saved") // an internal invariant
+		}
+		e.old = nil
+		fn(p.kg, e.key, v, false)
+	}
+}
+
+// Done ends the capture without (or after) Each: the owner's entries are
+// unpinned, and a waiting Table.Capture goes on. It is idempotent.
+func (c *Capture[V]) Done() {
+	if c.state.CompareAndSwap(captPinned, captEnded) {
+		c.end()
+	}
+}
+
+func (c *Capture[V]) end() {
+	c.state.Store(captEnded)
+	t := c.t
+	t.mu.Lock()
+	if t.run.Load() == c.seq {
+		t.run.Store(0)
+	}
+	for _, e := range c.secured {
+		e.old = nil
+	}
+	c.secured, c.ended = nil, true
+	t.mu.Unlock()
+	close(c.done)
+}

@@ -1,0 +1,689 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tval is a test value with a slice, so that a shallow copy is not a clone.
+type tval struct {
+	n  int64
+	xs []int64
+}
+
+func cloneT(v *tval) tval { return tval{n: v.n, xs: slices.Clone(v.xs)} }
+
+func encT(dst []byte, v *tval) []byte {
+	dst = binary.AppendVarint(dst, v.n)
+	dst = binary.AppendUvarint(dst, uint64(len(v.xs)))
+	for _, x := range v.xs {
+		dst = binary.AppendVarint(dst, x)
+	}
+	return dst
+}
+
+func (v *tval) String() string { return string(encT(nil, v)) }
+
+// bump changes v the way the tests do: through Mut.
+func bump(e *Entry[tval], x int64) {
+	v := e.Mut()
+	v.n += x
+	if len(v.xs) < 8 {
+		v.xs = append(v.xs, x)
+	} else {
+		v.xs[int(x)&7] = x // in place: only a clone protects a capture from this
+	}
+}
+
+// model is the expected table: key group -> key -> encoded value.
+type model map[int]map[string]string
+
+func (m model) clone() model {
+	out := make(model, len(m))
+	for kg, g := range m {
+		out[kg] = maps.Clone(g)
+	}
+	return out
+}
+
+func (m model) set(kg int, key string, v *tval) {
+	if m[kg] == nil {
+		m[kg] = map[string]string{}
+	}
+	m[kg][key] = v.String()
+}
+
+// fromSnapshot turns a full snapshot into a model.
+func fromSnapshot(t *testing.T, s *Snapshot) model {
+	t.Helper()
+	m := model{}
+	for _, g := range s.Groups {
+		if len(g.Entries) == 0 {
+			t.Fatalf("full snapshot %d: empty group %d", s.ID, g.KG)
+		}
+		m[g.KG] = map[string]string{}
+		for _, kv := range g.Entries {
+			if kv.Deleted {
+				t.Fatalf("full snapshot %d: deletion of %q", s.ID, kv.Key)
+			}
+			m[g.KG][string(kv.Key)] = string(kv.Value)
+		}
+	}
+	return m
+}
+
+func (m model) diff(o model) string {
+	var b strings.Builder
+	for _, kg := range slices.Sorted(maps.Keys(m)) {
+		for _, k := range slices.Sorted(maps.Keys(m[kg])) {
+			if ov, ok := o[kg][k]; !ok || ov != m[kg][k] {
+				fmt.Fprintf(&b, "kg %d key %q: want %x, got %x (present %v)\n", kg, k, m[kg][k], ov, ok)
+			}
+		}
+	}
+	for kg, g := range o {
+		for k := range g {
+			if _, ok := m[kg][k]; !ok {
+				fmt.Fprintf(&b, "kg %d key %q: unexpected\n", kg, k)
+			}
+		}
+	}
+	return b.String()
+}
+
+// normalize drops empty groups: a snapshot does not hold them.
+func (m model) normalize() model {
+	for kg, g := range m {
+		if len(g) == 0 {
+			delete(m, kg)
+		}
+	}
+	return m
+}
+
+func TestTableBasics(t *testing.T) {
+	tab := NewTable(cloneT)
+	if tab.Get(3, []byte("a")) != nil || tab.Get(-1, nil) != nil || tab.Get(1<<20, nil) != nil {
+		t.Fatal("Get on an empty table found something")
+	}
+	e, created := tab.Upsert(3, []byte("a"))
+	if !created || e.Key() != "a" {
+		t.Fatalf("Upsert: %v %v", e, created)
+	}
+	bump(e, 5)
+	if e2, created := tab.Upsert(3, []byte("a")); created || e2 != e || e2.Val().n != 5 {
+		t.Fatalf("second Upsert: created %v, same %v, n %d", created, e2 == e, e2.Val().n)
+	}
+	tab.Upsert(1, []byte("b"))
+	tab.Upsert(3, []byte("c"))
+	if got := tab.Groups(); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("Groups() = %v", got)
+	}
+	if tab.Len() != 3 || tab.GroupLen(3) != 2 || !tab.Has(1) || tab.Has(2) {
+		t.Fatalf("Len %d, GroupLen(3) %d", tab.Len(), tab.GroupLen(3))
+	}
+	var keys []string
+	tab.Range(3, func(e *Entry[tval]) bool { keys = append(keys, e.Key()); return true })
+	if !slices.Equal(keys, []string{"a", "c"}) {
+		t.Fatalf("Range: %v", keys)
+	}
+	tab.Delete(3, "a")
+	tab.Delete(3, "nope")
+	tab.Delete(9, "nope")
+	if tab.Get(3, []byte("a")) != nil || tab.Len() != 2 {
+		t.Fatal("Delete did not delete")
+	}
+	keys = nil
+	tab.Range(3, func(e *Entry[tval]) bool { keys = append(keys, e.Key()); return true })
+	if !slices.Equal(keys, []string{"c"}) {
+		t.Fatalf("Range after Delete: %v", keys)
+	}
+	tab.DropGroup(1)
+	tab.DropGroup(7)
+	if got := tab.Groups(); !slices.Equal(got, []int{3}) || tab.Len() != 1 {
+		t.Fatalf("after DropGroup: Groups %v, Len %d", got, tab.Len())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Upsert with a key group out of range did not panic")
+		}
+	}()
+	tab.Upsert(MaxGroups, []byte("x"))
+}
+
+func TestGetDoesNotAllocate(t *testing.T) {
+	tab := NewTable(cloneT)
+	key := []byte("some-key")
+	tab.Upsert(5, key)
+	if n := testing.AllocsPerRun(100, func() {
+		if e := tab.Get(5, key); e == nil {
+			t.Fatal("lost")
+		}
+		e, _ := tab.Upsert(5, key)
+		e.Mut().n++
+	}); n != 0 {
+		t.Fatalf("Get+Upsert+Mut of an existing key: %v allocations", n)
+	}
+}
+
+func TestRangeDuringChanges(t *testing.T) {
+	tab := NewTable(cloneT)
+	for i := range 100 {
+		tab.Upsert(0, fmt.Appendf(nil, "k%03d", i))
+	}
+	n := 0
+	tab.Range(0, func(e *Entry[tval]) bool {
+		n++
+		if n == 1 {
+			for i := range 100 { // deletes and compacts while iterating
+				if i%2 == 1 {
+					tab.Delete(0, fmt.Sprintf("k%03d", i))
+				}
+			}
+			tab.Upsert(0, []byte("new"))
+		}
+		return true
+	})
+	if n != 50 || tab.GroupLen(0) != 51 {
+		t.Fatalf("visited %d, GroupLen %d; want 50, 51", n, tab.GroupLen(0))
+	}
+	n = 0
+	tab.Range(0, func(*Entry[tval]) bool { n++; return n < 3 })
+	if n != 3 {
+		t.Fatalf("Range did not stop: %d", n)
+	}
+}
+
+// capture takes a capture and returns a function that encodes it, as a
+// background goroutine would.
+func encodeNow(c *Capture[tval]) []GroupData { return EncodeCapture(c, encT) }
+
+func TestCaptureDeltaContents(t *testing.T) {
+	tab := NewTable(cloneT)
+	for i := range 10 {
+		e, _ := tab.Upsert(i%2, fmt.Appendf(nil, "k%d", i))
+		bump(e, int64(i))
+	}
+	full := encodeNow(tab.Capture(true))
+	if len(full) != 2 || len(full[0].Entries) != 5 || len(full[1].Entries) != 5 || full[0].Reset || full[1].Reset {
+		t.Fatalf("full capture: %+v", full)
+	}
+
+	delta := encodeNow(tab.Capture(false))
+	if len(delta) != 0 {
+		t.Fatalf("delta with no change: %+v", delta)
+	}
+
+	bump(tab.Get(0, []byte("k2")), 1)
+	bump(tab.Get(0, []byte("k2")), 1) // twice: once in the delta
+	tab.Delete(1, "k3")
+	tab.Upsert(1, []byte("k3")) // re-created: a value, not a deletion
+	tab.Delete(1, "k5")
+	tab.Upsert(4, []byte("n1")) // a new group: reset
+	tab.DropGroup(0)
+	tab.Upsert(0, []byte("z")) // dropped and created again: reset, whole
+	c := tab.Capture(false)
+	if got := c.Resets(); !slices.Equal(got, []int{0, 4}) {
+		t.Fatalf("Resets() = %v", got)
+	}
+	delta = encodeNow(c)
+	type kv struct {
+		kg  int
+		key string
+		del bool
+	}
+	var got []kv
+	for _, g := range delta {
+		if g.Reset != (g.KG == 0 || g.KG == 4) {
+			t.Fatalf("group %d: Reset %v", g.KG, g.Reset)
+		}
+		for _, e := range g.Entries {
+			got = append(got, kv{g.KG, string(e.Key), e.Deleted})
+		}
+	}
+	want := []kv{{0, "z", false}, {1, "k3", false}, {1, "k5", true}, {4, "n1", false}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("delta %v, want %v", got, want)
+	}
+
+	// A dropped group and nothing else: a reset with no entries.
+	tab.DropGroup(4)
+	delta = encodeNow(tab.Capture(false))
+	if len(delta) != 1 || delta[0].KG != 4 || !delta[0].Reset || len(delta[0].Entries) != 0 {
+		t.Fatalf("delta after dropping group 4: %+v", delta)
+	}
+}
+
+func TestCaptureSeesCaptureTimeValues(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			tab := NewTable(cloneT)
+			m := model{}
+			for i := range 200 {
+				e, _ := tab.Upsert(i%4, fmt.Appendf(nil, "k%d", i))
+				bump(e, int64(i))
+				m.set(i%4, e.Key(), e.Val())
+			}
+			if !full {
+				encodeNow(tab.Capture(true)) // so that the delta below holds only what changes next
+				m = model{}
+				for i := 0; i < 200; i += 3 {
+					e := tab.Get(i%4, fmt.Appendf(nil, "k%d", i))
+					bump(e, 1000)
+					m.set(i%4, e.Key(), e.Val())
+				}
+			}
+			c := tab.Capture(full)
+			// The owner goes on before the capture is encoded: changes in
+			// place, deletions, new keys, a dropped group.
+			for i := range 200 {
+				switch i % 5 {
+				case 0, 1:
+					bump(tab.Get(i%4, fmt.Appendf(nil, "k%d", i)), -7)
+				case 2:
+					tab.Delete(i%4, fmt.Sprintf("k%d", i))
+				}
+			}
+			for i := range 50 {
+				e, _ := tab.Upsert(i%4, fmt.Appendf(nil, "new%d", i))
+				bump(e, 3)
+			}
+			tab.DropGroup(3)
+			got := model{}
+			c.Each(func(kg int, key string, v *tval, deleted bool) {
+				if deleted {
+					t.Fatalf("deletion of %q in the capture", key)
+				}
+				got.set(kg, key, v)
+			})
+			if d := m.diff(got); d != "" {
+				t.Fatal(d)
+			}
+			if tab.Busy() {
+				t.Fatal("Busy after Each")
+			}
+		})
+	}
+}
+
+// TestCaptureClonesOnlyWhatItNeeds: the owner clones a value only if the
+// running capture holds it and has not visited it yet, and only once.
+func TestCaptureClonesOnlyWhatItNeeds(t *testing.T) {
+	clones := 0
+	tab := NewTable(func(v *tval) tval { clones++; return cloneT(v) })
+	var ents []*Entry[tval]
+	for i := range 100 {
+		e, _ := tab.Upsert(i%3, fmt.Appendf(nil, "k%d", i))
+		ents = append(ents, e)
+	}
+	tab.Capture(true).Done()
+	for _, e := range ents[:10] {
+		bump(e, 1)
+	}
+	c := tab.Capture(false) // holds 10 entries
+	for range 2 {
+		for _, e := range ents {
+			bump(e, 2)
+		}
+	}
+	if clones != 10 {
+		t.Fatalf("delta capture of 10 entries: %d clones", clones)
+	}
+	c.Each(func(int, string, *tval, bool) {})
+	clones = 0
+	c = tab.Capture(true) // holds all 100
+	for _, e := range ents[:50] {
+		bump(e, 3)
+		bump(e, 3)
+	}
+	n := 0
+	c.Each(func(int, string, *tval, bool) { n++ })
+	for _, e := range ents {
+		bump(e, 4)
+	}
+	if clones != 50 || n != 100 {
+		t.Fatalf("full capture: %d clones, want 50; %d entries, want 100", clones, n)
+	}
+	e, _ := tab.Upsert(0, []byte("new"))
+	c = tab.Capture(false)
+	e2, _ := tab.Upsert(0, []byte("newer"))
+	bump(e, 5)
+	bump(e2, 5)
+	c.Done()
+	if clones != 51 {
+		t.Fatalf("after a delta holding one entry: %d clones, want 51", clones)
+	}
+}
+
+func TestCaptureWaitsForThePreviousOne(t *testing.T) {
+	tab := NewTable(cloneT)
+	tab.Upsert(0, []byte("a"))
+	c := tab.Capture(true)
+	if !tab.Busy() {
+		t.Fatal("not Busy with a capture in flight")
+	}
+	ended := make(chan struct{})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		close(ended)
+		c.Done()
+	}()
+	c2 := tab.Capture(false)
+	select {
+	case <-ended:
+	default:
+		t.Fatal("Capture did not wait for the previous capture to end")
+	}
+	c2.Done()
+	c2.Done() // idempotent
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Each after Done did not panic")
+		}
+	}()
+	c2.Each(func(int, string, *tval, bool) {})
+}
+
+func TestEachTwicePanics(t *testing.T) {
+	tab := NewTable(cloneT)
+	c := tab.Capture(true)
+	c.Each(func(int, string, *tval, bool) {})
+	c.Done() // harmless after Each
+	defer func() {
+		if recover() == nil {
+			t.Fatal("second Each did not panic")
+		}
+	}()
+	c.Each(func(int, string, *tval, bool) {})
+}
+
+// chainer turns the captures of a table into snapshots, through the
+// stored form, and checks that the chain merges into the model.
+type chainer struct {
+	t     *testing.T
+	chain []*Snapshot
+	id    uint64
+}
+
+func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
+	ch.t.Helper()
+	ch.id++
+	s := &Snapshot{Instance: "op#0", Gen: 1, ID: ch.id, Full: full, Groups: groups,
+		Sections: map[string][]byte{"pos": fmt.Appendf(nil, "%d", ch.id)}}
+	if full {
+		s.Base = s.ID
+		ch.chain = nil
+	} else {
+		s.Base, s.Parent = ch.chain[0].ID, ch.chain[len(ch.chain)-1].ID
+	}
+	b, err := Encode(s)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	back, err := Decode(b)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	ch.chain = append(ch.chain, back)
+	return back
+}
+
+func (ch *chainer) check(want model, what string) {
+	ch.t.Helper()
+	merged, err := Merge(ch.chain)
+	if err != nil {
+		ch.t.Fatalf("%s: %v", what, err)
+	}
+	if string(merged.Sections["pos"]) != fmt.Sprint(ch.id) || merged.ID != ch.id || !merged.Full {
+		ch.t.Fatalf("%s: merged %+v", what, merged)
+	}
+	if d := want.normalize().diff(fromSnapshot(ch.t, merged)); d != "" {
+		ch.t.Fatalf("%s: merged chain of %d differs:\n%s", what, len(ch.chain), d)
+	}
+}
+
+// TestTableModel drives a table with random operations and random full and
+// delta captures, each encoded after more operations, and checks every
+// capture, and the merge of its chain, against a model.
+func TestTableModel(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 40
+	}
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		tab := NewTable(cloneT)
+		m := model{}
+		ch := &chainer{t: t}
+		needFull := true
+		var pending *Capture[tval]
+		var pendingWant model
+		var pendingFull bool
+		finish := func() {
+			if pending == nil {
+				return
+			}
+			if rng.IntN(10) == 0 {
+				pending.Done() // abandoned: the chain is broken
+				needFull = true
+			} else {
+				groups := encodeNow(pending)
+				ch.add(pendingFull, groups)
+				ch.check(pendingWant, fmt.Sprintf("seed %d capture %d", seed, ch.id))
+			}
+			pending = nil
+		}
+		nkeys := 1 + rng.IntN(60)
+		for step := range 400 {
+			kg := rng.IntN(6)
+			key := fmt.Sprintf("k%d", rng.IntN(nkeys))
+			switch r := rng.IntN(100); {
+			case r < 50:
+				e, _ := tab.Upsert(kg, []byte(key))
+				bump(e, int64(step))
+				m.set(kg, key, e.Val())
+			case r < 65:
+				tab.Delete(kg, key)
+				delete(m[kg], key)
+			case r < 67:
+				tab.DropGroup(kg)
+				delete(m, kg)
+			case r < 75:
+				finish()
+				full := needFull || rng.IntN(4) == 0
+				pending, pendingWant, pendingFull = tab.Capture(full), m.clone(), full
+				needFull = false
+			case r < 80:
+				finish()
+			default:
+				if e := tab.Get(kg, []byte(key)); e != nil {
+					if v := e.Val(); v.n != 0 || len(v.xs) > 0 {
+						bump(e, -1)
+						m.set(kg, key, e.Val())
+					}
+				}
+			}
+			if n := tab.Len(); n != countModel(m) {
+				t.Fatalf("seed %d step %d: Len %d, model %d", seed, step, n, countModel(m))
+			}
+		}
+		finish()
+	}
+}
+
+func countModel(m model) int {
+	n := 0
+	for _, g := range m {
+		n += len(g)
+	}
+	return n
+}
+
+// TestCaptureRace runs Each on another goroutine while the owner keeps
+// changing, deleting, creating and dropping entries, and checks that every
+// capture saw exactly the values as of the capture. Run it with -race.
+func TestCaptureRace(t *testing.T) {
+	rounds := 300
+	if testing.Short() {
+		rounds = 50
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	tab := NewTable(cloneT)
+	m := model{}
+	type job struct {
+		c    *Capture[tval]
+		want model
+		full bool
+	}
+	jobs := make(chan job)
+	results := make(chan error)
+	go func() {
+		for j := range jobs {
+			got := model{}
+			var bad error
+			j.c.Each(func(kg int, key string, v *tval, deleted bool) {
+				if deleted {
+					if _, ok := j.want[kg][key]; ok && bad == nil {
+						bad = fmt.Errorf("kg %d key %q: deleted in the capture, present at capture time", kg, key)
+					}
+					return
+				}
+				got.set(kg, key, v)
+				if w, ok := j.want[kg][key]; (!ok || w != v.String()) && bad == nil {
+					bad = fmt.Errorf("kg %d key %q: captured %x, at capture time %x (present %v)", kg, key, v.String(), w, ok)
+				}
+			})
+			if j.full && bad == nil {
+				bad = diffErr(j.want.normalize(), got)
+			}
+			results <- bad
+		}
+		close(results)
+	}()
+	const nkeys, groups = 3000, 8
+	keys := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	for round := range rounds {
+		full := round%3 == 0 || round < 2
+		c := tab.Capture(full)
+		jobs <- job{c, m.clone(), full}
+		// Mutate while Each runs, until it reports.
+		var err error
+	loop:
+		for {
+			select {
+			case err = <-results:
+				break loop
+			default:
+			}
+			for range 50 {
+				i := rng.IntN(nkeys)
+				kg := i % groups
+				switch r := rng.IntN(100); {
+				case r < 80:
+					e, _ := tab.Upsert(kg, keys[i])
+					bump(e, int64(rng.IntN(1000)))
+					m.set(kg, string(keys[i]), e.Val())
+				case r < 98:
+					tab.Delete(kg, string(keys[i]))
+					delete(m[kg], string(keys[i]))
+				default:
+					if rng.IntN(20) == 0 {
+						tab.DropGroup(kg)
+						delete(m, kg)
+					}
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("round %d (full %v): %v", round, full, err)
+		}
+	}
+	close(jobs)
+	for range results {
+	}
+}
+
+func diffErr(want, got model) error {
+	if d := want.diff(got); d != "" {
+		if len(d) > 2000 {
+			d = d[:2000] + "..."
+		}
+		return fmt.Errorf("capture differs from the state at capture time:\n%s", d)
+	}
+	return nil
+}
+
+// TestCaptureRaceDeltaChain is TestCaptureRace for deltas: each capture is
+// encoded concurrently with the owner's changes, and the merged chain must
+// equal the state at the latest capture.
+func TestCaptureRaceDeltaChain(t *testing.T) {
+	rounds := 200
+	if testing.Short() {
+		rounds = 40
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	tab := NewTable(cloneT)
+	m := model{}
+	ch := &chainer{t: t}
+	const nkeys, groups = 2000, 8
+	for round := range rounds {
+		full := round%10 == 0
+		c := tab.Capture(full)
+		want := m.clone()
+		done := make(chan []GroupData)
+		go func() { done <- EncodeCapture(c, encT) }()
+		var gd []GroupData
+	loop:
+		for {
+			select {
+			case gd = <-done:
+				break loop
+			default:
+			}
+			for range 20 {
+				i := rng.IntN(nkeys)
+				kg, key := i%groups, fmt.Appendf(nil, "k%d", i)
+				if rng.IntN(10) < 8 {
+					e, _ := tab.Upsert(kg, key)
+					bump(e, int64(round))
+					m.set(kg, string(key), e.Val())
+				} else {
+					tab.Delete(kg, string(key))
+					delete(m[kg], string(key))
+				}
+			}
+		}
+		ch.add(full, gd)
+		ch.check(want, fmt.Sprintf("round %d", round))
+	}
+}
+
+func TestEncodeCaptureSortsKeys(t *testing.T) {
+	tab := NewTable(cloneT)
+	for _, k := range []string{"b", "a", "\xff", "", "ab"} {
+		tab.Upsert(2, []byte(k))
+	}
+	gd := EncodeCapture(tab.Capture(true), encT)
+	var keys []string
+	for _, kv := range gd[0].Entries {
+		keys = append(keys, string(kv.Key))
+	}
+	if !slices.Equal(keys, []string{"", "a", "ab", "b", "\xff"}) {
+		t.Fatalf("keys %q", keys)
+	}
+	for _, kv := range gd[0].Entries {
+		if !bytes.Equal(kv.Value, encT(nil, &tval{})) {
+			t.Fatalf("value %x", kv.Value)
+		}
+	}
+}

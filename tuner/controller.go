@@ -1,0 +1,517 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"spate/job"
+)
+
+// Config configures the online controller. The zero value is not valid;
+// start from DefaultConfig.
+type Config struct {
+	Min, Max   time.Duration // bounds on an interval
+	Initial    time.Duration // an instance's interval before its first decision
+	Every      time.Duration // an instance is reconsidered at most this often
+	HalfLife   time.Duration // of the EWMA of input rate and capacity
+	Hysteresis float64       // keep the interval while the optimum is within this relative distance of it
+	CostMemory int           // checkpoints: forgetting horizon of the cost fit and of the other per-event averages
+
+	// The failure-rate prior: PriorWeight failures' worth of evidence that
+	// the mean time between failures of one instance is PriorMTBF (from a
+	// fitted failure trace, or a guess). Observed failures and exposure are
+	// added to it (a Gamma–Poisson posterior mean).
+	PriorMTBF   time.Duration
+	PriorWeight float64
+
+	// MaxBackup, if > 0, caps an interval at MaxBackup/rate: the upstream
+	// backup must hold the tuples of one interval (two, with the fallback).
+	MaxBackup float64
+
+	// Assumed until measured.
+	Cost                           CostModel
+	Detect, Restart, Load, Persist time.Duration
+}
+
+// DefaultConfig is the controller's configuration for a live cluster.
+func DefaultConfig() Config {
+	return Config{
+		Min:         time.Second,
+		Max:         6 * time.Hour,
+		Initial:     10 * time.Second,
+		Every:       30 * time.Second,
+		HalfLife:    5 * time.Minute,
+		Hysteresis:  0.25,
+		CostMemory:  20,
+		PriorMTBF:   24 * time.Hour,
+		PriorWeight: 1,
+		Cost:        CostModel{Base: 50 * time.Millisecond},
+		Detect:      time.Second,
+		Restart:     time.Second,
+		Load:        500 * time.Millisecond,
+	}
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.Min <= 0:
+		return paramErr("min interval %v: want > 0", c.Min)
+	case c.Max < c.Min:
+		return paramErr("max interval %v: want >= min %v", c.Max, c.Min)
+	case c.Initial < c.Min || c.Initial > c.Max:
+		return paramErr("initial interval %v: want within %v..%v", c.Initial, c.Min, c.Max)
+	case c.Every <= 0:
+		return paramErr("decision period %v: want > 0", c.Every)
+	case c.HalfLife <= 0:
+		return paramErr("half-life %v: want > 0", c.HalfLife)
+	case !(c.Hysteresis >= 0 && c.Hysteresis <= 10):
+		return paramErr("hysteresis %v: want 0..10", c.Hysteresis)
+	case c.CostMemory < 1:
+		return paramErr("cost memory %d: want >= 1", c.CostMemory)
+	case c.PriorMTBF <= 0:
+		return paramErr("prior MTBF %v: want > 0", c.PriorMTBF)
+	case !(c.PriorWeight > 0) || math.IsInf(c.PriorWeight, 1):
+		return paramErr("prior weight %v: want a finite number > 0", c.PriorWeight)
+	case math.IsNaN(c.MaxBackup) || c.MaxBackup < 0:
+		return paramErr("max backup %v: want >= 0", c.MaxBackup)
+	}
+	return Params{Capacity: 1, Cost: c.Cost, Detect: c.Detect, Restart: c.Restart, Load: c.Load, Persist: c.Persist}.Validate()
+}
+
+// Checkpoint is what the controller learns from one completed checkpoint.
+type Checkpoint struct {
+	Tuples  float64       // tuples the instance processed since its previous checkpoint
+	Dirty   float64       // distinct keys they dirtied (what the checkpoint wrote)
+	Cost    time.Duration // processing time the checkpoint took from the instance
+	Persist time.Duration // from capture to durable
+}
+
+// Recovery is what the controller learns from one failure of an instance.
+type Recovery struct {
+	Detect  time.Duration // from the failure to its detection
+	Restart time.Duration // placing and starting the instance again
+	Load    time.Duration // loading its checkpoint
+}
+
+// Why says what a Decision did.
+type Why uint8
+
+// The kinds of decision.
+const (
+	Kept    Why = iota // the optimum is within the hysteresis band
+	Moved              // the optimum left the band: the interval follows it
+	Bounded            // the interval was outside [Min, max] and was clamped
+	NoInput            // no input measured: the interval goes to its maximum
+	Unknown            // capacity not measured yet: the interval is kept
+)
+
+func (w Why) String() string {
+	return [...]string{"kept", "moved", "bounded", "no input", "unknown"}[w]
+}
+
+// Decision is one interval decision for one instance, with everything it
+// was computed from. Reason renders it for a human.
+type Decision struct {
+	Instance   job.InstanceID
+	At         time.Duration // controller time of the decision
+	Interval   time.Duration // the interval to use from now on
+	Previous   time.Duration
+	Changed    bool
+	Why        Why
+	Optimum    time.Duration // the model's optimum before bounds (Max if infinite)
+	Upper      time.Duration // the effective upper bound: Max, or MaxBackup/rate
+	Inputs     Params        // the smoothed measurements the model used
+	Failures   int           // failures observed, all instances
+	Exposure   time.Duration // instance-time observed, all instances
+	Efficiency float64       // the model's predicted efficiency at Interval
+}
+
+// Reason is the decision as one line: what changed, and the inputs.
+func (d Decision) Reason() string {
+	var b strings.Builder
+	switch d.Why {
+	case Kept:
+		fmt.Fprintf(&b, "kept %s: optimum %s is within the hysteresis band", fmtDur(d.Interval), fmtDur(d.Optimum))
+	case Moved:
+		fmt.Fprintf(&b, "%s -> %s: optimum moved", fmtDur(d.Previous), fmtDur(d.Interval))
+	case Bounded:
+		fmt.Fprintf(&b, "%s -> %s: optimum %s clamped to [min, %s]", fmtDur(d.Previous), fmtDur(d.Interval), fmtDur(d.Optimum), fmtDur(d.Upper))
+	case NoInput:
+		fmt.Fprintf(&b, "%s -> %s: no input, nothing to replay", fmtDur(d.Previous), fmtDur(d.Interval))
+		if !d.Changed {
+			b.Reset()
+			fmt.Fprintf(&b, "kept %s: no input", fmtDur(d.Interval))
+		}
+		return b.String()
+	case Unknown:
+		return fmt.Sprintf("kept %s: capacity not measured yet", fmtDur(d.Interval))
+	}
+	p := d.Inputs
+	fmt.Fprintf(&b, " (rate %.4g/s, util %.0f%%, checkpoint %s", p.Rate, 100*p.Util(), fmtSec(p.Cost.Seconds(p.Rate*d.Interval.Seconds())))
+	mtbf := math.Inf(1)
+	if p.FailureRate > 0 {
+		mtbf = 1 / p.FailureRate
+	}
+	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s, recovery %s; predicted efficiency %.2f%%)",
+		fmtSec(mtbf), d.Failures, fmtDur(d.Exposure), fmtDur(p.Detect+p.Restart+p.Load), 100*d.Efficiency)
+	return b.String()
+}
+
+// Controller is the online interval controller: a pure state machine. It
+// takes measurements (Observe*), and Tick hands back decisions. It has no
+// clock, goroutine or randomness: time is the caller's, as a Duration
+// from an origin of its choosing, and must not go backwards. A Controller
+// is not safe for concurrent use.
+type Controller struct {
+	cfg       Config
+	insts     map[job.InstanceID]*instEst
+	order     []job.InstanceID // sorted, for a deterministic Tick
+	failures  int
+	retired   float64 // exposure of forgotten instances, seconds
+	recovery  avg3
+	lastTick  time.Duration
+	forgetPer float64 // per-event weight 1/CostMemory
+}
+
+// instEst is what the controller knows about one instance.
+type instEst struct {
+	since    time.Duration // first observation
+	decided  time.Duration // last decision (valid if hasDec)
+	hasDec   bool
+	interval time.Duration
+	rate     ewma
+	capacity ewma
+	capAt    time.Duration // last capacity observation
+	cost     costFit
+	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
+	persist  avg
+}
+
+// ewma is an exponentially weighted moving average in time.
+type ewma struct {
+	v  float64
+	ok bool
+}
+
+func (e *ewma) add(x, span, halfLife float64) {
+	if !e.ok {
+		e.v, e.ok = x, true
+		return
+	}
+	a := -math.Expm1(-span / halfLife * math.Ln2)
+	e.v += a * (x - e.v)
+}
+
+// avg is a running mean with forgetting: the weight of the newest value
+// is max(1/n, w).
+type avg struct {
+	v float64
+	n int
+}
+
+func (a *avg) add(x, w float64) {
+	a.n++
+	a.v += (x - a.v) * max(1/float64(a.n), w)
+}
+
+type avg3 struct{ d, r, l avg }
+
+// costFit is a weighted least-squares fit of cost = B + a·dirty with
+// exponential forgetting.
+type costFit struct {
+	s0, sx, sy, sxx, sxy, syy float64
+	n                         int
+}
+
+func (c *costFit) add(x, y, forget float64) {
+	k := 1 - forget
+	c.s0, c.sx, c.sy = c.s0*k+1, c.sx*k+x, c.sy*k+y
+	c.sxx, c.sxy, c.syy = c.sxx*k+x*x, c.sxy*k+x*y, c.syy*k+y*y
+	c.n++
+}
+
+// model returns B (seconds) and a (seconds per key). The slope is used
+// only if it is positive and at least twice its standard error, and the
+// intercept it implies is not negative; otherwise the cost is taken as
+// constant, the weighted mean: noise in the costs must not turn into a
+// slope (a zero base cost would send the optimum to the minimum).
+func (c *costFit) model() (b, a float64) {
+	mean := c.sy / c.s0
+	if c.n < 3 || c.s0 <= 2 {
+		return mean, 0
+	}
+	vxx := c.sxx - c.sx*c.sx/c.s0 // centred sums
+	vxy := c.sxy - c.sx*c.sy/c.s0
+	vyy := c.syy - c.sy*c.sy/c.s0
+	if !(vxx > 1e-12*c.sxx) {
+		return mean, 0
+	}
+	a = vxy / vxx
+	b = mean - a*c.sx/c.s0
+	resid := max(0, vyy-a*vxy) / (c.s0 - 2)
+	if a <= 0 || b < 0 || a*a*vxx < 4*resid {
+		return mean, 0
+	}
+	return b, a
+}
+
+// NewController returns a controller with no instances.
+func NewController(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, insts: map[job.InstanceID]*instEst{}, forgetPer: 1 / float64(cfg.CostMemory)}, nil
+}
+
+// Config returns the controller's configuration.
+func (c *Controller) Config() Config { return c.cfg }
+
+func (c *Controller) inst(id job.InstanceID, at time.Duration) (*instEst, error) {
+	if at < 0 {
+		return nil, paramErr("%s: time %v before the origin", id, at)
+	}
+	if e, ok := c.insts[id]; ok {
+		return e, nil
+	}
+	e := &instEst{since: at, interval: c.cfg.Initial}
+	c.insts[id] = e
+	i := sort.Search(len(c.order), func(i int) bool { return c.order[i] >= id })
+	c.order = append(c.order, "")
+	copy(c.order[i+1:], c.order[i:])
+	c.order[i] = id
+	return e, nil
+}
+
+func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+
+// ObserveLoad records that instance id took tuples from its input (and
+// processed them, for the first time) over the span ending at at. That is
+// its input rate when it keeps up, and its capacity while it works off a
+// backlog: in both cases the rate at which tuples to replay, and dirty
+// state, accrue.
+func (c *Controller) ObserveLoad(id job.InstanceID, at time.Duration, tuples float64, span time.Duration) error {
+	if !finiteNonNeg(tuples) || span <= 0 {
+		return paramErr("%s: load of %v tuples in %v: want tuples >= 0 over a span > 0", id, tuples, span)
+	}
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	e.rate.add(tuples/span.Seconds(), span.Seconds(), c.cfg.HalfLife.Seconds())
+	return nil
+}
+
+// ObserveCapacity records the instance's measured processing capacity in
+// tuples/s (its true processing rate while busy), smoothed over the time
+// since the previous one.
+func (c *Controller) ObserveCapacity(id job.InstanceID, at time.Duration, rate float64) error {
+	if !(rate > 0) || math.IsInf(rate, 1) {
+		return paramErr("%s: capacity %v: want a finite number > 0", id, rate)
+	}
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	e.capacity.add(rate, max(0, (at-e.capAt).Seconds()), c.cfg.HalfLife.Seconds())
+	e.capAt = at
+	return nil
+}
+
+// ObserveCheckpoint records a completed checkpoint of the instance.
+func (c *Controller) ObserveCheckpoint(id job.InstanceID, at time.Duration, cp Checkpoint) error {
+	if !finiteNonNeg(cp.Tuples) || !finiteNonNeg(cp.Dirty) || cp.Cost < 0 || cp.Persist < 0 {
+		return paramErr("%s: checkpoint %+v: want finite values >= 0", id, cp)
+	}
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	e.cost.add(cp.Dirty, cp.Cost.Seconds(), c.forgetPer)
+	e.persist.add(cp.Persist.Seconds(), c.forgetPer)
+	if cp.Tuples > 0 && cp.Dirty > 0 {
+		e.invS.add(1/stateKeysFrom(cp.Tuples, cp.Dirty), c.forgetPer)
+	}
+	return nil
+}
+
+// ObserveFailure records a failure of the instance and how long its
+// recovery phases took. Failures of all instances are pooled into one
+// failure-rate estimate per instance.
+func (c *Controller) ObserveFailure(id job.InstanceID, at time.Duration, r Recovery) error {
+	if r.Detect < 0 || r.Restart < 0 || r.Load < 0 {
+		return paramErr("%s: recovery %+v: want durations >= 0", id, r)
+	}
+	if _, err := c.inst(id, at); err != nil {
+		return err
+	}
+	c.failures++
+	w := c.forgetPer
+	c.recovery.d.add(r.Detect.Seconds(), w)
+	c.recovery.r.add(r.Restart.Seconds(), w)
+	c.recovery.l.add(r.Load.Seconds(), w)
+	return nil
+}
+
+// Forget drops an instance (it was scaled away); its exposure is kept in
+// the failure-rate estimate.
+func (c *Controller) Forget(id job.InstanceID, at time.Duration) {
+	e, ok := c.insts[id]
+	if !ok {
+		return
+	}
+	c.retired += max(0, (at - e.since).Seconds())
+	delete(c.insts, id)
+	i := sort.Search(len(c.order), func(i int) bool { return c.order[i] >= id })
+	c.order = append(c.order[:i], c.order[i+1:]...)
+}
+
+// Interval is the instance's current interval (Config.Initial before its
+// first decision, 0 for an unknown instance).
+func (c *Controller) Interval(id job.InstanceID) time.Duration {
+	if e, ok := c.insts[id]; ok {
+		return e.interval
+	}
+	return 0
+}
+
+// stateKeysFrom solves S·(1 − exp(−n/S)) = d for the effective state size
+// S (+Inf if d >= n: no key was written twice).
+func stateKeysFrom(n, d float64) float64 {
+	if d >= n*(1-1e-12) {
+		return math.Inf(1)
+	}
+	lo, hi := d, d
+	for hi*-math.Expm1(-n/hi) < d { // F(S) = S(1 − e^(−n/S)) increases to n
+		hi *= 2
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if mid*-math.Expm1(-n/mid) < d {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// exposure is the instance-time observed up to now, all instances.
+func (c *Controller) exposure(now time.Duration) float64 {
+	x := c.retired
+	for _, e := range c.insts {
+		x += max(0, (now - e.since).Seconds())
+	}
+	return x
+}
+
+// FailureRate is the current estimate of one instance's failures per
+// second: (w + k) / (w·PriorMTBF + exposure), with w = PriorWeight and k
+// the failures observed.
+func (c *Controller) FailureRate(now time.Duration) float64 {
+	w := c.cfg.PriorWeight
+	return (w + float64(c.failures)) / (w*c.cfg.PriorMTBF.Seconds() + c.exposure(now))
+}
+
+// Estimate returns the model inputs the controller would use for the
+// instance now (false for an unknown instance).
+func (c *Controller) Estimate(id job.InstanceID, now time.Duration) (Params, bool) {
+	e, ok := c.insts[id]
+	if !ok {
+		return Params{}, false
+	}
+	return c.params(e, c.FailureRate(now)), true
+}
+
+func (c *Controller) params(e *instEst, f float64) Params {
+	p := Params{
+		Rate:        e.rate.v,
+		Capacity:    e.capacity.v,
+		Cost:        c.cfg.Cost,
+		FailureRate: f,
+		Detect:      c.cfg.Detect,
+		Restart:     c.cfg.Restart,
+		Load:        c.cfg.Load,
+		Persist:     c.cfg.Persist,
+	}
+	if e.cost.n > 0 {
+		b, a := e.cost.model()
+		p.Cost.Base, p.Cost.PerKey = seconds(b), a
+	}
+	if e.invS.n > 0 {
+		if e.invS.v > 0 {
+			p.Cost.StateKeys = 1 / e.invS.v
+		} else {
+			p.Cost.StateKeys = 0
+		}
+	}
+	if e.persist.n > 0 {
+		p.Persist = seconds(e.persist.v)
+	}
+	if c.recovery.d.n > 0 {
+		p.Detect, p.Restart, p.Load = seconds(c.recovery.d.v), seconds(c.recovery.r.v), seconds(c.recovery.l.v)
+	}
+	return p
+}
+
+// Tick decides, for every instance whose last decision is at least Every
+// old and whose input rate has been measured, the interval to use from now
+// on, and appends the decisions to buf (in instance order). Every
+// decision is returned, changed or not; Decision.Changed says which to act
+// on. now must not be before a previous Tick's.
+func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
+	if now < c.lastTick {
+		now = c.lastTick
+	}
+	c.lastTick = now
+	f := c.FailureRate(now)
+	failures, exposure := c.failures, seconds(c.exposure(now))
+	for _, id := range c.order {
+		e := c.insts[id]
+		if !e.rate.ok || (e.hasDec && now-e.decided < c.cfg.Every) {
+			continue
+		}
+		e.decided, e.hasDec = now, true
+		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
+			Failures: failures, Exposure: exposure, Upper: c.cfg.Max}
+		d.Inputs = c.params(e, f)
+		switch {
+		case !e.capacity.ok:
+			d.Why = Unknown
+		case d.Inputs.Rate <= 0:
+			d.Why, d.Optimum, d.Interval = NoInput, c.cfg.Max, c.cfg.Max
+		default:
+			p := d.Inputs
+			if c.cfg.MaxBackup > 0 {
+				d.Upper = max(c.cfg.Min, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
+			}
+			opt := p.optimalSec()
+			d.Optimum = seconds(opt)
+			target := min(max(d.Optimum, c.cfg.Min), d.Upper)
+			cur := e.interval
+			h := 1 + c.cfg.Hysteresis
+			switch {
+			case cur < c.cfg.Min || cur > d.Upper:
+				d.Why, d.Interval = Bounded, target
+			case float64(target) > float64(cur)*h || float64(target)*h < float64(cur):
+				d.Why, d.Interval = Moved, target
+				if target != d.Optimum {
+					d.Why = Bounded
+				}
+			default:
+				d.Why = Kept
+			}
+		}
+		d.Changed = d.Interval != e.interval
+		e.interval = d.Interval
+		d.Efficiency = d.Inputs.Efficiency(d.Interval)
+		buf = append(buf, d)
+	}
+	return buf
+}

@@ -1,0 +1,245 @@
+package tuner
+
+import (
+	"math"
+	"time"
+)
+
+// The interval model. MODEL.md derives every formula here; the names of
+// the symbols follow it: λ input rate, μ processing capacity, ρ = min(λ/μ, 1)
+// utilisation, T interval, C(n) checkpoint cost after n tuples, f failure
+// rate, D detection, R restart, L state load, P persist time.
+
+// Young returns Young's (1974) first-order optimum checkpoint interval,
+// sqrt(2·C·M), for a checkpoint cost C and a mean time between failures M.
+// It returns 0 if either is not positive.
+func Young(cost, mtbf time.Duration) time.Duration {
+	if cost <= 0 || mtbf <= 0 {
+		return 0
+	}
+	return seconds(youngSec(cost.Seconds(), mtbf.Seconds()))
+}
+
+func youngSec(c, m float64) float64 { return math.Sqrt(2 * c * m) }
+
+// Daly returns Daly's (2006) higher-order estimate of the optimum compute
+// time between checkpoints: for C < 2M,
+//
+//	sqrt(2CM)·(1 + sqrt(C/2M)/3 + (C/2M)/9) − C
+//
+// and M when C >= 2M. It returns 0 if either input is not positive.
+func Daly(cost, mtbf time.Duration) time.Duration {
+	if cost <= 0 || mtbf <= 0 {
+		return 0
+	}
+	return seconds(dalySec(cost.Seconds(), mtbf.Seconds()))
+}
+
+func dalySec(c, m float64) float64 {
+	if c >= 2*m {
+		return m
+	}
+	x := c / (2 * m)
+	return math.Sqrt(2*c*m)*(1+math.Sqrt(x)/3+x/9) - c
+}
+
+// seconds converts seconds to a Duration, rounding to the nanosecond and
+// saturating instead of overflowing.
+func seconds(s float64) time.Duration {
+	switch {
+	case math.IsNaN(s) || s <= 0:
+		return 0
+	case s >= float64(math.MaxInt64)/1e9:
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(s * 1e9))
+}
+
+// CostModel is the cost of one checkpoint, in processing time taken from
+// the instance, as a function of the state dirtied since the previous one:
+//
+//	C(n) = Base + PerKey·Dirty(n),  Dirty(n) = S·(1 − exp(−n/S))
+//
+// where n is the number of tuples processed since the previous checkpoint
+// and S = StateKeys is the effective number of keys of the state: the
+// expected number of distinct keys that n uniform draws from S keys touch.
+// StateKeys = 0 means unbounded state (Dirty(n) = n: every tuple dirties a
+// new key). The zero CostModel is free checkpoints.
+type CostModel struct {
+	Base      time.Duration // fixed cost of a checkpoint (capture, manifest, sync)
+	PerKey    float64       // seconds of processing per dirty key (encode, compress, write)
+	StateKeys float64       // effective state size S in keys; 0 = unbounded
+}
+
+// Dirty is the expected number of distinct keys dirtied by n tuples.
+func (c CostModel) Dirty(n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	if c.StateKeys <= 0 || math.IsInf(c.StateKeys, 1) {
+		return n
+	}
+	return c.StateKeys * -math.Expm1(-n/c.StateKeys)
+}
+
+// Seconds is C(n) in seconds.
+func (c CostModel) Seconds(n float64) float64 {
+	return c.Base.Seconds() + c.PerKey*c.Dirty(n)
+}
+
+// Params are the inputs of the load-aware model for one operator instance.
+// Rates are per second. The zero FailureRate means no failures.
+type Params struct {
+	Rate        float64       // λ: tuples/s arriving at the instance
+	Capacity    float64       // μ: tuples/s the instance can process
+	Cost        CostModel     // C(n)
+	FailureRate float64       // f: failures of the instance per second (1/MTBF)
+	Detect      time.Duration // D: from a failure to its detection
+	Restart     time.Duration // R: placing and starting the instance again
+	Load        time.Duration // L: loading its last checkpoint (full + deltas)
+	Persist     time.Duration // P: from a checkpoint's capture to its being durable
+}
+
+// Validate reports the first parameter out of range.
+func (p Params) Validate() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
+	switch {
+	case bad(p.Rate):
+		return paramErr("rate %v: want a finite number >= 0", p.Rate)
+	case bad(p.Capacity) || p.Capacity == 0:
+		return paramErr("capacity %v: want a finite number > 0", p.Capacity)
+	case bad(p.FailureRate):
+		return paramErr("failure rate %v: want a finite number >= 0", p.FailureRate)
+	case bad(p.Cost.PerKey):
+		return paramErr("per-key cost %v: want a finite number >= 0", p.Cost.PerKey)
+	case math.IsNaN(p.Cost.StateKeys) || p.Cost.StateKeys < 0:
+		return paramErr("state keys %v: want a number >= 0", p.Cost.StateKeys)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"checkpoint base cost", p.Cost.Base}, {"detect", p.Detect}, {"restart", p.Restart}, {"load", p.Load}, {"persist", p.Persist}} {
+		if d.v < 0 {
+			return paramErr("%s %v: want >= 0", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// Util is ρ = min(λ/μ, 1): the fraction of time the instance is busy with
+// useful work when nothing goes wrong. Tuples processed since a checkpoint
+// accrue at λ, but never faster than μ.
+func (p Params) Util() float64 {
+	if p.Capacity <= 0 {
+		return 0
+	}
+	return math.Min(p.Rate/p.Capacity, 1)
+}
+
+// Waste is the expected time lost per second of wall time, split as the
+// simulator splits it (MODEL.md, "Waste terms").
+type Waste struct {
+	Checkpoint float64 // C(λT)/T: durable checkpoints
+	Lost       float64 // f·(P/T)·C(λT): captures a failure catches before they are durable
+	Replay     float64 // f·ρ·(T/2 + P): re-processing the tuples since the restored checkpoint
+	Downtime   float64 // f·(D + R + L): detection, restart and state load
+}
+
+// Total is the sum of the terms.
+func (w Waste) Total() float64 { return w.Checkpoint + w.Lost + w.Replay + w.Downtime }
+
+// Waste is the expected waste per second at interval T (between checkpoint
+// captures). It is zero for T <= 0.
+func (p Params) Waste(interval time.Duration) Waste {
+	t := interval.Seconds()
+	if t <= 0 {
+		return Waste{}
+	}
+	rho, f := p.Util(), p.FailureRate
+	c := p.Cost.Seconds(p.Rate * t)
+	per := p.Persist.Seconds()
+	return Waste{
+		Checkpoint: c / t,
+		Lost:       f * per / t * c,
+		Replay:     f * rho * (t/2 + per),
+		Downtime:   f * (p.Detect.Seconds() + p.Restart.Seconds() + p.Load.Seconds()),
+	}
+}
+
+// Efficiency is the expected efficiency at interval T: useful processing
+// time over useful plus wasted time, ρ / (ρ + waste). It is 0 when there is
+// no input (ρ = 0) or T <= 0.
+func (p Params) Efficiency(interval time.Duration) float64 {
+	rho := p.Util()
+	if rho <= 0 || interval <= 0 {
+		return 0
+	}
+	return rho / (rho + p.Waste(interval).Total())
+}
+
+// Optimal returns the interval in [lo, hi] that maximises Efficiency: the
+// unique root of
+//
+//	f·ρ·T²/2 = B' + a'·S·φ(λT/S),  φ(x) = 1 − (1+x)·e^(−x)
+//
+// with B' = Base·(1+fP) and a' = PerKey·(1+fP) (MODEL.md, "The optimum"),
+// found by bisection between its closed-form bounds sqrt(2B'/(fρ)) and
+// sqrt(2(B'+a'S)/(fρ)); for unbounded state (S = 0) the lower bound is the
+// root. Without failures or without input it returns hi; lo > hi is
+// treated as lo = hi.
+func (p Params) Optimal(lo, hi time.Duration) time.Duration {
+	if lo > hi {
+		lo = hi
+	}
+	t := p.optimalSec()
+	return min(max(seconds(t), lo), hi)
+}
+
+// optimalSec is the unbounded optimum in seconds (+Inf when no failures
+// or no input).
+func (p Params) optimalSec() float64 {
+	rho, f := p.Util(), p.FailureRate
+	if rho <= 0 || f <= 0 {
+		return math.Inf(1)
+	}
+	k := 1 + f*p.Persist.Seconds()
+	b := p.Cost.Base.Seconds() * k
+	a := p.Cost.PerKey * k
+	s := p.Cost.StateKeys
+	q := f * rho / 2 // h(T) = q·T² − b − a·S·φ(λT/S)
+	if b == 0 && a > 0 && s > 0 {
+		b = 1e-12 * a * s // h(0) < 0 still brackets the root
+	}
+	lower := math.Sqrt(b / q)
+	if s <= 0 || math.IsInf(s, 1) || a == 0 || p.Rate == 0 {
+		return lower
+	}
+	upper := math.Sqrt((b + a*s) / q)
+	// h is negative at lower and positive at upper, with one root between:
+	// Newton's method, falling back to bisection when a step leaves the
+	// bracket.
+	t := lower
+	for range 100 {
+		x := p.Rate * t / s
+		ex := math.Exp(-x)
+		h := q*t*t - b - a*s*(-math.Expm1(-x)-x*ex)
+		if h == 0 {
+			return t
+		}
+		if h < 0 {
+			lower = t
+		} else {
+			upper = t
+		}
+		dh := 2*q*t - a*p.Rate*x*ex
+		next := t - h/dh
+		if !(dh > 0) || next <= lower || next >= upper {
+			next = (lower + upper) / 2
+		}
+		if math.Abs(next-t) <= 1e-12*t || upper-lower <= 1e-12*upper {
+			return next
+		}
+		t = next
+	}
+	return t
+}

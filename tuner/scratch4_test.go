@@ -1,0 +1,30 @@
+package tuner
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+func cpu() time.Duration {
+	var r syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+func TestScratchTime(t *testing.T) {
+	ld, _ := ReadLoad("rate:../../shared/traces/load/nasa_http_1995_per_second.tbz2", LoadOptions{Scale: 1000})
+	fl, _ := OpenFailures("poisson:74d")
+	cfg := DefaultConfig()
+	cfg.PriorMTBF = fl.MTBF()
+	sc := Scenario{Load: ld.Counts, Instances: 8, Keys: 10000, Zipf: 1.1, Capacity: ld.Mean() / 0.5,
+		Base: 100 * time.Millisecond, PerKey: 2e-6, CostNoise: 0.2, Detect: time.Second, Restart: time.Second,
+		LoadBase: 200 * time.Millisecond, LoadPerKey: 5e-6, Persist: 500 * time.Millisecond, Failures: fl, Seed: 1,
+		Min: time.Second, Max: 6 * time.Hour, Online: cfg}
+	sim, _ := NewSim(sc)
+	for _, p := range DefaultPolicies {
+		t0, c0 := time.Now(), cpu()
+		sim.Run(p)
+		t.Log(p, time.Since(t0), "cpu", cpu()-c0)
+	}
+}

@@ -119,6 +119,22 @@ func startUp(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	return cmd, &out
 }
 
+// startRaw starts the binary with exactly args, in the background.
+func startRaw(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
 func exitCode(err error) int {
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
@@ -156,12 +172,12 @@ func TestUpRunsAndVerifies(t *testing.T) {
 	}
 }
 
-func TestKilledWorkerIsDetected(t *testing.T) {
+func TestKilledWorkerWithoutFaultToleranceIsDetected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process kill test")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	cmd, out := startUp(t, "--nodes", "3", "--duration", "6s", "--rate", "50000", "--data", dir)
+	cmd, out := startUp(t, "--ft", "none", "--nodes", "3", "--duration", "6s", "--rate", "50000", "--data", dir)
 	var victim *events.Event
 	waitFor(t, 30*time.Second, "a window to fire", func() (bool, string) {
 		evs := runEvents(t, dir)
@@ -178,7 +194,7 @@ func TestKilledWorkerIsDetected(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("up after a kill: %v\n%s", err, out)
 	}
-	// Recovery is the next milestone: verify must report what n3 took with it.
+	// Without fault tolerance, verify must report what n3 took with it.
 	code, vout, verr := spate(t, "verify", "--data", dir)
 	if code != 1 || !strings.Contains(vout, "missing") {
 		t.Fatalf("verify after losing n3: exit %d (want 1): %s%s", code, vout, verr)
@@ -376,5 +392,41 @@ func TestNodeJoinsWithToken(t *testing.T) {
 	}
 	if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
 		t.Fatalf("verify: exit %d: %s%s", code, vout, verr)
+	}
+}
+
+func TestDamagedRunDirectoryIsAClearError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, out, errOut := spate(t, "up", "--headless", "--timeout", "10s", "--nodes", "2", "--duration", "1s", "--rate", "20000", "--data", dir); code != 0 {
+		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
+	}
+	manifest := filepath.Join(dir, "checkpoints", "MANIFEST.json")
+	good, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		damage func()
+		want   string
+	}{
+		{"manifest of another run", func() {
+			os.WriteFile(manifest, []byte(`{"run":"20200101-000000-abcdef","job":"other","instances":{}}`), 0o644)
+		}, "belongs to run 20200101-000000-abcdef"},
+		{"manifest not JSON", func() { os.WriteFile(manifest, []byte("{"), 0o644) }, "MANIFEST.json"},
+		{"run.json missing", func() { os.Rename(filepath.Join(dir, "run.json"), filepath.Join(dir, "run.json.bak")) }, "run.json"},
+		{"run.json not JSON", func() { os.WriteFile(filepath.Join(dir, "run.json"), []byte("[1,"), 0o644) }, "run.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.damage()
+			code, out, errOut := spate(t, "verify", "--data", dir)
+			if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "panic") {
+				t.Fatalf("verify: exit %d (want 2), stderr %q (want %q), stdout %q", code, errOut, tc.want, out)
+			}
+			// Undo for the next case.
+			os.WriteFile(manifest, good, 0o644)
+			os.Rename(filepath.Join(dir, "run.json.bak"), filepath.Join(dir, "run.json"))
+		})
 	}
 }

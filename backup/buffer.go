@@ -485,10 +485,9 @@ func (b *Buffer) Replay(kg job.KeyGroup, after map[job.Producer]uint64, fn func(
 		data := c.data
 		if c.file != "" {
 			var err error
-			if data, err = b.readSpill(c, b.scratch); err != nil {
+			if data, err = b.readSpill(c, true); err != nil {
 				return err
 			}
-			b.scratch = data
 		}
 		for i := 0; i < len(data); {
 			p, seq, rec, next, field, at := decodeRecord(data, i)

@@ -1,8 +1,9 @@
 package backup
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"testing"
@@ -241,17 +242,10 @@ func mustNew(t testing.TB, cfg Config) *Buffer {
 	return b
 }
 
-func isErr(err, target error) bool {
-	if target == nil {
-		return err == nil
-	}
-	return errors.Is(err, target)
-}
-
-// withCRC appends the checksum of a mark body.
+// withCRC returns a mark body followed by its checksum.
 func withCRC(body []byte) []byte {
 	out := slices.Clone(body)
-	return binaryAppendCRC(out)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 }
 
 // seeds is n, or fewer with -short.

@@ -62,11 +62,7 @@ func (b *Buffer) Mark() []byte {
 // that cannot be read gives an error wrapping ErrSpill, and then nothing
 // changes.
 func (b *Buffer) MarkFull() ([]byte, error) {
-	return b.mark(true, func(c *chunk) ([]byte, error) {
-		data, err := b.readSpill(c, b.scratch)
-		b.scratch = data
-		return data, err
-	})
+	return b.mark(true, func(c *chunk) ([]byte, error) { return b.readSpill(c, true) })
 }
 
 // Compact merges a chain of marks (as Restore takes them) into one full

@@ -139,8 +139,7 @@ func TestMarkRestoreRandom(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(chain) > 0 {
-					r := restoreChain(t, Config{MemLimit: 1 << 30}, [][]byte{c}, mustRestore(t, cfg, chain))
-					_ = r
+					restoreChain(t, Config{MemLimit: 1 << 30}, [][]byte{c}, mustRestore(t, cfg, chain))
 				}
 			}
 		}

@@ -112,9 +112,15 @@ func (b *Buffer) writeSpill(c *chunk) error {
 	return nil
 }
 
-// readSpill reads spilled chunk c back into dst (grown as needed) and
-// returns its records, checked against what the buffer remembers.
-func (b *Buffer) readSpill(c *chunk, dst []byte) ([]byte, error) {
+// readSpill reads spilled chunk c back and returns its records, checked
+// against what the buffer remembers. With scratch set it reads into
+// b.scratch (grown as needed): the records are valid until the next read.
+func (b *Buffer) readSpill(c *chunk, scratch bool) ([]byte, error) {
+	var dst []byte
+	if scratch {
+		defer func() { b.scratch = dst }()
+		dst = b.scratch
+	}
 	f, err := os.Open(c.file)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpill, err)
@@ -160,7 +166,7 @@ func (b *Buffer) unspill(logs []*kgLog) error {
 			if c.file == "" {
 				continue
 			}
-			data, err := b.readSpill(c, nil)
+			data, err := b.readSpill(c, false)
 			if err != nil {
 				return err
 			}

@@ -19,14 +19,18 @@ import (
 // Main is `spate bench NAME [flags]`; it returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: spate bench throughput [--json] [--rounds N] [--duration D] [--nodes N]")
+		fmt.Fprintln(stderr, "usage: spate bench throughput|overhead|recovery [--json] [flags]")
 		return 2
 	}
 	switch args[0] {
 	case "throughput":
 		return throughputMain(args[1:], stdout, stderr)
+	case "overhead":
+		return overheadMain(args[1:], stdout, stderr)
+	case "recovery":
+		return recoveryMain(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "spate bench: unknown benchmark %q (have throughput)\n", args[0])
+	fmt.Fprintf(stderr, "spate bench: unknown benchmark %q (have throughput, overhead, recovery)\n", args[0])
 	return 2
 }
 

@@ -33,6 +33,9 @@ type Options struct {
 	Spawn func(name, coordAddr, token, logPath string) (Process, error)
 	Now   func() time.Time
 	Out   io.Writer // headless event lines; nil: discard
+	// Observe, if set, sees every event (from its own goroutine; lossy
+	// like every telemetry subscriber).
+	Observe func(events.Event)
 }
 
 // Process is a spawned node process.
@@ -188,6 +191,16 @@ func (c *Coordinator) startLogs() (wait func() error, err error) {
 			errs[i] = events.WriteJSONL(f, sub)
 			if cerr := f.Close(); errs[i] == nil {
 				errs[i] = cerr
+			}
+		}()
+	}
+	if c.opt.Observe != nil {
+		obs := c.bus.Subscribe(4096, true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range obs.C {
+				c.opt.Observe(e)
 			}
 		}()
 	}
@@ -399,6 +412,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.throughput()
 			c.checkCaughtUp()
 			c.globalTick()
+			c.sampleLag()
 		case <-joinDeadline.C:
 			if c.plan == nil {
 				return fmt.Errorf("only %d of %d nodes joined within 30s (see %s)", c.joined(), c.cfg.Nodes, filepath.Join(c.dir, "logs"))
@@ -568,7 +582,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	ns.state = "lost"
-	ns.stats = nil
+	defer func() { ns.stats = nil }() // after the rollback has read them
 	if ns.sess != nil {
 		ns.sess.Close()
 	}
@@ -670,8 +684,42 @@ func (c *Coordinator) throughput() {
 	if wm != job.NoWatermark && wm != job.MaxWatermark {
 		wmText = fmt.Sprintf("%.1fs", float64(wm)/1000)
 	}
-	c.emit(events.Throughput, "", "", map[string]any{"in_rps": rin, "out_rps": rout, "in": in, "out": out, "watermark": wm},
-		"%s records/s in, %s results/s out (total %s in); sink watermark %s", human(rin), human(rout), human(float64(in)), wmText)
+	fields := map[string]any{"in_rps": rin, "out_rps": rout, "in": in, "out": out, "watermark": wm}
+	lagText := ""
+	if n := len(c.info.Lag); n > 0 {
+		fields["lag_ms"] = c.info.Lag[n-1][1]
+		lagText = fmt.Sprintf(", output lag %dms", c.info.Lag[n-1][1])
+	}
+	c.emit(events.Throughput, "", "", fields,
+		"%s records/s in, %s results/s out (total %s in); sink watermark %s%s", human(rin), human(rout), human(float64(in)), wmText, lagText)
+}
+
+// sampleLag records the output lag of a paced run: how far the sinks'
+// watermark is behind the event time the sources have reached by now,
+// in wall-clock milliseconds.
+func (c *Coordinator) sampleLag() {
+	if !c.started || !c.cfg.Paced() || c.draining || c.info.JobStart == nil {
+		return
+	}
+	origin := int64(job.MaxWatermark)
+	wm := int64(job.MaxWatermark)
+	for _, ns := range c.nodes {
+		for id, s := range ns.stats {
+			switch {
+			case s.Origin != nil:
+				origin = min(origin, *s.Origin)
+			case c.placeOf[id].Op == "sink":
+				wm = min(wm, s.Watermark)
+			}
+		}
+	}
+	if origin == job.MaxWatermark || wm == job.NoWatermark || wm == job.MaxWatermark {
+		return
+	}
+	now := c.opt.Now()
+	elapsed := now.Sub(*c.info.JobStart).Milliseconds()
+	lag := max(int64(float64(elapsed)-float64(wm-origin)/c.cfg.Speedup), 0)
+	c.info.Lag = append(c.info.Lag, [2]int64{elapsed, lag})
 }
 
 func human(v float64) string {

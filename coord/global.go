@@ -87,8 +87,26 @@ func (c *Coordinator) rollback(lost string) {
 	if g.complete > 0 {
 		what = fmt.Sprintf("global checkpoint %d", g.complete)
 	}
-	c.emit(events.RecoveryPlaced, lost, "", map[string]any{"checkpoint": g.complete},
-		"rolling the whole job back to %s", what)
+	// What the sources must read again: from the checkpoint's positions to
+	// where they had got.
+	var again uint64
+	for _, p := range c.plan.Instances {
+		if c.spec.Ops[c.spec.Op(p.Op)].Kind != job.KindSource {
+			continue
+		}
+		cp := c.manifest.byID[p.ID][g.complete]
+		for _, ns := range c.nodes {
+			if s, ok := ns.stats[p.ID]; ok {
+				for part, pos := range s.Positions {
+					if from := cp.Positions[part]; pos > from {
+						again += pos - from
+					}
+				}
+			}
+		}
+	}
+	c.emit(events.RecoveryPlaced, lost, "", map[string]any{"checkpoint": g.complete, "records": again},
+		"rolling the whole job back to %s: every instance restarts, the sources read %d records again", what, again)
 	plan := append([]wire.Placement(nil), c.plan.Instances...)
 	for _, p := range plan {
 		rs := &wire.Restore{Place: p, Hold: true, Plan: plan}

@@ -23,6 +23,9 @@ func VerifyRun(dir string) (job.Report, error) {
 	if ri.Finished == nil {
 		return job.Report{}, fmt.Errorf("%s: the run has not finished (run.json has no final source positions)", dir)
 	}
+	if err := checkManifest(dir, ri); err != nil {
+		return job.Report{}, err
+	}
 	src, err := traces.Open(ri.Config.Source, ri.Config.SourceOptions())
 	if err != nil {
 		return job.Report{}, fmt.Errorf("%s: source: %v", filepath.Join(dir, "run.json"), err)
@@ -117,4 +120,25 @@ func VerifyMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkManifest refuses a checkpoint manifest that belongs to another run
+// or job: the run directory has been mixed up.
+func checkManifest(dir string, ri *RunInfo) error {
+	path := filepath.Join(dir, "checkpoints", "MANIFEST.json")
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var m struct{ Run, Job string }
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if m.Run != ri.Run || m.Job != ri.Job.Name {
+		return fmt.Errorf("%s: belongs to run %s (job %s), not to run %s (job %s)", path, m.Run, m.Job, ri.Run, ri.Job.Name)
+	}
+	return nil
 }

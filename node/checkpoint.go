@@ -20,7 +20,7 @@ type checkpointer struct {
 	next     time.Time
 	pending  map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
 	prev     [][]wire.Position            // positions of the latest completed checkpoint
-	trimmed  int64                        // backup bytes freed by trims since the last report
+	spilling bool                         // the backup is spilling (reported)
 }
 
 func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
@@ -57,6 +57,7 @@ type pendingCheckpoint struct {
 	snap     *state.Snapshot
 	captured job.Captured
 	meta     ckptMeta
+	pos      map[int]uint64 // sources: partition positions
 	t0       time.Time
 	capture  time.Duration
 }
@@ -74,9 +75,14 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		captured = in.stateful.Capture(full)
 	}
 	meta := ckptMeta{Watermark: in.wm}
+	var srcPos map[int]uint64
 	if in.src != nil {
 		snap.Sections["source"] = encodeSourceCheckpoint(in.src.mark(in))
 		meta.Watermark = in.src.watermark()
+		srcPos = map[int]uint64{}
+		for _, ps := range in.src.parts {
+			srcPos[ps.p] = ps.pos
+		}
 	}
 	var pos []wire.Position
 	for p, last := range in.dedup {
@@ -98,6 +104,11 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		}
 		snap.Sections[fmt.Sprintf("counters.%d", pi)] = wire.EncodePositions(nil, cs)
 		if pt.backup != nil {
+			if st := pt.backup.Stats(); st.Spilling != in.ck.spilling {
+				in.ck.spilling = st.Spilling
+				in.n.event("backup_spill", in.id, map[string]any{"spilling": st.Spilling, "mem_bytes": st.MemBytes, "spill_bytes": st.SpillBytes},
+					"upstream backup spilling to disk: %v (%d bytes in memory, %d spilled)", st.Spilling, st.MemBytes, st.SpillBytes)
+			}
 			var b []byte
 			if full {
 				var err error
@@ -127,7 +138,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, t0: t0, capture: time.Since(t0)}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0)}
 }
 
 // persisted runs on the instance's goroutine once a checkpoint is written.
@@ -173,7 +184,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
 		Instance: in.id, Gen: snap.Gen, ID: snap.ID, Full: snap.Full, Base: snap.Base, Parent: snap.Parent, File: name,
 		Keys: keys, RawBytes: snap.RawSize(), Bytes: len(data), CaptureUs: pc.capture.Microseconds(), PersistUs: done.Sub(t1).Microseconds(),
-		TotalUs: done.Sub(pc.t0).Microseconds(), SinkFile: pc.meta.SinkFile, SinkLen: pc.meta.SinkLen}})
+		TotalUs: done.Sub(pc.t0).Microseconds(), SinkFile: pc.meta.SinkFile, SinkLen: pc.meta.SinkLen, Positions: pc.pos}})
 	return nil
 }
 
@@ -262,7 +273,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 			for _, s := range snaps {
 				deltas = append(deltas, s.Sections[fmt.Sprintf("backup.%d", pi)])
 			}
-			b, err := backup.Restore(backup.DefaultConfig(), deltas)
+			b, err := backup.Restore(in.backupConfig(), deltas)
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
 			}

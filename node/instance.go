@@ -78,6 +78,7 @@ type instance struct {
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
 	curWM                                     atomic.Int64
+	origin                                    atomic.Int64 // sources: first event time (pacing origin)
 	posMu                                     sync.Mutex
 	positions                                 map[int]uint64
 }
@@ -111,6 +112,7 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 		wm: job.NoWatermark, dedup: map[job.Producer][]uint64{}, positions: map[int]uint64{},
 	}
 	in.curWM.Store(job.NoWatermark)
+	in.origin.Store(job.MaxWatermark)
 	for _, src := range spec.Inputs(opIdx) {
 		for _, q := range d.Instances {
 			if q.Op == spec.Ops[src].Name {
@@ -271,6 +273,9 @@ func (in *instance) stats() wire.InstanceStats {
 			s.Positions[k] = v
 		}
 		in.posMu.Unlock()
+		if o := in.origin.Load(); o != job.MaxWatermark {
+			s.Origin = &o
+		}
 	}
 	return s
 }

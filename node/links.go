@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"errors"
 	"fmt"
 	"net"
@@ -43,7 +45,7 @@ func (in *instance) buildPorts() error {
 	for _, e := range in.spec.Ops[in.opIdx].Outputs {
 		pt := &port{to: e.To, owner: make([]int, in.spec.Groups), seqs: map[job.Producer][]uint64{}}
 		if in.plan.FT == "spate" && in.kind != job.KindSource {
-			b, err := backup.New(backup.DefaultConfig())
+			b, err := backup.New(in.backupConfig())
 			if err != nil {
 				return err
 			}
@@ -85,6 +87,17 @@ func (in *instance) buildPorts() error {
 		in.ports = append(in.ports, pt)
 	}
 	return nil
+}
+
+// backupConfig bounds an upstream backup's memory: past the limit it
+// spills to the run directory (an event says so).
+func (in *instance) backupConfig() backup.Config {
+	cfg := backup.DefaultConfig()
+	dir := filepath.Join(in.plan.DataDir, "spill")
+	if os.MkdirAll(dir, 0o755) == nil {
+		cfg.SpillDir = dir
+	}
+	return cfg
 }
 
 // openOutputs connects every link: each downstream answers with how far it
@@ -253,12 +266,19 @@ func (in *instance) applyTrim(pi int, l *link, ps []wire.Position) {
 		return
 	}
 	var freed int64
+	var upTo uint64
 	for _, p := range ps {
 		if pt.owner[p.KG] >= 0 && pt.links[pt.owner[p.KG]] == l {
 			freed += pt.backup.Trim(p.P, p.KG, p.Seq)
+			upTo = max(upTo, p.Seq)
 		}
 	}
-	in.ck.trimmed += freed
+	if freed > 0 {
+		st := pt.backup.Stats()
+		in.n.event("trim", in.id, map[string]any{"to": string(l.place.ID), "slice": l.place.Ranges, "positions": len(ps),
+			"up_to": upTo, "freed_bytes": freed, "held_bytes": st.MemBytes + st.SpillBytes},
+			"backup toward %s %v trimmed: %d bytes freed, %d held", l.place.ID, l.place.Ranges, freed, st.MemBytes+st.SpillBytes)
+	}
 }
 
 // reroute points the links toward a moved instance at its new place and

@@ -303,6 +303,7 @@ func (in *instance) runSource(ctx context.Context) {
 					ps.held = true
 					if t0 == job.MaxWatermark {
 						t0 = rec.Time
+						in.origin.Store(t0)
 						limit = allowed(now)
 					}
 				}

@@ -44,8 +44,9 @@ func (f *Failures) Describe() string {
 	return s
 }
 
-// maxFailures bounds the failures of one instance that Times generates.
-const maxFailures = 10_000_000
+// maxFailures bounds the failures of one instance that Times generates (a
+// variable for the tests).
+var maxFailures = 10_000_000
 
 // Times returns the failure times, in seconds from 0, of instance unit over
 // [0, horizon): a renewal process with TBF, started 10 mean lifetimes

@@ -13,13 +13,13 @@ import (
 
 const (
 	plotW      = 960
-	plotH      = 700
+	plotH      = 730
 	plotLeft   = 120
 	plotRight  = 80
 	barTop     = 60
 	barH       = 26
-	lineTop    = 360
-	lineBottom = 640
+	lineTop    = 400
+	lineBottom = 660
 	plotPoints = 720
 )
 
@@ -134,7 +134,7 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 	}
 	legendY := float64(lineBottom + 40)
 	legend := func(k int, color, dash, label string) {
-		x := x0 + float64(k)*200
+		x := x0 + float64(k)*190
 		pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", x, legendY, x+24, legendY, color, dash)
 		pr(`<text x="%.1f" y="%.1f">%s</text>`+"\n", x+30, legendY+4, html.EscapeString(label))
 	}
@@ -145,7 +145,7 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 			color = "#2980b9"
 		}
 		pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", x0, ly(r.Intervals[hot]), x1, ly(r.Intervals[hot]), color, dash)
-		legend(k, color, dash, fmt.Sprintf("%s (busiest instance)", r.Policy))
+		legend(k, color, dash, fmt.Sprintf("%s (busiest)", r.Policy))
 		k++
 	}
 	if on != nil && len(on.Timeline) > 0 {
@@ -165,13 +165,17 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 				pr(`%s%.1f %.1f `, cmd, xt(float64(j+1)*on.TimelineStep), ly(tl[j]))
 			}
 			pr(`"/>` + "\n")
-			legend(k, c.color, "none", fmt.Sprintf("doci-online (%s instance)", c.what))
+			legend(k, c.color, "none", fmt.Sprintf("doci-online (%s)", c.what))
 			k++
 		}
 	}
 	pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x0, y0, x1, y0)
 	for j := 0; j <= 6; j++ {
 		sec := float64(n) * float64(j) / 6
-		pr(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", xt(sec), y0+16, fmtSec(sec))
+		label := fmtSec(sec)
+		if j == 0 {
+			label = "0"
+		}
+		pr(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", xt(sec), y0+16, label)
 	}
 }

@@ -87,6 +87,7 @@ type Checkpoint struct {
 	TotalUs   int64          `json:"total_us,omitempty"`
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
 	SinkLen   int64          `json:"sink_len,omitempty"`  // sinks: its committed length
+	Positions map[int]uint64 `json:"positions,omitempty"` // sources: partition → records read at the checkpoint
 }
 
 // Restore asks a node to host a failed instance from its checkpoints.
@@ -167,4 +168,5 @@ type InstanceStats struct {
 	Watermark int64          `json:"wm"`
 	Backlog   int            `json:"backlog"` // queued input messages
 	Positions map[int]uint64 `json:"positions,omitempty"`
+	Origin    *int64         `json:"origin,omitempty"` // sources: the event time their pacing started from
 }

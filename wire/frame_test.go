@@ -26,7 +26,7 @@ func TestTypeString(t *testing.T) {
 		{TEnd, "end"},
 		{THeartbeat, "heartbeat"},
 		{0, "type(0)"},
-		{10, "type(10)"},
+		{10, "resume"}, {11, "trim"}, {12, "barrier"}, {13, "type(13)"},
 		{255, "type(255)"},
 	}
 	for _, c := range cases {
@@ -147,7 +147,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{name: "too large without type", in: hdr(math.MaxUint32, 0)[:4], want: ErrFrameTooLarge},
 		{name: "at the max", in: append(hdr(3, byte(TBatch)), 1, 2), max: 3, frames: 1, want: io.EOF},
 		{name: "type 0", in: hdr(1, 0), want: ErrUnknownType, msg: "type byte 0"},
-		{name: "type 10", in: hdr(1, 10), want: ErrUnknownType, msg: "type byte 10"},
+		{name: "type 13", in: hdr(1, 13), want: ErrUnknownType, msg: "type byte 13"},
 		{name: "type 255", in: hdr(1, 255), want: ErrUnknownType},
 		{name: "payload cut", in: append(hdr(10, byte(TBatch)), 1, 2, 3), want: ErrTruncated, msg: "payload, 3 of 9"},
 		{name: "payload missing", in: hdr(10, byte(TBatch)), want: ErrTruncated, msg: "payload, 0 of 9"},
@@ -439,4 +439,61 @@ func TestDecodeWatermarkErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPositionsRoundTrip(t *testing.T) {
+	cases := map[string][]Position{
+		"none": nil,
+		"one":  {{P: 3, KG: 7, Seq: 1}},
+		"wide": {{P: 0xffffffff, KG: 0xffff, Seq: math.MaxUint64}, {P: 1<<16 | 5, KG: 0, Seq: 0}},
+	}
+	for name, ps := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := DecodePositions(EncodePositions(nil, ps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(ps) {
+				t.Fatalf("got %v, want %v", got, ps)
+			}
+			for i := range ps {
+				if got[i] != ps[i] {
+					t.Fatalf("got %v, want %v", got, ps)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodePositionsRejectsMalformed(t *testing.T) {
+	good := EncodePositions(nil, []Position{{P: 1, KG: 2, Seq: 3}})
+	cases := map[string][]byte{
+		"empty":       {},
+		"count lies":  {200, 1, 1, 1},
+		"truncated":   good[:len(good)-1],
+		"trailing":    append(append([]byte(nil), good...), 0),
+		"kg too wide": {1, 1, 0xff, 0xff, 0x7f, 1}, // kg 2^21-1
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodePositions(b); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("DecodePositions(%x) = %v, want ErrMalformed", b, err)
+			}
+		})
+	}
+}
+
+func FuzzDecodePositions(f *testing.F) {
+	f.Add(EncodePositions(nil, []Position{{P: 1, KG: 2, Seq: 3}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := DecodePositions(b)
+		if err != nil {
+			return
+		}
+		again := EncodePositions(nil, ps)
+		if ps2, err := DecodePositions(again); err != nil || len(ps2) != len(ps) {
+			t.Fatalf("re-decode: %v %v", ps2, err)
+		}
+	})
 }

@@ -1,0 +1,348 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"spate/coord"
+	"spate/events"
+)
+
+// run is one cluster run of a benchmark and what it observed.
+type run struct {
+	info      *coord.RunInfo
+	rps       float64
+	verified  bool
+	mu        sync.Mutex
+	evs       []events.Event
+	killAtMs  int64 // ms after the job started; 0: no kill
+	replayed  uint64
+	deltaFull [2][]float64 // bytes of delta and full checkpoints
+	keyFrac   []float64    // keys in a delta / keys in the last full, per instance
+}
+
+// observe collects what the benchmark needs from the events.
+func (r *run) observe(e events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Kind {
+	case "replay", events.RecoveryPlaced:
+		if n, ok := e.Fields["records"].(uint64); ok {
+			r.replayed += n
+		} else if f, ok := e.Fields["records"].(float64); ok {
+			r.replayed += uint64(f)
+		}
+	case events.Checkpoint:
+		if b, ok := e.Fields["bytes"].(int); ok {
+			if full, _ := e.Fields["full"].(bool); full {
+				r.deltaFull[1] = append(r.deltaFull[1], float64(b))
+			} else {
+				r.deltaFull[0] = append(r.deltaFull[0], float64(b))
+			}
+		}
+	}
+	r.evs = append(r.evs, e)
+}
+
+// clusterRun runs cfg; with kill > 0 it SIGKILLs the node hosting victim
+// kill after the job started.
+func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool) (*run, error) {
+	r := &run{}
+	var mu sync.Mutex
+	pids := map[string]int{}
+	hosts := map[string]string{}
+	var started time.Time
+	killed := make(chan struct{})
+	var once sync.Once
+	obs := func(e events.Event) {
+		r.observe(e)
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case events.NodeSpawned:
+			if f, ok := e.Fields["pid"].(int); ok {
+				pids[e.Node] = f
+			}
+		case events.InstancePlaced:
+			hosts[e.Instance] = e.Node
+		case events.JobStarted:
+			started = e.Time
+			if kill > 0 {
+				go func() {
+					time.Sleep(kill) // the benchmark's schedule, not a synchronisation
+					mu.Lock()
+					pid := pids[hosts[victim]]
+					mu.Unlock()
+					once.Do(func() {
+						r.killAtMs = time.Since(started).Milliseconds()
+						if pid > 0 {
+							_ = syscall.Kill(pid, syscall.SIGKILL)
+						}
+						close(killed)
+					})
+				}()
+			}
+		}
+	}
+	dir, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs})
+	if err != nil {
+		return nil, err
+	}
+	ri, err := coord.ReadRunInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ri.JobStart == nil || ri.Finished == nil {
+		return nil, fmt.Errorf("%s: run did not finish", dir)
+	}
+	r.info = ri
+	var n uint64
+	for _, v := range ri.Positions {
+		n += v
+	}
+	r.rps = float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds()
+	r.verified = true
+	if verify {
+		rep, err := coord.VerifyRun(dir)
+		r.verified = err == nil && rep.OK()
+		if !r.verified {
+			fmt.Fprintf(os.Stderr, "spate bench: %s did not verify: %v %v\n", dir, rep.String(), err)
+		}
+	}
+	return r, nil
+}
+
+// lagP99 is the 99th percentile of the output lag after warm-up.
+func lagP99(ri *coord.RunInfo, warm time.Duration) float64 {
+	var xs []float64
+	for _, s := range ri.Lag {
+		if s[0] >= warm.Milliseconds() {
+			xs = append(xs, float64(s[1]))
+		}
+	}
+	return percentile(xs, 0.99)
+}
+
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// recoveryTime is how long after the kill the output lag took to be back
+// to normal (at most the pre-kill p99 plus 200 ms) and stay there for a
+// second.
+func recoveryTime(ri *coord.RunInfo, killAt int64, warm time.Duration) (float64, bool) {
+	var before []float64
+	for _, s := range ri.Lag {
+		if s[0] >= warm.Milliseconds() && s[0] < killAt {
+			before = append(before, float64(s[1]))
+		}
+	}
+	normal := percentile(before, 0.99) + 200
+	var since int64 = -1
+	for _, s := range ri.Lag {
+		if s[0] < killAt {
+			continue
+		}
+		if float64(s[1]) <= normal {
+			if since < 0 {
+				since = s[0]
+			}
+			if s[0]-since >= 1000 {
+				return float64(since-killAt) / 1000, true
+			}
+		} else {
+			since = -1
+		}
+	}
+	return 0, false
+}
+
+func benchConfig(root, name string, round int, ft string) coord.Config {
+	cfg := coord.DefaultConfig()
+	cfg.Nodes, cfg.Local, cfg.FT, cfg.Headless = 4, 4, ft, true
+	cfg.Data = filepath.Join(root, fmt.Sprintf("%s-%s-%d", name, ft, round))
+	return cfg
+}
+
+func tempRoot(keep string) (string, func(), error) {
+	if keep != "" {
+		return keep, func() {}, os.MkdirAll(keep, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", "spate-bench-")
+	return tmp, func() { os.RemoveAll(tmp) }, err
+}
+
+// Overhead is the result of `spate bench overhead`.
+type Overhead struct {
+	RPS       map[string]float64 `json:"rps"`
+	P99Ms     map[string]float64 `json:"p99_ms"`
+	Ratio     map[string]float64 `json:"ratio"`
+	DeltaFull float64            `json:"delta_over_full_bytes"` // spate: median delta / median full checkpoint bytes
+	Verified  bool               `json:"verified"`
+}
+
+func overheadMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench overhead", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration")
+	dur := fs.Duration("duration", 10*time.Second, "run time of each run")
+	keys := fs.Int("keys", 1_000_000, "distinct keys (state size)")
+	rate := fs.Float64("rate", 200_000, "records/s of the latency runs (below every configuration's capacity)")
+	interval := fs.Duration("interval", time.Second, "checkpoint interval")
+	keep := fs.String("data", "", "keep the run directories under this directory")
+	verify := fs.Bool("verify", true, "verify every throughput run with the oracle")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	root, cleanup, err := tempRoot(*keep)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench:", err)
+		return 2
+	}
+	defer cleanup()
+	fts := []string{"none", "spate", "global"}
+	rps := map[string][]float64{}
+	p99 := map[string][]float64{}
+	var deltas, fulls []float64
+	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
+	for i := range *rounds {
+		for _, ft := range fts {
+			cfg := benchConfig(root, "tput", i, ft)
+			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = 0, *dur, *keys, interval.String()
+			r, err := clusterRun(cfg, 0, "", *verify)
+			if err != nil {
+				fmt.Fprintln(stderr, "spate bench overhead:", err)
+				return 1
+			}
+			res.Verified = res.Verified && r.verified
+			rps[ft] = append(rps[ft], r.rps)
+
+			cfg = benchConfig(root, "lat", i, ft)
+			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+			r, err = clusterRun(cfg, 0, "", false)
+			if err != nil {
+				fmt.Fprintln(stderr, "spate bench overhead:", err)
+				return 1
+			}
+			p99[ft] = append(p99[ft], lagP99(r.info, 2*time.Second))
+			if ft == "spate" {
+				deltas = append(deltas, r.deltaFull[0]...)
+				fulls = append(fulls, r.deltaFull[1]...)
+			}
+			if !*asJSON {
+				fmt.Fprintf(stdout, "round %d %-6s %s records/s, p99 output lag %.0f ms\n", i+1, ft, si(rps[ft][i]), p99[ft][i])
+			}
+		}
+	}
+	for _, ft := range fts {
+		res.RPS[ft], res.P99Ms[ft] = median(rps[ft]), median(p99[ft])
+	}
+	res.Ratio["spate/none"] = res.RPS["spate"] / res.RPS["none"]
+	res.Ratio["global/none"] = res.RPS["global"] / res.RPS["none"]
+	if len(deltas) > 0 && len(fulls) > 0 {
+		res.DeltaFull = median(deltas) / median(fulls)
+	}
+	if *asJSON {
+		_ = json.NewEncoder(stdout).Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "overhead (%d nodes, %d keys, interval %v, %v runs, %d rounds, medians):\n", 4, *keys, *interval, *dur, *rounds)
+		for _, ft := range fts {
+			fmt.Fprintf(stdout, "  %-6s %s records/s   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.P99Ms[ft], si(*rate))
+		}
+		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f\n  delta/full checkpoint bytes %.3f\n", res.Ratio["spate/none"], res.Ratio["global/none"], res.DeltaFull)
+	}
+	if !res.Verified {
+		fmt.Fprintln(stdout, "  WARNING: a run failed verification")
+		return 1
+	}
+	return 0
+}
+
+// Recovery is the result of `spate bench recovery`.
+type Recovery struct {
+	RecoveryS map[string]float64 `json:"recovery_s"`
+	Replayed  map[string]float64 `json:"replayed"`
+	Ratio     map[string]float64 `json:"ratio"`
+	Verified  bool               `json:"verified"`
+}
+
+func recoveryMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench recovery", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration")
+	dur := fs.Duration("duration", 20*time.Second, "run time of each run")
+	killAt := fs.Duration("kill", 8*time.Second, "when the worker is killed, after the job started")
+	keys := fs.Int("keys", 100_000, "distinct keys (state size)")
+	rate := fs.Float64("rate", 100_000, "records/s")
+	interval := fs.Duration("interval", time.Second, "checkpoint interval")
+	victim := fs.String("victim", "count#0", "the instance whose node is killed")
+	keep := fs.String("data", "", "keep the run directories under this directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	root, cleanup, err := tempRoot(*keep)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench:", err)
+		return 2
+	}
+	defer cleanup()
+	fts := []string{"spate", "global"}
+	rec := map[string][]float64{}
+	rep := map[string][]float64{}
+	res := Recovery{RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
+	for i := range *rounds {
+		for _, ft := range fts {
+			cfg := benchConfig(root, "rec", i, ft)
+			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+			r, err := clusterRun(cfg, *killAt, *victim, true)
+			if err != nil {
+				fmt.Fprintln(stderr, "spate bench recovery:", err)
+				return 1
+			}
+			res.Verified = res.Verified && r.verified
+			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second)
+			if !ok {
+				t = (*dur - *killAt).Seconds() // never back to normal within the run
+			}
+			rec[ft] = append(rec[ft], t)
+			rep[ft] = append(rep[ft], float64(r.replayed))
+			if !*asJSON {
+				fmt.Fprintf(stdout, "round %d %-6s back to normal %.2fs after the kill, %d records replayed\n", i+1, ft, t, r.replayed)
+			}
+		}
+	}
+	for _, ft := range fts {
+		res.RecoveryS[ft], res.Replayed[ft] = median(rec[ft]), median(rep[ft])
+	}
+	res.Ratio["global/spate"] = res.RecoveryS["global"] / res.RecoveryS["spate"]
+	if *asJSON {
+		_ = json.NewEncoder(stdout).Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "recovery (4 nodes, %s records/s, %d keys, interval %v, node of %s killed at %v, %d rounds, medians):\n", si(*rate), *keys, *interval, *victim, *killAt, *rounds)
+		for _, ft := range fts {
+			fmt.Fprintf(stdout, "  %-6s %.2fs to normal output lag, %.0f records replayed\n", ft, res.RecoveryS[ft], res.Replayed[ft])
+		}
+		fmt.Fprintf(stdout, "  global/spate %.2f\n", res.Ratio["global/spate"])
+	}
+	if !res.Verified {
+		fmt.Fprintln(stdout, "  WARNING: a run failed verification")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"spate/events"
+)
+
+// cluster is a running `spate up` seen through its run directory.
+type cluster struct {
+	t   *testing.T
+	dir string
+}
+
+func (c *cluster) events() []events.Event { return runEvents(c.t, c.dir) }
+
+// waitEvent waits for an event of kind (on node, if given) and returns it.
+func (c *cluster) waitEvent(kind events.Kind, node string) *events.Event {
+	c.t.Helper()
+	var e *events.Event
+	waitFor(c.t, 60*time.Second, fmt.Sprintf("a %s event %s", kind, node), func() (bool, string) {
+		evs := c.events()
+		e = findEvent(evs, kind, node)
+		last := "no events"
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].Line()
+		}
+		return e != nil, last
+	})
+	return e
+}
+
+// pid returns the process id of node name.
+func (c *cluster) pid(name string) int {
+	c.t.Helper()
+	e := c.waitEvent(events.NodeJoined, name)
+	return int(e.Fields["pid"].(float64))
+}
+
+// host returns the node an instance was first placed on.
+func (c *cluster) host(inst string) string {
+	c.t.Helper()
+	var node string
+	waitFor(c.t, 60*time.Second, "placement of "+inst, func() (bool, string) {
+		for _, e := range c.events() {
+			if e.Kind == events.InstancePlaced && e.Instance == inst {
+				node = e.Node
+				return true, ""
+			}
+		}
+		return false, "not placed yet"
+	})
+	return node
+}
+
+func (c *cluster) signal(node string, sig syscall.Signal) {
+	c.t.Helper()
+	if err := syscall.Kill(c.pid(node), sig); err != nil {
+		c.t.Fatalf("signal %v to %s: %v", sig, node, err)
+	}
+}
+
+func (c *cluster) verifyOK() {
+	c.t.Helper()
+	code, out, errOut := spate(c.t, "verify", "--data", c.dir)
+	if code != 0 {
+		for _, e := range c.events() {
+			if e.Kind != events.InstancePlaced && e.Kind != events.WindowFired && e.Kind != events.Checkpoint {
+				c.t.Log(e.Line())
+			}
+		}
+		c.t.Fatalf("verify: exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// startFT starts a run that outlives the faults of a test.
+func startFT(t *testing.T, ft string, nodes int, extra ...string) (*cluster, func()) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	args := append([]string{"--ft", ft, "--nodes", fmt.Sprint(nodes), "--duration", "12s", "--rate", "30000",
+		"--interval", "300ms", "--keys", "2000", "--data", dir}, extra...)
+	cmd, out := startUp(t, args...)
+	c := &cluster{t: t, dir: dir}
+	wait := func() {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("up: %v\n%s", err, out)
+		}
+	}
+	return c, wait
+}
+
+func TestFaultToleranceUnderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	cases := []struct {
+		name  string
+		ft    string
+		fault func(c *cluster)
+	}{
+		{"spate one killed", "spate", func(c *cluster) {
+			c.signal(c.host("count#0"), syscall.SIGKILL)
+		}},
+		{"global one killed", "global", func(c *cluster) {
+			c.signal(c.host("count#0"), syscall.SIGKILL)
+		}},
+		{"spate two killed at once", "spate", func(c *cluster) {
+			c.signal("n3", syscall.SIGKILL)
+			c.signal("n4", syscall.SIGKILL)
+		}},
+		{"spate killed again during its recovery", "spate", func(c *cluster) {
+			c.signal(c.host("count#0"), syscall.SIGKILL)
+			e := c.waitEvent(events.RecoveryPlaced, "")
+			c.signal(e.Node, syscall.SIGKILL)
+		}},
+		{"spate killed while checkpointing often", "spate", func(c *cluster) {
+			// A 20ms interval: a checkpoint is almost always being written.
+			c.signal(c.host("rollup#0"), syscall.SIGKILL)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var extra []string
+			if strings.Contains(tc.name, "often") {
+				extra = []string{"--interval", "20ms"}
+			}
+			c, wait := startFT(t, tc.ft, 4, extra...)
+			c.waitEvent(events.Checkpoint, "")
+			tc.fault(c)
+			c.waitEvent(events.RecoveryRestored, "")
+			wait()
+			c.verifyOK()
+		})
+	}
+}
+
+func TestPausedNodeIsFencedAsAZombie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	// The default 1s detection timeout: the pause outlasts it.
+	cmd := startRaw(t, "up", "--headless", "--ft", "spate", "--nodes", "3", "--duration", "10s", "--rate", "30000",
+		"--interval", "300ms", "--keys", "2000", "--timeout", "1s", "--data", dir)
+	c := &cluster{t: t, dir: dir}
+	victim := c.host("count#0")
+	c.waitEvent(events.Checkpoint, "")
+	c.signal(victim, syscall.SIGSTOP)
+	c.waitEvent(events.NodeLost, victim)
+	c.waitEvent(events.RecoveryRestored, "")
+	c.signal(victim, syscall.SIGCONT) // the zombie wakes up
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	c.verifyOK()
+}
+
+func TestCorruptCheckpointFallsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	for _, how := range []string{"corrupted", "truncated"} {
+		t.Run(how, func(t *testing.T) {
+			c, wait := startFT(t, "spate", 3)
+			victim := c.host("count#0")
+			c.waitEvent(events.Checkpoint, "count#0")
+			// Freeze the node so that no checkpoint of count#0 completes
+			// while we damage the latest one.
+			c.signal(victim, syscall.SIGSTOP)
+			file := c.stableLatest("count#0")
+			path := filepath.Join(c.dir, "checkpoints", file)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how == "corrupted" {
+				b[len(b)/2] ^= 0xff
+			} else {
+				b = b[:len(b)/2]
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.signal(victim, syscall.SIGKILL)
+			c.waitEvent("checkpoint_fallback", "")
+			wait()
+			c.verifyOK()
+		})
+	}
+}
+
+// stableLatest waits until the checkpoint manifest has stopped changing
+// for a second and returns the file of inst's latest complete checkpoint.
+func (c *cluster) stableLatest(inst string) string {
+	c.t.Helper()
+	var last, file string
+	var since time.Time
+	waitFor(c.t, 60*time.Second, "a stable manifest", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"))
+		if err != nil {
+			return false, err.Error()
+		}
+		var m struct {
+			Instances map[string][]struct{ File string }
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return false, err.Error()
+		}
+		cps := m.Instances[inst]
+		if len(cps) == 0 {
+			return false, "no checkpoint of " + inst
+		}
+		if f := cps[len(cps)-1].File; f != last {
+			last, since = f, time.Now()
+			return false, "manifest changed"
+		}
+		file = last
+		return time.Since(since) > time.Second, "changed " + time.Since(since).String() + " ago"
+	})
+	return file
+}

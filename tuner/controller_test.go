@@ -1,0 +1,301 @@
+package tuner
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"spate/job"
+)
+
+const inst = job.InstanceID("count#0")
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.PriorMTBF = time.Hour
+	c.Cost = CostModel{Base: 100 * time.Millisecond}
+	return c
+}
+
+// drive feeds a constant rate to one instance for d and returns the last
+// decision.
+func drive(t *testing.T, c *Controller, from, d time.Duration, rate float64) (Decision, time.Duration) {
+	t.Helper()
+	var last Decision
+	step := c.Config().Every
+	now := from
+	for now < from+d {
+		now += step
+		if err := c.ObserveLoad(inst, now, rate*step.Seconds(), step); err != nil {
+			t.Fatal(err)
+		}
+		for _, dec := range c.Tick(now, nil) {
+			last = dec
+		}
+	}
+	return last, now
+}
+
+func newCtl(t *testing.T, cfg Config) *Controller {
+	t.Helper()
+	c, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ObserveCapacity(inst, 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestControllerFollowsLoad(t *testing.T) {
+	c := newCtl(t, testConfig())
+	high, now := drive(t, c, 0, time.Hour, 800)
+	low, _ := drive(t, c, now, time.Hour, 50)
+	if !(low.Interval > high.Interval) {
+		t.Fatalf("interval at low load %v not above that at high load %v", low.Interval, high.Interval)
+	}
+	// The optimum scales as 1/sqrt(ρ): 4x for 16x less load, at the same
+	// failure rate (none observed; the prior and exposure differ a little).
+	ratio := low.Optimum.Seconds() / high.Optimum.Seconds()
+	fr := math.Sqrt(high.Inputs.FailureRate / low.Inputs.FailureRate)
+	if !near(ratio, 4*fr, 0.02) {
+		t.Errorf("optimum ratio %.3f, want %.3f", ratio, 4*fr)
+	}
+	if low.Why != Kept && low.Why != Moved {
+		t.Errorf("why %v", low.Why)
+	}
+	if r := low.Reason(); r == "" || strings.Contains(r, "\n") {
+		t.Errorf("reason %q", r)
+	}
+}
+
+func TestControllerHysteresis(t *testing.T) {
+	c := newCtl(t, testConfig())
+	_, now := drive(t, c, 0, time.Hour, 400)
+	before := c.Interval(inst)
+	// ±10% of load moves the optimum by about ±5%: inside the 25% band.
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 200 {
+		now += c.Config().Every
+		rate := 400 * (0.9 + 0.2*r.Float64())
+		if err := c.ObserveLoad(inst, now, rate*30, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range c.Tick(now, nil) {
+			if d.Changed {
+				t.Fatalf("interval changed on a small wiggle: %s", d.Reason())
+			}
+		}
+	}
+	if c.Interval(inst) != before {
+		t.Errorf("interval moved from %v to %v", before, c.Interval(inst))
+	}
+}
+
+func TestControllerBounds(t *testing.T) {
+	t.Run("no input goes to max", func(t *testing.T) {
+		c := newCtl(t, testConfig())
+		d, _ := drive(t, c, 0, 5*time.Minute, 0)
+		if d.Interval != c.Config().Max || d.Why != NoInput {
+			t.Errorf("%v %v: %s", d.Interval, d.Why, d.Reason())
+		}
+	})
+	t.Run("max backup caps", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxBackup = 6000 // tuples: 10 s at 600/s
+		c := newCtl(t, cfg)
+		d, _ := drive(t, c, 0, 10*time.Minute, 600)
+		if d.Interval != 10*time.Second || d.Why != Bounded {
+			t.Errorf("%v %v: %s", d.Interval, d.Why, d.Reason())
+		}
+	})
+	t.Run("min", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Min, cfg.Initial = time.Minute, time.Minute
+		cfg.PriorMTBF = time.Minute
+		c := newCtl(t, cfg)
+		d, _ := drive(t, c, 0, 5*time.Minute, 900)
+		if d.Interval != time.Minute {
+			t.Errorf("%v: %s", d.Interval, d.Reason())
+		}
+	})
+	t.Run("unknown capacity", func(t *testing.T) {
+		c, _ := NewController(testConfig())
+		_ = c.ObserveLoad(inst, time.Second, 10, time.Second)
+		ds := c.Tick(time.Second, nil)
+		if len(ds) != 1 || ds[0].Why != Unknown || ds[0].Changed {
+			t.Errorf("%+v", ds)
+		}
+	})
+}
+
+func TestControllerFailureRate(t *testing.T) {
+	cfg := testConfig()
+	cfg.PriorMTBF, cfg.PriorWeight = 10*time.Hour, 2
+	c := newCtl(t, cfg)
+	if f := c.FailureRate(0); !near(f, 1.0/36000, 1e-12) {
+		t.Errorf("prior rate %v", f)
+	}
+	for i := range 4 {
+		if err := c.ObserveFailure(inst, time.Duration(i)*time.Hour, Recovery{Detect: 2 * time.Second, Restart: time.Second, Load: 3 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.ObserveCapacity("count#1", 0, 1000) // a second instance from 0
+	// (2 + 4) / (2·36000 + 2·40000)
+	if f := c.FailureRate(40000 * time.Second); !near(f, 6.0/152000, 1e-12) {
+		t.Errorf("posterior rate %v", f)
+	}
+	p, ok := c.Estimate(inst, time.Hour)
+	if !ok || p.Detect != 2*time.Second || p.Load != 3*time.Second {
+		t.Errorf("recovery estimate %+v", p)
+	}
+	c.Forget("count#1", 40000*time.Second)
+	if f := c.FailureRate(40000 * time.Second); !near(f, 6.0/152000, 1e-12) {
+		t.Errorf("after Forget: rate %v", f)
+	}
+	if c.Interval("count#1") != 0 {
+		t.Error("forgotten instance still has an interval")
+	}
+}
+
+func TestControllerCostFit(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	t.Run("slope with spread", func(t *testing.T) {
+		c := newCtl(t, testConfig())
+		for i := range 200 {
+			d := 1000 + 9000*r.Float64()
+			cost := 0.05 + 1e-5*d // 50 ms + 10 µs/key
+			_ = c.ObserveCheckpoint(inst, time.Duration(i)*time.Second, Checkpoint{Tuples: 2 * d, Dirty: d, Cost: seconds(cost * (1 + 0.02*r.NormFloat64()))})
+		}
+		p, _ := c.Estimate(inst, 0)
+		if !near(p.Cost.Base.Seconds(), 0.05, 0.2) || !near(p.Cost.PerKey, 1e-5, 0.1) {
+			t.Errorf("fit %v + %v/key", p.Cost.Base, p.Cost.PerKey)
+		}
+	})
+	t.Run("noise without spread is a constant", func(t *testing.T) {
+		c := newCtl(t, testConfig())
+		for i := range 200 {
+			d := 1000 + r.Float64()
+			_ = c.ObserveCheckpoint(inst, time.Duration(i)*time.Second, Checkpoint{Tuples: 5000, Dirty: d, Cost: seconds(0.1 * (1 + 0.2*r.NormFloat64()))})
+		}
+		p, _ := c.Estimate(inst, 0)
+		if p.Cost.PerKey != 0 || !near(p.Cost.Base.Seconds(), 0.1, 0.1) {
+			t.Errorf("fit %v + %v/key", p.Cost.Base, p.Cost.PerKey)
+		}
+	})
+	t.Run("state size", func(t *testing.T) {
+		c := newCtl(t, testConfig())
+		cm := CostModel{StateKeys: 3000}
+		for i, n := range []float64{500, 2000, 8000, 30000} {
+			_ = c.ObserveCheckpoint(inst, time.Duration(i)*time.Second, Checkpoint{Tuples: n, Dirty: cm.Dirty(n), Cost: 100 * time.Millisecond})
+		}
+		p, _ := c.Estimate(inst, 0)
+		if !near(p.Cost.StateKeys, 3000, 1e-6) {
+			t.Errorf("state keys %v, want 3000", p.Cost.StateKeys)
+		}
+	})
+}
+
+func TestStateKeysFrom(t *testing.T) {
+	for _, s := range []float64{1, 10, 1e3, 1e6} {
+		for _, n := range []float64{1, 100, 1e5} {
+			d := CostModel{StateKeys: s}.Dirty(n)
+			if d >= n*(1-1e-12) {
+				continue
+			}
+			if got := stateKeysFrom(n, d); !near(got, s, 1e-6) {
+				t.Errorf("S=%v n=%v: got %v", s, n, got)
+			}
+		}
+	}
+	if !math.IsInf(stateKeysFrom(10, 10), 1) {
+		t.Error("no repeats is not an unbounded state")
+	}
+}
+
+func TestControllerEvery(t *testing.T) {
+	c := newCtl(t, testConfig())
+	_ = c.ObserveLoad(inst, time.Second, 100, time.Second)
+	if n := len(c.Tick(time.Second, nil)); n != 1 {
+		t.Fatalf("%d decisions at the first tick", n)
+	}
+	if n := len(c.Tick(20*time.Second, nil)); n != 0 {
+		t.Errorf("%d decisions before Every", n)
+	}
+	if n := len(c.Tick(31*time.Second, nil)); n != 1 {
+		t.Errorf("%d decisions after Every", n)
+	}
+	if n := len(c.Tick(10*time.Second, nil)); n != 0 { // time going back is ignored
+		t.Errorf("%d decisions with time going back", n)
+	}
+}
+
+func TestControllerDeterministic(t *testing.T) {
+	run := func() []Decision {
+		c := newCtl(t, testConfig())
+		var out []Decision
+		r := rand.New(rand.NewPCG(9, 9))
+		for i := 1; i <= 500; i++ {
+			now := time.Duration(i) * 30 * time.Second
+			_ = c.ObserveLoad(inst, now, 30*500*(1+math.Sin(float64(i)/50)), 30*time.Second)
+			if r.Float64() < 0.02 {
+				_ = c.ObserveFailure(inst, now, Recovery{Detect: time.Second})
+			}
+			_ = c.ObserveCheckpoint(inst, now, Checkpoint{Tuples: 1000, Dirty: 500, Cost: seconds(0.1 + 0.01*r.Float64())})
+			out = c.Tick(now, out)
+		}
+		return out
+	}
+	a, b := run(), run()
+	if len(a) != len(b) {
+		t.Fatal("different decision counts")
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("decision %d differs: %+v vs %+v", i, a[i], b[i])
+		}
+	}
+}
+
+func TestControllerErrors(t *testing.T) {
+	c := newCtl(t, testConfig())
+	for name, err := range map[string]error{
+		"negative tuples": c.ObserveLoad(inst, 0, -1, time.Second),
+		"zero span":       c.ObserveLoad(inst, 0, 1, 0),
+		"NaN tuples":      c.ObserveLoad(inst, 0, math.NaN(), time.Second),
+		"before origin":   c.ObserveLoad(inst, -time.Second, 1, time.Second),
+		"zero capacity":   c.ObserveCapacity(inst, 0, 0),
+		"inf capacity":    c.ObserveCapacity(inst, 0, math.Inf(1)),
+		"negative cost":   c.ObserveCheckpoint(inst, 0, Checkpoint{Cost: -1}),
+		"NaN dirty":       c.ObserveCheckpoint(inst, 0, Checkpoint{Dirty: math.NaN()}),
+		"negative detect": c.ObserveFailure(inst, 0, Recovery{Detect: -1}),
+	} {
+		if !errors.Is(err, ErrParams) {
+			t.Errorf("%s: %v, want ErrParams", name, err)
+		}
+	}
+	for name, mod := range map[string]func(*Config){
+		"min":        func(c *Config) { c.Min = 0 },
+		"max":        func(c *Config) { c.Max = time.Millisecond },
+		"initial":    func(c *Config) { c.Initial = 0 },
+		"every":      func(c *Config) { c.Every = 0 },
+		"half-life":  func(c *Config) { c.HalfLife = 0 },
+		"hysteresis": func(c *Config) { c.Hysteresis = math.NaN() },
+		"memory":     func(c *Config) { c.CostMemory = 0 },
+		"prior":      func(c *Config) { c.PriorMTBF = 0 },
+		"weight":     func(c *Config) { c.PriorWeight = 0 },
+		"backup":     func(c *Config) { c.MaxBackup = -1 },
+		"detect":     func(c *Config) { c.Detect = -1 },
+	} {
+		cfg := DefaultConfig()
+		mod(&cfg)
+		if _, err := NewController(cfg); !errors.Is(err, ErrParams) {
+			t.Errorf("config %s: %v, want ErrParams", name, err)
+		}
+	}
+}

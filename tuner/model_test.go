@@ -1,0 +1,250 @@
+package tuner
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+func near(got, want, rel float64) bool {
+	return math.Abs(got-want) <= rel*math.Abs(want)
+}
+
+func TestYoungDaly(t *testing.T) {
+	cost := 5 * time.Minute
+	for _, tc := range []struct {
+		name        string
+		mtbf        time.Duration
+		young, daly float64 // minutes
+	}{
+		{"24h", 24 * time.Hour, 120, 116.7},
+		{"6h", 6 * time.Hour, 60, 56.7},
+		{"15m", 15 * time.Minute, 12.247, 9.14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if y := Young(cost, tc.mtbf).Minutes(); !near(y, tc.young, 5e-4) {
+				t.Errorf("Young(5m, %v) = %.4g min, want %.4g", tc.mtbf, y, tc.young)
+			}
+			if d := Daly(cost, tc.mtbf).Minutes(); math.Abs(d-tc.daly) > 0.05 {
+				t.Errorf("Daly(5m, %v) = %.4g min, want %.4g", tc.mtbf, d, tc.daly)
+			}
+		})
+	}
+	t.Run("C>=2M gives M", func(t *testing.T) {
+		for _, m := range []time.Duration{150 * time.Second, 2 * time.Minute, time.Minute} {
+			if d := Daly(cost, m); d != m {
+				t.Errorf("Daly(5m, %v) = %v, want %v", m, d, m)
+			}
+		}
+	})
+	t.Run("not positive", func(t *testing.T) {
+		for _, c := range [][2]time.Duration{{0, time.Hour}, {time.Second, 0}, {-time.Second, time.Hour}} {
+			if Young(c[0], c[1]) != 0 || Daly(c[0], c[1]) != 0 {
+				t.Errorf("Young/Daly(%v, %v) not 0", c[0], c[1])
+			}
+		}
+	})
+}
+
+// Daly's estimate approximates the minimiser of his complete model, whose
+// wall time per unit of work is proportional to (e^((τ+δ)/M) − 1)/τ. Check
+// the implementation against a numerical minimisation of that model.
+func TestDalyNearExactOptimum(t *testing.T) {
+	for _, tc := range []struct {
+		c, m float64 // minutes
+		tol  float64
+	}{{5, 1440, 0.001}, {5, 360, 0.002}, {5, 60, 0.01}, {5, 15, 0.05}} {
+		f := func(tau float64) float64 { return math.Expm1((tau+tc.c)/tc.m) / tau }
+		lo, hi := 1e-6, tc.m*10
+		for range 200 { // golden section on a unimodal function
+			a, b := lo+(hi-lo)*0.382, lo+(hi-lo)*0.618
+			if f(a) < f(b) {
+				hi = b
+			} else {
+				lo = a
+			}
+		}
+		exact := (lo + hi) / 2
+		got := dalySec(tc.c, tc.m)
+		if !near(got, exact, tc.tol) {
+			t.Errorf("C=%vm M=%vm: Daly %.4g, exact optimum of Daly's model %.4g", tc.c, tc.m, got, exact)
+		}
+	}
+}
+
+func baseParams() Params {
+	return Params{
+		Rate:        500,
+		Capacity:    1000,
+		Cost:        CostModel{Base: 100 * time.Millisecond},
+		FailureRate: 1.0 / 3600,
+		Detect:      time.Second,
+		Restart:     time.Second,
+		Load:        500 * time.Millisecond,
+	}
+}
+
+func TestOptimalClosedForms(t *testing.T) {
+	t.Run("saturated constant cost is Young", func(t *testing.T) {
+		p := baseParams()
+		p.Rate = p.Capacity
+		want := Young(p.Cost.Base, time.Hour)
+		if got := p.Optimal(time.Millisecond, 24*time.Hour); !near(got.Seconds(), want.Seconds(), 1e-9) {
+			t.Errorf("Optimal = %v, want Young %v", got, want)
+		}
+	})
+	t.Run("load-aware: Young over sqrt(rho)", func(t *testing.T) {
+		for _, rho := range []float64{0.04, 0.25, 0.5, 1, 2} {
+			p := baseParams()
+			p.Rate = rho * p.Capacity
+			want := Young(p.Cost.Base, time.Hour).Seconds() / math.Sqrt(min(rho, 1))
+			if got := p.Optimal(time.Millisecond, 24*time.Hour).Seconds(); !near(got, want, 1e-9) {
+				t.Errorf("rho %v: Optimal = %.6g s, want %.6g", rho, got, want)
+			}
+		}
+	})
+	t.Run("unbounded state: only the base cost matters", func(t *testing.T) {
+		p := baseParams()
+		q := p
+		q.Cost.PerKey = 1e-3
+		if a, b := p.Optimal(time.Millisecond, 24*time.Hour), q.Optimal(time.Millisecond, 24*time.Hour); a != b {
+			t.Errorf("Optimal with linear per-key cost %v != without %v", b, a)
+		}
+	})
+	t.Run("saturating state: between the bounds", func(t *testing.T) {
+		p := baseParams()
+		p.Cost.PerKey, p.Cost.StateKeys = 1e-4, 5000
+		f, rho := p.FailureRate, p.Util()
+		lower := math.Sqrt(2 * p.Cost.Base.Seconds() / (f * rho))
+		upper := math.Sqrt(2 * (p.Cost.Base.Seconds() + p.Cost.PerKey*p.Cost.StateKeys) / (f * rho))
+		got := p.Optimal(time.Millisecond, 24*time.Hour).Seconds()
+		if got <= lower || got >= upper {
+			t.Errorf("Optimal %.4g s not strictly within (%.4g, %.4g)", got, lower, upper)
+		}
+	})
+	t.Run("no failures or no input: hi", func(t *testing.T) {
+		p := baseParams()
+		p.FailureRate = 0
+		if got := p.Optimal(time.Second, time.Hour); got != time.Hour {
+			t.Errorf("no failures: %v", got)
+		}
+		p = baseParams()
+		p.Rate = 0
+		if got := p.Optimal(time.Second, time.Hour); got != time.Hour {
+			t.Errorf("no input: %v", got)
+		}
+	})
+	t.Run("bounds", func(t *testing.T) {
+		p := baseParams()
+		if got := p.Optimal(time.Hour, 2*time.Hour); got != time.Hour {
+			t.Errorf("clamped low: %v", got)
+		}
+		if got := p.Optimal(time.Millisecond, time.Second); got != time.Second {
+			t.Errorf("clamped high: %v", got)
+		}
+		if got := p.Optimal(time.Hour, time.Second); got != time.Second {
+			t.Errorf("lo > hi: %v", got)
+		}
+	})
+}
+
+// Optimal maximises Efficiency: no interval on a fine grid does better.
+func TestOptimalMaximisesEfficiency(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Params)
+	}{
+		{"base", func(*Params) {}},
+		{"saturating", func(p *Params) { p.Cost.PerKey, p.Cost.StateKeys = 2e-5, 2000 }},
+		{"saturating, no base", func(p *Params) { p.Cost.Base, p.Cost.PerKey, p.Cost.StateKeys = 0, 2e-5, 2000 }},
+		{"persist", func(p *Params) { p.Persist = 30 * time.Second; p.Cost.PerKey, p.Cost.StateKeys = 1e-5, 1e5 }},
+		{"low load", func(p *Params) { p.Rate = 3 }},
+		{"overload", func(p *Params) { p.Rate = 5000 }},
+		{"frequent failures", func(p *Params) { p.FailureRate = 1.0 / 120 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := baseParams()
+			tc.mod(&p)
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			opt := p.Optimal(time.Millisecond, 100*time.Hour)
+			best := p.Efficiency(opt)
+			for ts := 1e-3; ts < 3.6e5; ts *= 1.01 {
+				if e := p.Efficiency(seconds(ts)); e > best*(1+1e-9) {
+					t.Fatalf("efficiency %.9f at %.4gs beats the optimum %v's %.9f", e, ts, opt, best)
+				}
+			}
+		})
+	}
+}
+
+func TestWasteTerms(t *testing.T) {
+	p := baseParams()
+	p.Persist = 2 * time.Second
+	w := p.Waste(60 * time.Second)
+	f, rho := 1.0/3600, 0.5
+	want := Waste{
+		Checkpoint: 0.1 / 60,
+		Lost:       f * 2 / 60 * 0.1,
+		Replay:     f * rho * (30 + 2),
+		Downtime:   f * 2.5,
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"checkpoint", w.Checkpoint, want.Checkpoint}, {"lost", w.Lost, want.Lost}, {"replay", w.Replay, want.Replay}, {"downtime", w.Downtime, want.Downtime}} {
+		if !near(c.got, c.want, 1e-12) {
+			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
+		}
+	}
+	if e := p.Efficiency(60 * time.Second); !near(e, rho/(rho+want.Total()), 1e-12) {
+		t.Errorf("efficiency %g", e)
+	}
+	if p.Efficiency(0) != 0 || (Params{Capacity: 1}).Efficiency(time.Second) != 0 {
+		t.Error("efficiency with no interval or no input is not 0")
+	}
+}
+
+func TestCostModelDirty(t *testing.T) {
+	c := CostModel{Base: time.Second, PerKey: 0.5, StateKeys: 100}
+	if d := c.Dirty(1e9); !near(d, 100, 1e-9) {
+		t.Errorf("Dirty(huge) = %v, want the state size", d)
+	}
+	if d := c.Dirty(1e-6); !near(d, 1e-6, 1e-6) {
+		t.Errorf("Dirty(tiny) = %v, want n", d)
+	}
+	if s := c.Seconds(0); s != 1 {
+		t.Errorf("Seconds(0) = %v", s)
+	}
+	u := CostModel{PerKey: 1}
+	if d := u.Dirty(42); d != 42 {
+		t.Errorf("unbounded Dirty(42) = %v", d)
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Params)
+	}{
+		{"negative rate", func(p *Params) { p.Rate = -1 }},
+		{"NaN rate", func(p *Params) { p.Rate = math.NaN() }},
+		{"zero capacity", func(p *Params) { p.Capacity = 0 }},
+		{"inf failure rate", func(p *Params) { p.FailureRate = math.Inf(1) }},
+		{"negative per key", func(p *Params) { p.Cost.PerKey = -1 }},
+		{"NaN state", func(p *Params) { p.Cost.StateKeys = math.NaN() }},
+		{"negative detect", func(p *Params) { p.Detect = -time.Second }},
+		{"negative base", func(p *Params) { p.Cost.Base = -time.Second }},
+	} {
+		p := baseParams()
+		tc.mod(&p)
+		if err := p.Validate(); !errors.Is(err, ErrParams) {
+			t.Errorf("%s: Validate = %v, want ErrParams", tc.name, err)
+		}
+	}
+	if err := baseParams().Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -2,11 +2,11 @@ package node
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 

@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"spate/state"
 )
 
 // GroupName returns the rollup group of key among n groups: "g" followed by
@@ -44,8 +47,9 @@ func windowEnd(start, w int64) int64 {
 // of Value) and a lifetime total: the number of records in the key's fired
 // windows.
 //
-// State is kept per key group, so that it can be captured and moved one key
-// group at a time. Advance fires every window with end <= wm in (window end,
+// State is kept per key group in a state.Table, so that it can be captured
+// (copy-on-write, see Stateful) and moved one key group at a time. Advance
+// fires every window with end <= wm in (window end,
 // key) order and emits each twice: on port 0, toward rollup, a record keyed
 // by GroupName(key) whose Data is the compact (key, count, sum) that Rollup
 // decodes; on port 1, toward the sink, the JSON of the Result. Both carry
@@ -55,10 +59,12 @@ func windowEnd(start, w int64) int64 {
 type Count struct {
 	w       int64
 	rollups int
-	groups  []*countKG // by key group; nil where this instance holds no state
-	labels  [][]byte   // rollup group names by index
-	wm      int64      // the last watermark
-	nextEnd int64      // no open window ends before this
+	ngroups int
+	tab     *state.Table[countKey]
+	open    []map[int64][]*countEntry // by key group: window start -> keys with a window open there (derived from tab)
+	labels  [][]byte                  // rollup group names by index
+	wm      int64                     // the last watermark
+	nextEnd int64                     // no open window ends before this
 
 	// curStart and curEnd cache the window of the last record.
 	curStart, curEnd int64
@@ -67,21 +73,17 @@ type Count struct {
 
 	// scratch, reused across calls
 	fired []countFiring
-	spare [][]*countKey
+	spare [][]*countEntry
 	data  []byte
 	key   []byte
 	roll  []byte
 }
 
-// countKG is the state of one key group.
-type countKG struct {
-	kg   KeyGroup
-	keys map[string]*countKey
-	open map[int64][]*countKey // window start -> keys with a window open there
-}
+// countEntry is one key's entry in the table.
+type countEntry = state.Entry[countKey]
 
+// countKey is the state of one key.
 type countKey struct {
-	key   string
 	group int32 // rollup group index
 	total int64 // records in the key's fired windows
 	// cur is the key's open window with the latest start (count 0: none),
@@ -90,11 +92,17 @@ type countKey struct {
 	older []countWin
 }
 
+func (k *countKey) clone() countKey {
+	c := *k
+	c.older = slices.Clone(k.older)
+	return c
+}
+
 type countWin struct{ start, count, sum int64 }
 
 type countFiring struct {
 	start int64
-	k     *countKey
+	e     *countEntry
 	kg    KeyGroup
 }
 
@@ -105,7 +113,9 @@ func NewCount(spec *Spec) *Count {
 	c := &Count{
 		w:        spec.Window,
 		rollups:  n,
-		groups:   make([]*countKG, max(spec.Groups, 1)),
+		ngroups:  max(spec.Groups, 1),
+		tab:      state.NewTable((*countKey).clone),
+		open:     make([]map[int64][]*countEntry, max(spec.Groups, 1)),
 		labels:   make([][]byte, n),
 		wm:       NoWatermark,
 		nextEnd:  math.MaxInt64,
@@ -119,12 +129,13 @@ func NewCount(spec *Spec) *Count {
 }
 
 // Groups returns the key groups this instance holds state for, ascending.
-func (c *Count) Groups() []KeyGroup {
+func (c *Count) Groups() []KeyGroup { return keyGroups(c.tab) }
+
+// keyGroups returns the key groups tab holds, ascending (nil if none).
+func keyGroups[V any](tab *state.Table[V]) []KeyGroup {
 	var out []KeyGroup
-	for _, g := range c.groups {
-		if g != nil {
-			out = append(out, g.kg)
-		}
+	for _, g := range tab.Groups() {
+		out = append(out, KeyGroup(g))
 	}
 	return out
 }
@@ -137,17 +148,17 @@ func (c *Count) Late() uint64 { return c.late }
 // Watermark returns the last watermark passed to Advance.
 func (c *Count) Watermark() int64 { return c.wm }
 
-func (c *Count) group(kg KeyGroup) *countKG {
-	if int(kg) < len(c.groups) {
-		if g := c.groups[kg]; g != nil {
-			return g
-		}
-	} else {
-		c.groups = append(c.groups, make([]*countKG, int(kg)+1-len(c.groups))...)
+// openOf returns the open-window index of key group kg.
+func (c *Count) openOf(kg KeyGroup) map[int64][]*countEntry {
+	if int(kg) >= len(c.open) {
+		c.open = append(c.open, make([]map[int64][]*countEntry, int(kg)+1-len(c.open))...)
 	}
-	g := &countKG{kg: kg, keys: make(map[string]*countKey), open: make(map[int64][]*countKey)}
-	c.groups[kg] = g
-	return g
+	m := c.open[kg]
+	if m == nil {
+		m = make(map[int64][]*countEntry)
+		c.open[kg] = m
+	}
+	return m
 }
 
 // Process adds rec to the window of its key that holds rec.Time. The key
@@ -163,22 +174,22 @@ func (c *Count) Process(kg KeyGroup, rec Record, _ Emitter) {
 		c.late++
 		return
 	}
-	g := c.group(kg)
-	k := g.keys[string(rec.Key)]
-	if k == nil {
-		k = &countKey{key: string(rec.Key), group: int32(groupIndex(rec.Key, c.rollups))}
-		g.keys[k.key] = k
+	e, created := c.tab.Upsert(int(kg), rec.Key)
+	k := e.Mut()
+	if created {
+		k.group = int32(groupIndex(rec.Key, c.rollups))
 	}
 	if k.cur.start == ws && k.cur.count > 0 {
 		k.cur.count++
 		k.cur.sum += rec.Value
 		return
 	}
-	c.add(g, k, ws, rec.Value)
+	c.add(kg, e, k, ws, rec.Value)
 }
 
-// add is Process's slow path: rec's window is not the key's latest one.
-func (c *Count) add(g *countKG, k *countKey, ws, v int64) {
+// add is Process's slow path: rec's window is not the key's latest one. k
+// is e's value, already made mutable.
+func (c *Count) add(kg KeyGroup, e *countEntry, k *countKey, ws, v int64) {
 	for i := range k.older {
 		if k.older[i].start == ws {
 			k.older[i].count++
@@ -196,12 +207,18 @@ func (c *Count) add(g *countKG, k *countKey, ws, v int64) {
 	default:
 		k.older = append(k.older, win)
 	}
-	list, ok := g.open[ws]
+	c.index(kg, e, ws)
+}
+
+// index records that e has a window open at ws.
+func (c *Count) index(kg KeyGroup, e *countEntry, ws int64) {
+	open := c.openOf(kg)
+	list, ok := open[ws]
 	if !ok && len(c.spare) > 0 {
 		list = c.spare[len(c.spare)-1]
 		c.spare = c.spare[:len(c.spare)-1]
 	}
-	g.open[ws] = append(list, k)
+	open[ws] = append(list, e)
 	c.nextEnd = min(c.nextEnd, windowEnd(ws, c.w))
 }
 
@@ -217,27 +234,24 @@ func (c *Count) Advance(wm int64, out Emitter) {
 	}
 	fired := c.fired[:0]
 	next := int64(math.MaxInt64)
-	for _, g := range c.groups {
-		if g == nil {
-			continue
-		}
-		for ws, list := range g.open {
+	for kg, open := range c.open {
+		for ws, list := range open {
 			end := windowEnd(ws, c.w)
 			if end > wm {
 				next = min(next, end)
 				continue
 			}
-			for _, k := range list {
-				fired = append(fired, countFiring{start: ws, k: k, kg: g.kg})
+			for _, e := range list {
+				fired = append(fired, countFiring{start: ws, e: e, kg: KeyGroup(kg)})
 			}
-			delete(g.open, ws)
+			delete(open, ws)
 			clear(list)
 			c.spare = append(c.spare, list[:0])
 		}
 	}
 	c.nextEnd = next
 	slices.SortFunc(fired, func(a, b countFiring) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.k.key, b.k.key))
+		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.e.Key(), b.e.Key()))
 	})
 	for i := range fired {
 		c.fire(&fired[i], out)
@@ -248,16 +262,17 @@ func (c *Count) Advance(wm int64, out Emitter) {
 
 // fire emits one window of f.k and removes it from the key's state.
 func (c *Count) fire(f *countFiring, out Emitter) {
-	k := f.k
+	key := f.e.Key()
+	k := f.e.Mut()
 	win := k.takeWindow(f.start)
 	k.total += win.count
 
-	c.roll = appendRollupInput(c.roll[:0], k.key, win.count, win.sum)
+	c.roll = appendRollupInput(c.roll[:0], key, win.count, win.sum)
 	out.Emit(0, f.kg, Record{Key: c.labels[k.group], Time: win.start, Value: win.count, Data: c.roll})
 
-	r := Result{Op: KindCount, Key: k.key, Window: win.start, Count: win.count, Sum: win.sum, Total: k.total}
+	r := Result{Op: KindCount, Key: key, Window: win.start, Count: win.count, Sum: win.sum, Total: k.total}
 	c.data = r.AppendJSON(c.data[:0])
-	c.key = append(c.key[:0], k.key...)
+	c.key = append(c.key[:0], key...)
 	out.Emit(1, f.kg, Record{Key: c.key, Time: win.start, Value: win.count, Data: c.data})
 }
 
@@ -288,6 +303,102 @@ func (k *countKey) takeWindow(start int64) countWin {
 		}
 	}
 	panic("job: count fired a window it does not hold") // an internal invariant
+}
+
+// Capture implements Stateful: it pins the keys' state (see
+// state.Table.Capture). The open-window index is not captured: Restore
+// rebuilds it.
+func (c *Count) Capture(full bool) Captured {
+	return captured[countKey]{c: c.tab.Capture(full), enc: appendCountKey}
+}
+
+// Restore implements Stateful.
+func (c *Count) Restore(groups []state.GroupData) error {
+	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, func(kg KeyGroup, key []byte, v countKey) {
+		e, _ := c.tab.Upsert(int(kg), key)
+		*e.Mut() = v
+		if v.cur.count > 0 {
+			c.index(kg, e, v.cur.start)
+		}
+		for _, w := range v.older {
+			c.index(kg, e, w.start)
+		}
+	})
+}
+
+// DropGroups implements Stateful.
+func (c *Count) DropGroups(kgs []KeyGroup) {
+	for _, kg := range kgs {
+		c.tab.DropGroup(int(kg))
+		if int(kg) < len(c.open) {
+			for _, list := range c.open[kg] {
+				clear(list)
+				c.spare = append(c.spare, list[:0])
+			}
+			c.open[kg] = nil
+		}
+	}
+}
+
+// appendCountKey appends the snapshot encoding of a key's state: total
+// (varint), the number of open windows (uvarint), then each window, cur
+// first and older in order, as start, count, sum (varints). The rollup
+// group is derived from the key.
+func appendCountKey(b []byte, k *countKey) []byte {
+	b = binary.AppendVarint(b, k.total)
+	if k.cur.count == 0 {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(1+len(k.older)))
+	b = appendCountWin(b, k.cur)
+	for _, w := range k.older {
+		b = appendCountWin(b, w)
+	}
+	return b
+}
+
+func appendCountWin(b []byte, w countWin) []byte {
+	b = binary.AppendVarint(b, w.start)
+	b = binary.AppendVarint(b, w.count)
+	return binary.AppendVarint(b, w.sum)
+}
+
+// decodeKey decodes what appendCountKey wrote, checking the invariants
+// Process and Advance rely on: counts positive, starts aligned to the
+// window size and distinct, cur the latest.
+func (c *Count) decodeKey(key, b []byte) (countKey, error) {
+	r := valReader{b: b}
+	k := countKey{group: int32(groupIndex(key, c.rollups))}
+	if k.total = r.varint("total"); k.total < 0 {
+		r.fail("negative total")
+	}
+	n := r.uvarint("number of windows", uint64(len(b)/3))
+	starts := make([]int64, 0, n)
+	for i := range n {
+		w := countWin{start: r.varint("window start"), count: r.varint("window count"), sum: r.varint("window sum")}
+		if r.err != nil {
+			break
+		}
+		if w.count < 1 || WindowStart(w.start, c.w) != w.start {
+			r.fail(fmt.Sprintf("bad window (start %d, count %d)", w.start, w.count))
+			break
+		}
+		if i == 0 {
+			k.cur = w
+		} else {
+			if w.start >= k.cur.start {
+				r.fail("an older window after the latest")
+				break
+			}
+			k.older = append(k.older, w)
+		}
+		starts = append(starts, w.start)
+	}
+	slices.Sort(starts)
+	if len(slices.Compact(starts)) != int(n) && r.err == nil {
+		r.fail("two windows with the same start")
+	}
+	return k, r.end()
 }
 
 // errRollupInput reports a count->rollup record whose Data does not decode.

@@ -2,9 +2,13 @@ package job
 
 import (
 	"cmp"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"spate/state"
 )
 
 // Rollup is an instance of windowcount's rollup operator. Its input records
@@ -18,10 +22,15 @@ import (
 // window start, Value = count and from = the key group of the group name.
 // Data that does not decode is counted (Malformed) and dropped.
 //
+// State is kept per key group in a state.Table keyed by group name, so
+// that it can be captured (copy-on-write, see Stateful) and moved one key
+// group at a time.
+//
 // Rollup is not safe for concurrent use.
 type Rollup struct {
 	w       int64
-	groups  []*rollupKG // by key group; nil where this instance holds no state
+	ngroups int
+	tab     *state.Table[rollupGroup] // by group name
 	wm      int64
 	nextEnd int64 // no open window ends before this
 
@@ -30,18 +39,20 @@ type Rollup struct {
 	fired []rollupFiring
 	data  []byte
 	top   []TopKey
+	kgs   []int
 }
 
-// rollupKG is the state of one key group.
-type rollupKG struct {
-	kg    KeyGroup
-	names map[string]*rollupGroup
-}
+// rollupEntry is one group name's entry in the table.
+type rollupEntry = state.Entry[rollupGroup]
 
+// rollupGroup is the state of one rollup group.
 type rollupGroup struct {
-	name  string
-	nameb []byte // name, as the Key of output records
-	wins  []*rollupWin
+	nameb []byte // the group name, as the Key of output records; never changed
+	wins  []rollupWin
+}
+
+func (g *rollupGroup) clone() rollupGroup {
+	return rollupGroup{nameb: g.nameb, wins: slices.Clone(g.wins)}
 }
 
 type rollupWin struct {
@@ -51,8 +62,8 @@ type rollupWin struct {
 }
 
 type rollupFiring struct {
-	g  *rollupGroup
-	w  *rollupWin
+	e  *rollupEntry
+	w  rollupWin
 	kg KeyGroup
 }
 
@@ -61,22 +72,15 @@ type rollupFiring struct {
 func NewRollup(spec *Spec) *Rollup {
 	return &Rollup{
 		w:       spec.Window,
-		groups:  make([]*rollupKG, max(spec.Groups, 1)),
+		ngroups: max(spec.Groups, 1),
+		tab:     state.NewTable((*rollupGroup).clone),
 		wm:      NoWatermark,
 		nextEnd: math.MaxInt64,
 	}
 }
 
 // Groups returns the key groups this instance holds state for, ascending.
-func (r *Rollup) Groups() []KeyGroup {
-	var out []KeyGroup
-	for _, g := range r.groups {
-		if g != nil {
-			out = append(out, g.kg)
-		}
-	}
-	return out
-}
+func (r *Rollup) Groups() []KeyGroup { return keyGroups(r.tab) }
 
 // Late returns the number of records dropped because their window had
 // already fired (0 unless the runtime breaks the watermark contract).
@@ -102,29 +106,21 @@ func (r *Rollup) Process(kg KeyGroup, rec Record, _ Emitter) {
 		r.late++
 		return
 	}
-	if int(kg) >= len(r.groups) {
-		r.groups = append(r.groups, make([]*rollupKG, int(kg)+1-len(r.groups))...)
-	}
-	s := r.groups[kg]
-	if s == nil {
-		s = &rollupKG{kg: kg, names: make(map[string]*rollupGroup)}
-		r.groups[kg] = s
-	}
-	g := s.names[string(rec.Key)]
-	if g == nil {
-		g = &rollupGroup{name: string(rec.Key), nameb: append([]byte(nil), rec.Key...)}
-		s.names[g.name] = g
+	e, created := r.tab.Upsert(int(kg), rec.Key)
+	g := e.Mut()
+	if created {
+		g.nameb = []byte(e.Key())
 	}
 	var w *rollupWin
-	for _, x := range g.wins {
-		if x.start == ws {
-			w = x
+	for i := range g.wins {
+		if g.wins[i].start == ws {
+			w = &g.wins[i]
 			break
 		}
 	}
 	if w == nil {
-		w = &rollupWin{start: ws}
-		g.wins = append(g.wins, w)
+		g.wins = append(g.wins, rollupWin{start: ws})
+		w = &g.wins[len(g.wins)-1]
 		r.nextEnd = min(r.nextEnd, end)
 	}
 	w.count += count
@@ -161,35 +157,143 @@ func (r *Rollup) Advance(wm int64, out Emitter) {
 	}
 	fired := r.fired[:0]
 	next := int64(math.MaxInt64)
-	for _, s := range r.groups {
-		if s == nil {
-			continue
-		}
-		for _, g := range s.names {
+	r.kgs = r.tab.AppendGroups(r.kgs[:0])
+	for _, kg := range r.kgs {
+		r.tab.Range(kg, func(e *rollupEntry) bool {
+			fire := false
+			for i := range e.Val().wins {
+				if end := windowEnd(e.Val().wins[i].start, r.w); end > wm {
+					next = min(next, end)
+				} else {
+					fire = true
+				}
+			}
+			if !fire {
+				return true
+			}
+			g := e.Mut()
 			kept := g.wins[:0]
 			for _, w := range g.wins {
-				if end := windowEnd(w.start, r.w); end > wm {
-					next = min(next, end)
+				if windowEnd(w.start, r.w) > wm {
 					kept = append(kept, w)
 					continue
 				}
-				fired = append(fired, rollupFiring{g: g, w: w, kg: s.kg})
+				fired = append(fired, rollupFiring{e: e, w: w, kg: KeyGroup(kg)})
 			}
 			clear(g.wins[len(kept):])
 			g.wins = kept
-		}
+			return true
+		})
 	}
 	r.nextEnd = next
 	slices.SortFunc(fired, func(a, b rollupFiring) int {
-		return cmp.Or(cmp.Compare(a.w.start, b.w.start), strings.Compare(a.g.name, b.g.name))
+		return cmp.Or(cmp.Compare(a.w.start, b.w.start), strings.Compare(a.e.Key(), b.e.Key()))
 	})
-	for _, f := range fired {
-		w := f.w
+	for i := range fired {
+		f := &fired[i]
+		w := &f.w
 		r.top = append(r.top[:0], w.top[:w.ntop]...)
-		res := Result{Op: KindRollup, Key: f.g.name, Window: w.start, Count: w.count, Sum: w.sum, Top: r.top}
+		res := Result{Op: KindRollup, Key: f.e.Key(), Window: w.start, Count: w.count, Sum: w.sum, Top: r.top}
 		r.data = res.AppendJSON(r.data[:0])
-		out.Emit(0, f.kg, Record{Key: f.g.nameb, Time: w.start, Value: w.count, Data: r.data})
+		out.Emit(0, f.kg, Record{Key: f.e.Val().nameb, Time: w.start, Value: w.count, Data: r.data})
 	}
 	clear(fired)
 	r.fired = fired[:0]
+}
+
+// Capture implements Stateful: it pins the groups' state (see
+// state.Table.Capture).
+func (r *Rollup) Capture(full bool) Captured {
+	return captured[rollupGroup]{c: r.tab.Capture(full), enc: appendRollupGroup}
+}
+
+// Restore implements Stateful.
+func (r *Rollup) Restore(groups []state.GroupData) error {
+	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup, key []byte, v rollupGroup) {
+		e, _ := r.tab.Upsert(int(kg), key)
+		v.nameb = []byte(e.Key())
+		*e.Mut() = v
+		for _, w := range v.wins {
+			r.nextEnd = min(r.nextEnd, windowEnd(w.start, r.w))
+		}
+	})
+}
+
+// DropGroups implements Stateful.
+func (r *Rollup) DropGroups(kgs []KeyGroup) {
+	for _, kg := range kgs {
+		r.tab.DropGroup(int(kg))
+	}
+}
+
+// appendRollupGroup appends the snapshot encoding of a group's state: the
+// number of open windows (uvarint), then per window its start, count and
+// sum (varints), the number of top keys (uvarint, at most 3) and each top
+// key as its length (uvarint), bytes and count (varint). The name is the
+// entry's key.
+func appendRollupGroup(b []byte, g *rollupGroup) []byte {
+	b = binary.AppendUvarint(b, uint64(len(g.wins)))
+	for i := range g.wins {
+		w := &g.wins[i]
+		b = binary.AppendVarint(b, w.start)
+		b = binary.AppendVarint(b, w.count)
+		b = binary.AppendVarint(b, w.sum)
+		b = binary.AppendUvarint(b, uint64(w.ntop))
+		for _, t := range w.top[:w.ntop] {
+			b = binary.AppendUvarint(b, uint64(len(t.Key)))
+			b = append(b, t.Key...)
+			b = binary.AppendVarint(b, t.Count)
+		}
+	}
+	return b
+}
+
+// decodeGroup decodes what appendRollupGroup wrote, checking that starts
+// are aligned and distinct and that each top list is in order (count
+// descending, key ascending), as offer keeps it.
+func (r *Rollup) decodeGroup(_, b []byte) (rollupGroup, error) {
+	vr := valReader{b: b}
+	var g rollupGroup
+	n := vr.uvarint("number of windows", uint64(len(b)/4))
+	starts := make([]int64, 0, n)
+	for range n {
+		var w rollupWin
+		w.start, w.count, w.sum = vr.varint("window start"), vr.varint("window count"), vr.varint("window sum")
+		w.ntop = int(vr.uvarint("number of top keys", uint64(len(w.top))))
+		for i := range w.ntop {
+			kl := vr.uvarint("top key length", math.MaxInt)
+			if vr.err == nil && kl > uint64(len(vr.b)) {
+				vr.fail("top key longer than the value")
+			}
+			if vr.err != nil {
+				break
+			}
+			w.top[i].Key = string(vr.b[:kl])
+			vr.b = vr.b[kl:]
+			w.top[i].Count = vr.varint("top key count")
+			if vr.err == nil && (w.top[i].Count < 1 || i > 0 && !topBefore(w.top[i-1], w.top[i])) {
+				vr.fail("top keys out of order")
+			}
+		}
+		if vr.err != nil {
+			break
+		}
+		if WindowStart(w.start, r.w) != w.start {
+			vr.fail(fmt.Sprintf("window start %d not aligned", w.start))
+			break
+		}
+		g.wins = append(g.wins, w)
+		starts = append(starts, w.start)
+	}
+	slices.Sort(starts)
+	if len(slices.Compact(starts)) != int(n) && vr.err == nil {
+		vr.fail("two windows with the same start")
+	}
+	return g, vr.end()
+}
+
+// topBefore reports whether a may precede b in a top list (a key offered
+// twice, which a correct runtime never does, ties with itself).
+func topBefore(a, b TopKey) bool {
+	return a.Count > b.Count || a.Count == b.Count && a.Key <= b.Key
 }

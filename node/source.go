@@ -20,6 +20,8 @@ type sourceState struct {
 	parts    []*partState
 	restored *sourceCheckpoint                    // where to resume, from a checkpoint
 	trimv    map[job.InstanceID]map[[2]int]uint64 // latest trim per downstream: (producer, kg) → seq
+	origin   int64                                // pacing: the event time due at start (MaxWatermark: not yet known)
+	start    time.Time
 }
 
 // partState is one source partition being read.
@@ -48,6 +50,11 @@ type marker struct {
 // sourceCheckpoint is the "source" section of a source's checkpoint.
 type sourceCheckpoint struct {
 	Parts []partCheckpoint `json:"parts"`
+	// The pacing clock: event time Origin was due at wall time StartMs
+	// (Unix ms). A restored source keeps it, so it catches up with the
+	// backlog that built up while it was down instead of lagging forever.
+	Origin  int64 `json:"origin"`
+	StartMs int64 `json:"start_ms"`
 }
 
 type partCheckpoint struct {
@@ -66,6 +73,11 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 	}
 	s.src = src
 	s.trimv = map[job.InstanceID]map[[2]int]uint64{}
+	s.origin, s.start = job.MaxWatermark, time.Now()
+	if restored != nil && restored.StartMs != 0 {
+		s.origin, s.start = restored.Origin, time.UnixMilli(restored.StartMs)
+		in.origin.Store(s.origin)
+	}
 	pt := in.ports[0]
 	for _, p := range in.place.Partitions {
 		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}}
@@ -114,7 +126,10 @@ func (s *sourceState) watermark() int64 {
 // mark takes a marker of every partition (at a checkpoint) and returns the
 // checkpoint section.
 func (s *sourceState) mark(in *instance) sourceCheckpoint {
-	var cp sourceCheckpoint
+	cp := sourceCheckpoint{Origin: s.origin, StartMs: s.start.UnixMilli()}
+	if s.origin == job.MaxWatermark {
+		cp.StartMs = 0 // nothing read yet: a restore starts the clock afresh
+	}
 	for _, ps := range s.parts {
 		max, started := ps.clock.State()
 		m := marker{Pos: ps.pos, Max: max, Started: started,
@@ -249,18 +264,16 @@ func (in *instance) runSource(ctx context.Context) {
 	if speed <= 0 {
 		speed = 1
 	}
-	start := time.Now()
-	t0 := int64(job.MaxWatermark)
 	flushEvery := time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond
-	lastFlush := start
+	lastFlush := time.Now()
 	const chunk = 1024
 
 	// allowed is the latest event time that may be emitted now.
 	allowed := func(now time.Time) int64 {
-		if !o.Paced || t0 == job.MaxWatermark {
+		if !o.Paced || s.origin == job.MaxWatermark {
 			return job.MaxWatermark
 		}
-		return t0 + int64(float64(now.Sub(start).Milliseconds())*speed)
+		return s.origin + int64(float64(now.Sub(s.start).Milliseconds())*speed)
 	}
 	for {
 		select {
@@ -301,9 +314,9 @@ func (in *instance) runSource(ctx context.Context) {
 					ps.datBuf = append(ps.datBuf[:0], rec.Data...)
 					ps.rec = job.Record{Key: ps.keyBuf, Time: rec.Time, Value: rec.Value, Data: ps.datBuf}
 					ps.held = true
-					if t0 == job.MaxWatermark {
-						t0 = rec.Time
-						in.origin.Store(t0)
+					if s.origin == job.MaxWatermark {
+						s.origin, s.start = rec.Time, now
+						in.origin.Store(rec.Time)
 						limit = allowed(now)
 					}
 				}
@@ -336,7 +349,7 @@ func (in *instance) runSource(ctx context.Context) {
 		}
 		if waiting {
 			// Sleep until the next record is due, but wake for control.
-			due := start.Add(time.Duration(float64(nextDue-t0)/speed) * time.Millisecond)
+			due := s.start.Add(time.Duration(float64(nextDue-s.origin)/speed) * time.Millisecond)
 			d := min(time.Until(due), flushEvery)
 			if d > 0 {
 				t := time.NewTimer(d)

@@ -16,9 +16,12 @@ import (
 // inputs.
 //
 // It fails with ErrBrokenChain if the chain is empty, does not start with
-// a full snapshot, mixes instances, or if a delta's Base or Parent does not
-// match (Base: the first snapshot's ID; Parent: the previous one's ID) or
-// its generation is older than its parent's.
+// a full snapshot, mixes instances, or if a delta's Parent is not the
+// previous snapshot's ID, its generation is older than its parent's, or its
+// Base is neither at or before the first snapshot's ID nor the ID of an
+// earlier snapshot of the chain. (Base names the full snapshot the writer's
+// chain started at, or the checkpoint a restored writer continued from; the
+// first snapshot may come after it when it is a compaction.)
 func Merge(chain []*Snapshot) (*Snapshot, error) {
 	if len(chain) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrBrokenChain)
@@ -34,8 +37,8 @@ func Merge(chain []*Snapshot) (*Snapshot, error) {
 			return nil, fmt.Errorf("%w: checkpoint %d of %s follows one of %s", ErrBrokenChain, s.ID, s.Instance, base.Instance)
 		case s.Full:
 			return nil, fmt.Errorf("%w: %s checkpoint %d: a full snapshot inside the chain of %d", ErrBrokenChain, s.Instance, s.ID, base.ID)
-		case s.Base != base.ID:
-			return nil, fmt.Errorf("%w: %s checkpoint %d: base %d, want %d", ErrBrokenChain, s.Instance, s.ID, s.Base, base.ID)
+		case s.Base > base.ID && !slices.ContainsFunc(chain[:i+1], func(p *Snapshot) bool { return p.ID == s.Base }):
+			return nil, fmt.Errorf("%w: %s checkpoint %d: base %d is neither at or before %d nor in the chain", ErrBrokenChain, s.Instance, s.ID, s.Base, base.ID)
 		case s.Parent != prev.ID:
 			return nil, fmt.Errorf("%w: %s checkpoint %d: parent %d, want %d", ErrBrokenChain, s.Instance, s.ID, s.Parent, prev.ID)
 		case s.Gen < prev.Gen:

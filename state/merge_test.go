@@ -63,6 +63,15 @@ func TestMerge(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// A compaction (a full snapshot at 5) starts the chain after the
+	// delta's base; a restored writer continues with its restore point as
+	// base.
+	compacted := &Snapshot{Instance: "a", ID: 5, Full: true, Base: 5, Groups: []GroupData{{KG: 1, Entries: kvs("a=1")}}}
+	after := &Snapshot{Instance: "a", ID: 6, Base: 4, Parent: 5, Groups: []GroupData{{KG: 1, Entries: kvs("b=6")}}}
+	restored := &Snapshot{Instance: "a", Gen: 2, ID: 7, Base: 6, Parent: 6, Groups: []GroupData{{KG: 1, Entries: kvs("c=7")}}}
+	if got, err := Merge([]*Snapshot{compacted, after, restored}); err != nil || show(got) != "1: a=1 b=6 c=7; " {
+		t.Fatalf("compacted and continued chain: %q, %v", show(got), err)
+	}
 	if one, err := Merge([]*Snapshot{full}); err != nil || show(one) != show(full) {
 		t.Fatalf("merge of a full snapshot alone: %v %v", show(one), err)
 	}
@@ -71,7 +80,7 @@ func TestMerge(t *testing.T) {
 		"empty":             nil,
 		"starts with delta": {d5, d6},
 		"skips a delta":     {full, d6},
-		"wrong base":        {full, {Instance: "a", ID: 5, Base: 3, Parent: 4}},
+		"wrong base":        {full, d5, {Instance: "a", ID: 7, Base: 6, Parent: 5}},
 		"other instance":    {full, {Instance: "b", ID: 5, Base: 4, Parent: 4}},
 		"full inside":       {full, {Instance: "a", ID: 5, Full: true, Base: 5}},
 		"older generation":  {{Instance: "a", Gen: 2, ID: 4, Full: true, Base: 4}, {Instance: "a", Gen: 1, ID: 5, Base: 4, Parent: 4}},

@@ -123,6 +123,7 @@ type Decision struct {
 	Changed    bool
 	Why        Why
 	Optimum    time.Duration // the model's optimum before bounds (Max if infinite)
+	Lower      time.Duration // Config.Min
 	Upper      time.Duration // the effective upper bound: Max, or MaxBackup/rate
 	Inputs     Params        // the smoothed measurements the model used
 	Failures   int           // failures observed, all instances
@@ -139,7 +140,12 @@ func (d Decision) Reason() string {
 	case Moved:
 		fmt.Fprintf(&b, "%s -> %s: optimum moved", fmtDur(d.Previous), fmtDur(d.Interval))
 	case Bounded:
-		fmt.Fprintf(&b, "%s -> %s: optimum %s clamped to [min, %s]", fmtDur(d.Previous), fmtDur(d.Interval), fmtDur(d.Optimum), fmtDur(d.Upper))
+		if d.Changed {
+			fmt.Fprintf(&b, "%s -> %s", fmtDur(d.Previous), fmtDur(d.Interval))
+		} else {
+			fmt.Fprintf(&b, "kept %s", fmtDur(d.Interval))
+		}
+		fmt.Fprintf(&b, ": optimum %s is outside the bounds %s..%s", fmtDur(d.Optimum), fmtDur(d.Lower), fmtDur(d.Upper))
 	case NoInput:
 		fmt.Fprintf(&b, "%s -> %s: no input, nothing to replay", fmtDur(d.Previous), fmtDur(d.Interval))
 		if !d.Changed {
@@ -479,7 +485,7 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 		}
 		e.decided, e.hasDec = now, true
 		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
-			Failures: failures, Exposure: exposure, Upper: c.cfg.Max}
+			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max}
 		d.Inputs = c.params(e, f)
 		switch {
 		case !e.capacity.ok:
@@ -496,14 +502,15 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 			target := min(max(d.Optimum, c.cfg.Min), d.Upper)
 			cur := e.interval
 			h := 1 + c.cfg.Hysteresis
+			inBand := float64(target) <= float64(cur)*h && float64(target)*h >= float64(cur)
+			if cur < c.cfg.Min || cur > d.Upper || !inBand {
+				d.Interval = target
+			}
 			switch {
-			case cur < c.cfg.Min || cur > d.Upper:
-				d.Why, d.Interval = Bounded, target
-			case float64(target) > float64(cur)*h || float64(target)*h < float64(cur):
-				d.Why, d.Interval = Moved, target
-				if target != d.Optimum {
-					d.Why = Bounded
-				}
+			case target != d.Optimum:
+				d.Why = Bounded
+			case d.Interval != cur:
+				d.Why = Moved
 			default:
 				d.Why = Kept
 			}

@@ -157,6 +157,10 @@ func fmtSec(s float64) string {
 	switch {
 	case math.IsInf(s, 0) || math.IsNaN(s):
 		return fmt.Sprint(s)
+	case a == 0:
+		return "0s"
+	case a < 1e-3:
+		return fmt.Sprintf("%.3gµs", s*1e6)
 	case a < 1:
 		return fmt.Sprintf("%.3gms", s*1e3)
 	case a < 120:

@@ -58,6 +58,8 @@ type Sim struct {
 	horizon float64
 	mtbf    float64
 	ids     []job.InstanceID
+	// The load per block of simBlock seconds: its sum and its largest second.
+	blockSum, blockMax []float64
 }
 
 // NewSim checks the scenario and prepares it.
@@ -104,6 +106,15 @@ func NewSim(sc Scenario) (*Sim, error) {
 	var total float64
 	for _, c := range sc.Load {
 		total += c
+	}
+	for b := 0; b < len(sc.Load); b += simBlock {
+		blk := sc.Load[b:min(b+simBlock, len(sc.Load))]
+		var sum float64
+		for _, c := range blk {
+			sum += c
+		}
+		s.blockSum = append(s.blockSum, sum)
+		s.blockMax = append(s.blockMax, slices.Max(blk))
 	}
 	for i := range sc.Instances {
 		s.ids = append(s.ids, job.MakeInstanceID("count", i))
@@ -269,15 +280,6 @@ func (r *ring) pop() {
 	r.size--
 }
 
-// nextAt is the time the oldest pending checkpoint becomes durable (+Inf
-// if none).
-func (r *ring) nextAt() float64 {
-	if r.size == 0 {
-		return math.Inf(1)
-	}
-	return r.buf[r.head].at
-}
-
 // simInst is one instance's state during a run.
 type simInst struct {
 	mu, invMu, share, stateL float64
@@ -359,7 +361,7 @@ func (s *Sim) Run(policy string) (*Result, error) {
 	for from := 0; from < len(sc.Load); from += chunk {
 		to := min(from+chunk, len(sc.Load))
 		for i := range insts {
-			insts[i].run(sc.Load[from:to], from, &p, ctl, s.ids[i])
+			insts[i].run(s, from, to, &p, ctl, s.ids[i])
 		}
 		if !online || to-from != every {
 			continue
@@ -433,15 +435,32 @@ func noiseTable(sigma float64) []float64 {
 	return t
 }
 
-// run simulates the instance over load, whose first second is from.
-func (in *simInst) run(load []float64, from int, p *stepParams, ctl *Controller, id job.InstanceID) {
+// simBlock is the length in seconds of the blocks the simulator crosses in
+// one step when nothing happens in them.
+const simBlock = 16
+
+// run simulates the instance over seconds [from, to) of the load.
+func (in *simInst) run(s *Sim, from, to int, p *stepParams, ctl *Controller, id job.InstanceID) {
+	load := s.sc.Load
 	q, pos, useful := in.q, in.pos, in.r.Useful
 	mu, invMu, share := in.mu, in.invMu, in.share
 	next := in.nextEvent()
-	for k, rate := range load {
-		a := rate * share
-		t1 := float64(from + k + 1)
-		if next >= t1 { // the common case: a second free of events
+	for sec := from; sec < to; {
+		// A whole block free of events, with no backlog and no second
+		// above capacity: the instance processes what arrives.
+		if sec%simBlock == 0 && q == 0 && sec+simBlock <= to && next >= float64(sec+simBlock) {
+			if b := sec / simBlock; s.blockMax[b]*share <= mu {
+				a := s.blockSum[b] * share
+				pos += a
+				useful += a * invMu
+				sec += simBlock
+				continue
+			}
+		}
+		a := load[sec] * share
+		sec++
+		t1 := float64(sec)
+		if next >= t1 { // a second free of events
 			if q == 0 && a <= mu {
 				pos += a
 				useful += a * invMu
@@ -467,7 +486,7 @@ func (in *simInst) nextEvent() float64 {
 	if in.act != actNone {
 		return math.Inf(-1)
 	}
-	t := min(in.nextCkpt, in.pending.nextAt())
+	t := in.nextCkpt
 	if in.fi < len(in.fails) {
 		t = min(t, in.fails[in.fi])
 	}
@@ -505,9 +524,6 @@ func (in *simInst) step(t0, t1, a float64, p *stepParams, ctl *Controller, id jo
 		if in.fi < len(in.fails) && in.fails[in.fi] < ev {
 			ev = in.fails[in.fi]
 		}
-		if pr := &in.pending; pr.size > 0 && pr.buf[pr.head].at < ev {
-			ev = pr.buf[pr.head].at
-		}
 		if ev < t {
 			ev = t
 		}
@@ -522,13 +538,9 @@ func (in *simInst) step(t0, t1, a float64, p *stepParams, ctl *Controller, id jo
 		if t >= t1 {
 			return
 		}
-		// Events at t: completion, durability, failure, then a new capture.
+		// Events at t: completion, failure, then a new capture.
 		if in.act != actNone && t >= in.busyUntil {
 			in.complete(t, p, ctl, id)
-		}
-		for in.pending.size > 0 && in.pending.front().at <= t {
-			in.durPos = in.pending.front().pos
-			in.pending.pop()
 		}
 		if in.fi < len(in.fails) && in.fails[in.fi] <= t {
 			in.fi++
@@ -560,6 +572,7 @@ func (in *simInst) complete(t float64, p *stepParams, ctl *Controller, id job.In
 	case actCapture:
 		in.r.Checkpoint += in.actCost
 		in.r.Checkpoints++
+		in.settle(t)
 		in.pending.push(pendingCkpt{at: t + p.persist, pos: in.actPos, cost: in.actCost})
 		if ctl != nil {
 			n := in.actPos - in.prevCap
@@ -574,9 +587,20 @@ func (in *simInst) complete(t float64, p *stepParams, ctl *Controller, id job.In
 	in.act = actNone
 }
 
+// settle marks the pending checkpoints durable by t as such. Durability
+// matters only at a failure, so it is settled lazily: there, and when a
+// new checkpoint is queued.
+func (in *simInst) settle(t float64) {
+	for in.pending.size > 0 && in.pending.front().at <= t {
+		in.durPos = in.pending.front().pos
+		in.pending.pop()
+	}
+}
+
 // fail: the instance's work in progress and its pending checkpoints are
 // lost; it recovers from its last durable checkpoint.
 func (in *simInst) fail(t float64, p *stepParams) {
+	in.settle(t)
 	in.r.Failures++
 	if in.act != actNone {
 		in.r.Lost += t - in.actStart

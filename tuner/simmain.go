@@ -238,14 +238,14 @@ func intervalSummary(r *Result) IntervalSummary {
 
 func printTable(w io.Writer, sim *Sim, ld *Load, fl *Failures, results []*Result, rep *SimReport) {
 	peak := slices.Max(ld.Counts)
-	fmt.Fprintf(w, "load      %s: %s s (%s), mean %.4g rec/s", ld.Spec, fmtCount(float64(len(ld.Counts))), fmtSec(float64(len(ld.Counts))), ld.Mean()/ld.Scale)
+	fmt.Fprintf(w, "load      %s: %s s (%s), mean %s rec/s", ld.Spec, fmtCount(float64(len(ld.Counts))), fmtSec(float64(len(ld.Counts))), fmtRate(ld.Mean()/ld.Scale))
 	if ld.Scale != 1 {
-		fmt.Fprintf(w, " x scale %g = %.4g rec/s", ld.Scale, ld.Mean())
+		fmt.Fprintf(w, " x scale %g = %s rec/s", ld.Scale, fmtRate(ld.Mean()))
 	}
-	fmt.Fprintf(w, ", peak %.4g rec/s\n", peak)
+	fmt.Fprintf(w, ", peak %s rec/s\n", fmtRate(peak))
 	sh := sim.Shares()
-	fmt.Fprintf(w, "cluster   %d instances, capacity %.4g rec/s (mean utilisation %.0f%%), %d keys zipf %g, load shares %.1f%%..%.1f%%\n",
-		sim.sc.Instances, rep.Capacity, 100*rep.Utilisation, sim.sc.Keys, sim.sc.Zipf, 100*slices.Min(sh), 100*slices.Max(sh))
+	fmt.Fprintf(w, "cluster   %d instances, capacity %s rec/s (mean utilisation %.0f%%), %d keys zipf %g, load shares %.1f%%..%.1f%%\n",
+		sim.sc.Instances, fmtRate(rep.Capacity), 100*rep.Utilisation, sim.sc.Keys, sim.sc.Zipf, 100*slices.Min(sh), 100*slices.Max(sh))
 	sc := sim.sc
 	fmt.Fprintf(w, "costs     checkpoint %s + %s/dirty key (noise %.0f%%), persist %s; recovery: detect %s, restart %s, load %s + %s/key\n",
 		fmtDur(sc.Base), fmtSec(sc.PerKey), 100*sc.CostNoise, fmtDur(sc.Persist), fmtDur(sc.Detect), fmtDur(sc.Restart), fmtDur(sc.LoadBase), fmtSec(sc.LoadPerKey))
@@ -255,8 +255,8 @@ func printTable(w io.Writer, sim *Sim, ld *Load, fl *Failures, results []*Result
 	for _, r := range results {
 		iv := rep.Interval[r.Policy]
 		ivs := fmtSec(iv.Median)
-		if iv.Min != iv.Max {
-			ivs = fmt.Sprintf("%s..%s (%s)", fmtSec(iv.Min), fmtSec(iv.Max), fmtSec(iv.Median))
+		if lo, hi := fmtSec(iv.Min), fmtSec(iv.Max); lo != hi {
+			ivs = fmt.Sprintf("%s..%s (%s)", lo, hi, ivs)
 		}
 		wst := rep.Waste[r.Policy]
 		gain := ""
@@ -267,6 +267,14 @@ func printTable(w io.Writer, sim *Sim, ld *Load, fl *Failures, results []*Result
 			100*wst["checkpoint"], 100*wst["lost_work"], 100*wst["replay"], 100*wst["downtime"], gain)
 	}
 	fmt.Fprintln(w, "\nwaste is a share of the total (useful + wasted) time; interval: min..max (median) over instances and time")
+}
+
+// fmtRate prints a rate: 4 significant digits, whole numbers from 10,000.
+func fmtRate(r float64) string {
+	if r >= 1e4 {
+		return fmtCount(r)
+	}
+	return fmt.Sprintf("%.4g", r)
 }
 
 // fmtCount prints n with thousands separators.

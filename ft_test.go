@@ -24,17 +24,27 @@ func (c *cluster) events() []events.Event { return runEvents(c.t, c.dir) }
 // waitEvent waits for an event of kind (on node, if given) and returns it.
 func (c *cluster) waitEvent(kind events.Kind, node string) *events.Event {
 	c.t.Helper()
-	var e *events.Event
-	waitFor(c.t, 60*time.Second, fmt.Sprintf("a %s event %s", kind, node), func() (bool, string) {
-		evs := c.events()
-		e = findEvent(evs, kind, node)
-		last := "no events"
-		if len(evs) > 0 {
-			last = evs[len(evs)-1].Line()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if e := findEvent(c.events(), kind, node); e != nil {
+			return e
 		}
-		return e != nil, last
-	})
-	return e
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.dump()
+	c.t.Fatalf("timed out after 60s waiting for a %s event %s", kind, node)
+	return nil
+}
+
+// dump logs the run's events, less the frequent ones: what a failed test saw.
+func (c *cluster) dump() {
+	for _, e := range c.events() {
+		switch e.Kind {
+		case events.InstancePlaced, events.WindowFired, events.Checkpoint, "trim":
+		default:
+			c.t.Log(e.Line())
+		}
+	}
 }
 
 // pid returns the process id of node name.
@@ -71,11 +81,7 @@ func (c *cluster) verifyOK() {
 	c.t.Helper()
 	code, out, errOut := spate(c.t, "verify", "--data", c.dir)
 	if code != 0 {
-		for _, e := range c.events() {
-			if e.Kind != events.InstancePlaced && e.Kind != events.WindowFired && e.Kind != events.Checkpoint {
-				c.t.Log(e.Line())
-			}
-		}
+		c.dump()
 		c.t.Fatalf("verify: exit %d: %s%s", code, out, errOut)
 	}
 }
@@ -171,7 +177,10 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			c, wait := startFT(t, "spate", 3)
 			victim := c.host("count#0")
-			c.waitEvent(events.Checkpoint, "count#0")
+			waitFor(t, 60*time.Second, "two checkpoints of count#0", func() (bool, string) {
+				n := len(c.manifest()["count#0"])
+				return n >= 2, fmt.Sprintf("%d", n)
+			})
 			// Freeze the node so that no checkpoint of count#0 completes
 			// while we damage the latest one.
 			c.signal(victim, syscall.SIGSTOP)
@@ -197,26 +206,17 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 	}
 }
 
-// stableLatest waits until the checkpoint manifest has stopped changing
-// for a second and returns the file of inst's latest complete checkpoint.
+// stableLatest waits until the checkpoint manifest has at least two
+// checkpoints of inst (so there is a fallback) and has stopped changing for
+// a second, and returns the file of inst's latest complete checkpoint.
 func (c *cluster) stableLatest(inst string) string {
 	c.t.Helper()
 	var last, file string
 	var since time.Time
 	waitFor(c.t, 60*time.Second, "a stable manifest", func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"))
-		if err != nil {
-			return false, err.Error()
-		}
-		var m struct {
-			Instances map[string][]struct{ File string }
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			return false, err.Error()
-		}
-		cps := m.Instances[inst]
-		if len(cps) == 0 {
-			return false, "no checkpoint of " + inst
+		cps := c.manifest()[inst]
+		if len(cps) < 2 {
+			return false, "fewer than two checkpoints of " + inst
 		}
 		if f := cps[len(cps)-1].File; f != last {
 			last, since = f, time.Now()
@@ -226,4 +226,19 @@ func (c *cluster) stableLatest(inst string) string {
 		return time.Since(since) > time.Second, "changed " + time.Since(since).String() + " ago"
 	})
 	return file
+}
+
+// manifest reads the complete checkpoints of every instance (the files).
+func (c *cluster) manifest() map[string][]struct{ File string } {
+	b, err := os.ReadFile(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"))
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Instances map[string][]struct{ File string }
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m.Instances
 }

@@ -11,6 +11,7 @@ import (
 	"spate/coord"
 	"spate/node"
 	"spate/traces"
+	"spate/tuner"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -22,7 +23,8 @@ usage: spate COMMAND [flags]
 
   up        start a cluster and run a job (spate up --help for flags)
   verify    compare a run's output with the oracle
-  bench     side-by-side benchmarks: throughput
+  bench     side-by-side benchmarks: throughput, overhead, recovery
+  tuner     sim: the checkpoint-interval policies on a load and a failure trace
   traces    show FILE: a trace's summary and rate sparkline
   version   print the version
 `
@@ -44,6 +46,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return coord.VerifyMain(rest, stdout, stderr)
 	case "bench":
 		return bench.Main(rest, stdout, stderr)
+	case "tuner":
+		if len(rest) == 0 || rest[0] != "sim" {
+			fmt.Fprintln(stderr, "usage: spate tuner sim --load SOURCE --failures SOURCE [--seed N] [--json] [--plot FILE]")
+			return 2
+		}
+		return tuner.SimMain(rest[1:], stdout, stderr)
 	case "traces":
 		if len(rest) != 2 || rest[0] != "show" {
 			fmt.Fprintln(stderr, "usage: spate traces show FILE")

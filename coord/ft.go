@@ -230,6 +230,10 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		if len(chains) > 1 {
 			rs.Fallback = chains[1]
 		}
+		// With one complete checkpoint no trim has been ordered on its
+		// behalf yet: the upstreams still hold everything, so an empty
+		// start is a fallback too.
+		rs.Scratch = len(chains) == 1
 		r.placed = c.opt.Now()
 		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost},
 			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
@@ -280,9 +284,17 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	}
 	r := c.recovering[p.ID]
 	if m.Error != "" {
-		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s", p.ID, m.Error)
+		// Nothing left to restore from: the instance is lost, and its
+		// downstreams treat its streams as ended so the job still drains
+		// (verify then reports what is missing).
+		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s; the instance is lost", p.ID, m.Error)
 		c.lost[p.ID] = true
 		delete(c.recovering, p.ID)
+		for _, name := range c.order {
+			if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+				_ = n.send(wire.Control{Kind: wire.CtlLost, Instances: []job.InstanceID{p.ID}})
+			}
+		}
 		return
 	}
 	if r != nil {

@@ -260,7 +260,7 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	in, err := newInstance(n, n.plan, &r.Place)
 	if err == nil {
 		answer.ID, err = in.restore(r.Chain)
-		if err != nil && len(r.Fallback) > 0 {
+		if err != nil && (len(r.Fallback) > 0 || r.Scratch) {
 			n.event("checkpoint_fallback", r.Place.ID, map[string]any{"error": err.Error()},
 				"latest checkpoint of %s unusable (%v); falling back to the previous one", r.Place.ID, err)
 			if in, err = newInstance(n, n.plan, &r.Place); err == nil {

@@ -10,8 +10,10 @@
 // another goroutine encodes it while the owner goes on.
 //
 //  1. At a batch boundary the owner calls Table.Capture (through its
-//     operator). It costs O(key groups + dirty entries) pointer work and
-//     copies no value: the captured entries are pinned.
+//     operator). It costs O(key groups), whatever the number of keys or
+//     dirty keys: it hands each group's entry list (full) or dirty list
+//     (delta) over, touches no entry and copies no value. The captured
+//     entries are pinned.
 //  2. A background goroutine runs EncodeCapture (Capture.Each), which
 //     reads each pinned value in place, concurrently with the owner's
 //     Process and Advance. If the owner changes a pinned value first
@@ -33,21 +35,26 @@
 //
 // Get, Upsert, Delete, Range, DropGroup and Capture belong to the owner
 // goroutine, and so does every Entry. Call Entry.Mut before every change of
-// a value. On the hot path (no capture running, or the entry already
-// saved) Mut is one atomic load and a flag test.
+// a value. On the hot path (no capture running, entry already dirty) Mut is
+// one atomic load and an epoch comparison, and inlined.
 //
 // # Snapshots and chains
 //
-// A Snapshot is full (every key of every group) or a delta (the keys
-// changed or deleted since its parent, and whole the groups created since,
-// marked Reset, as are the groups dropped since). Checkpoint ids increase
-// per instance; a delta names the full snapshot its chain starts at (Base)
-// and its predecessor (Parent); ids in a chain are consecutive. Merge folds
-// a chain into one full snapshot; Chain picks the files of a chain from
-// their names; Collectable says which files garbage collection may delete
-// while keeping the latest complete checkpoint and the previous one
-// restorable; Config.WantFull and Planner decide when a checkpoint is full
-// (every FullEvery-th, or when the deltas outweigh the base).
+// A Snapshot is full (every key of every group) or a delta (the keys changed
+// or deleted since its parent, and whole the groups created or restored
+// since, marked Reset, as are the groups dropped since). Checkpoint ids
+// increase per instance; a delta names its predecessor (Parent), which is
+// what links a chain, and the full snapshot its writer's chain started at
+// (Base), or the checkpoint a restored writer continued from. A writer that
+// continues a restored chain (next id, Parent the restored id) may do so
+// only if it restored every group of that checkpoint: otherwise the chain
+// would still hold the groups it did not take; it starts over with a full
+// snapshot instead. Ids in a chain are consecutive. Merge folds a chain into
+// one full snapshot; Chain picks the files of a chain from their names;
+// Collectable says which files garbage collection may delete while keeping
+// the latest complete checkpoint and the previous one restorable;
+// Config.WantFull and Planner decide when a checkpoint is full (every
+// FullEvery-th, or when the deltas outweigh the base).
 //
 // The stored form is a 28-byte header (magic "SPCK", version, codec, raw
 // and stored lengths, CRC-32C of header and body) and a zstd-compressed

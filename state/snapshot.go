@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -545,14 +544,4 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 	}
 	addResets(MaxGroups)
 	return out
-}
-
-// sectionsString is for error messages and tests.
-func sectionsString(m map[string][]byte) string {
-	names := make([]string, 0, len(m))
-	for n, d := range m {
-		names = append(names, fmt.Sprintf("%s(%d)", n, len(d)))
-	}
-	slices.Sort(names)
-	return strings.Join(names, ",")
 }

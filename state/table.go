@@ -14,14 +14,15 @@ import (
 //
 // Epochs. t.seq is the number of the latest capture (0: none yet); the
 // owner's changes between capture s and capture s+1 happen in epoch s+1
-// (t.epoch). An entry records the epoch of its creation (born), of its
-// latest Mut (dirtyAt: it is dirty if that is the current epoch, so a
-// capture resets every dirty flag at once by moving to the next epoch) and
-// of its deletion (gone). Capture s contains, for a group taken whole,
-// every entry with born <= s; for another group, the entries of its dirty
-// list (those with dirtyAt == s) and the keys deleted in epoch s; in both
-// cases without the entries gone by s. Capture itself touches no entry: it
-// hands each group's entry or dirty list over, so it costs O(groups).
+// (t.epoch). An entry records the epoch of its latest Mut (dirtyAt: it is
+// dirty if that is the current epoch, so a capture resets every dirty flag
+// at once by moving to the next epoch) and of its deletion (gone). Capture
+// s contains, for a group taken whole, the group's entry list as it is at
+// the capture (a slice cut at its length: entries appended later are not
+// in it, and compaction writes a new array); for another group, its dirty
+// list (the entries with dirtyAt == s) and the keys deleted in epoch s; in
+// both cases without the entries gone by s. Capture itself touches no
+// entry: it hands each group's lists over, so it costs O(groups).
 //
 // An entry e is pinned by the running capture r (t.run == r) if r includes
 // it and e.saved < r: its live value is still the value as of the capture.
@@ -31,8 +32,8 @@ import (
 // the owner stops caring about that entry. Deleting an entry or dropping
 // its group never writes its value, so neither needs to save anything.
 // Because saved, gone and run are atomics, and every other field that both
-// goroutines touch is either immutable (key, born) or guarded by mu (old,
-// and a pinned value), the scheme is race free.
+// goroutines touch is either immutable (key) or guarded by mu (old, and a
+// pinned value), the scheme is race free.
 
 // MaxGroups bounds the key-group indices of a Table: 0 <= kg < MaxGroups.
 const MaxGroups = 1 << 16
@@ -48,14 +49,14 @@ const eachBatch = 64
 // An entry belongs to the Table's owner goroutine. It stays valid until it
 // is deleted or its group is dropped; after that it must not be used.
 type Entry[V any] struct {
-	key     string
+	// What Mut reads comes first, with the value, to share its cache line.
 	g       *group[V]
-	born    uint32 // epoch of creation; immutable
 	dirtyAt uint32 // epoch of the latest Mut
 	saved   atomic.Uint32
+	val     V
+	key     string
 	gone    atomic.Uint32 // epoch of deletion; 0 while live
 	old     *V            // the value as of the running capture, saved by Mut; guarded by mu
-	val     V
 }
 
 // Key returns the entry's key.
@@ -69,6 +70,15 @@ func (e *Entry[V]) Val() *V { return &e.val }
 // first. Call it before every mutation. On the hot path (no capture
 // running) it costs one atomic load and a flag test.
 func (e *Entry[V]) Mut() *V {
+	// Small enough to be inlined; the rest is in mutSlow.
+	if t := e.g.t; t.run.Load() != 0 || e.dirtyAt != t.epoch {
+		e.mutSlow()
+	}
+	return &e.val
+}
+
+// mutSlow is Mut when a capture is running or the entry is not yet dirty.
+func (e *Entry[V]) mutSlow() {
 	g := e.g
 	t := g.t
 	if r := t.run.Load(); r != 0 && e.saved.Load() < r {
@@ -78,7 +88,6 @@ func (e *Entry[V]) Mut() *V {
 		e.dirtyAt = t.epoch
 		g.dirty = append(g.dirty, e)
 	}
-	return &e.val
 }
 
 // secure is Mut's slow path: capture r is running and has not yet seen e.
@@ -156,11 +165,24 @@ func (t *Table[V]) Get(kg int, key []byte) *Entry[V] {
 // value, dirty) if it is absent. It allocates only when it creates. kg must
 // be in [0, MaxGroups).
 func (t *Table[V]) Upsert(kg int, key []byte) (e *Entry[V], created bool) {
+	// The lookup of an existing key is small enough to be inlined.
+	if uint(kg) < uint(len(t.groups)) {
+		if g := t.groups[kg]; g != nil {
+			if e := g.m[string(key)]; e != nil {
+				return e, false
+			}
+		}
+	}
+	return t.insert(kg, key)
+}
+
+// insert is Upsert for a key that may be absent.
+func (t *Table[V]) insert(kg int, key []byte) (e *Entry[V], created bool) {
 	g := t.group(kg)
 	if e := g.m[string(key)]; e != nil {
 		return e, false
 	}
-	e = &Entry[V]{key: string(key), g: g, born: t.epoch, dirtyAt: t.epoch}
+	e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
 	e.saved.Store(t.seq) // no capture up to now needs it
 	g.m[e.key] = e
 	g.ents = append(g.ents, e)
@@ -382,7 +404,7 @@ const (
 // part is what a capture holds of one key group.
 type part[V any] struct {
 	kg      int
-	whole   bool                // ents is the group's entry list (filter by born)
+	whole   bool                // ents is the group's entry list
 	ents    []*Entry[V]         // whole: the group's entries; else the dirty ones
 	deleted map[string]struct{} // keys deleted in the capture's epoch
 }
@@ -439,9 +461,6 @@ func (c *Capture[V]) visit(p *part[V], batch []*Entry[V], fn func(kg int, key st
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	for _, e := range batch {
-		if p.whole && e.born > c.seq {
-			continue
-		}
 		if gone := e.gone.Load(); gone != 0 && gone <= c.seq {
 			continue
 		}

@@ -104,13 +104,17 @@ type Why uint8
 const (
 	Kept    Why = iota // the optimum is within the hysteresis band
 	Moved              // the optimum left the band: the interval follows it
-	Bounded            // the interval was outside [Min, max] and was clamped
+	Bounded            // the optimum is outside [Lower, Upper]: the interval is that bound
 	NoInput            // no input measured: the interval goes to its maximum
 	Unknown            // capacity not measured yet: the interval is kept
 )
 
 func (w Why) String() string {
-	return [...]string{"kept", "moved", "bounded", "no input", "unknown"}[w]
+	names := [...]string{"kept", "moved", "bounded", "no input", "unknown"}
+	if int(w) < len(names) {
+		return names[w]
+	}
+	return fmt.Sprintf("Why(%d)", w)
 }
 
 // Decision is one interval decision for one instance, with everything it
@@ -122,7 +126,7 @@ type Decision struct {
 	Previous   time.Duration
 	Changed    bool
 	Why        Why
-	Optimum    time.Duration // the model's optimum before bounds (Max if infinite)
+	Optimum    time.Duration // the model's optimum before bounds (saturated if infinite; Max with no input)
 	Lower      time.Duration // Config.Min
 	Upper      time.Duration // the effective upper bound: Max, or MaxBackup/rate
 	Inputs     Params        // the smoothed measurements the model used

@@ -301,3 +301,11 @@ func TestControllerErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestWhyString(t *testing.T) {
+	for w, want := range map[Why]string{Kept: "kept", Moved: "moved", Bounded: "bounded", NoInput: "no input", Unknown: "unknown", Why(9): "Why(9)"} {
+		if got := w.String(); got != want {
+			t.Errorf("%d: %q", w, got)
+		}
+	}
+}

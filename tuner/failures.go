@@ -153,12 +153,17 @@ func openTrace(spec, scheme, rest string) (*Failures, error) {
 	if scheme == "lanl" {
 		system = get("system")
 	}
-	for k := range vals {
+	if len(vals) > 0 {
+		unknown := make([]string, 0, len(vals))
+		for k := range vals {
+			unknown = append(unknown, k)
+		}
+		sort.Strings(unknown)
 		known := "fit, speedup"
 		if scheme == "lanl" {
 			known = "fit, speedup, system"
 		}
-		return nil, specErr(spec, "unknown parameter %q (known: %s)", k, known)
+		return nil, specErr(spec, "unknown parameter %q (known: %s)", unknown[0], known)
 	}
 	if fit == "" {
 		fit = "auto"

@@ -54,7 +54,7 @@ func TestDalyNearExactOptimum(t *testing.T) {
 	for _, tc := range []struct {
 		c, m float64 // minutes
 		tol  float64
-	}{{5, 1440, 0.001}, {5, 360, 0.002}, {5, 60, 0.01}, {5, 15, 0.05}} {
+	}{{5, 1440, 1e-5}, {5, 360, 1e-4}, {5, 60, 1e-3}, {5, 15, 5e-3}} {
 		f := func(tau float64) float64 { return math.Expm1((tau+tc.c)/tc.m) / tau }
 		lo, hi := 1e-6, tc.m*10
 		for range 200 { // golden section on a unimodal function

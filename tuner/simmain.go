@@ -15,14 +15,12 @@ import (
 	"time"
 )
 
-// SimDefaults are the defaults of `spate tuner sim`'s flags (MODEL.md,
+// The default load and failure sources of `spate tuner sim` (MODEL.md,
 // "The default scenario", says why).
-var SimDefaults = struct {
-	Load, Failures string
-}{
-	Load:     "gen:diurnal?day=24h",
-	Failures: "weibull:0.5,1h",
-}
+const (
+	DefaultSimLoad     = "gen:diurnal?day=24h"
+	DefaultSimFailures = "weibull:0.5,1h"
+)
 
 // SimReport is what `spate tuner sim --json` prints. Fractions, not
 // percentages; waste terms are fractions of the total (useful + wasted)
@@ -58,8 +56,8 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	def := DefaultConfig()
-	load := fs.String("load", SimDefaults.Load, "load source: gen:NAME, rate:PATH or trace:PATH?time=COL&key=COL (per-second counts are simulated)")
-	failures := fs.String("failures", SimDefaults.Failures, "failure source of each instance: poisson:MTBF, weibull:SHAPE,SCALE, lanl:PATH or fta:PATH")
+	load := fs.String("load", DefaultSimLoad, "load source: gen:NAME, rate:PATH or trace:PATH?time=COL&key=COL (per-second counts are simulated)")
+	failures := fs.String("failures", DefaultSimFailures, "failure source of each instance: poisson:MTBF, weibull:SHAPE,SCALE, lanl:PATH or fta:PATH")
 	seed := fs.Int64("seed", 1, "seed of failures, cost noise and generated load")
 	asJSON := fs.Bool("json", false, "print JSON")
 	plot := fs.String("plot", "", "write an SVG plot to this file")
@@ -106,6 +104,9 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if !slices.Contains(pols, PolicyOnline) {
 		return fail(fmt.Errorf("--policies must include %s (gains are relative to it)", PolicyOnline))
+	}
+	if !(*scale > 0) || !(*rate > 0) {
+		return fail(fmt.Errorf("--scale %v and --rate %v: want numbers > 0", *scale, *rate))
 	}
 	if !(*util > 0 && *util <= 10) {
 		return fail(fmt.Errorf("--util %v: want a number in (0, 10]", *util))

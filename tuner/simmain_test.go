@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-var smallArgs = []string{"--load", "gen:diurnal?day=1h", "--duration", "6h", "--failures", "weibull:0.5,10m", "--instances", "4"}
+var smallArgs = []string{"--load", "gen:diurnal?day=1h", "--duration", "6h", "--failures", "weibull:0.5,10m", "--instances", "4", "--keys", "1000"}
 
 func runSim(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
@@ -125,6 +125,7 @@ func TestSimMainErrors(t *testing.T) {
 		{"policy", []string{"--policies", "young,doci-online,wild"}, "unknown policy \"wild\""},
 		{"no online", []string{"--policies", "young"}, "must include doci-online"},
 		{"util", []string{"--util", "0"}, "--util"},
+		{"scale", []string{"--scale", "0"}, "--scale 0"},
 		{"instances", []string{"--instances", "0"}, "instances 0"},
 		{"capacity", []string{"--capacity", "-5"}, "capacity"},
 		{"arg", []string{"extra"}, "unexpected argument"},

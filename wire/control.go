@@ -95,6 +95,7 @@ type Restore struct {
 	Place    Placement   `json:"place"`
 	Chain    []string    `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
 	Fallback []string    `json:"fallback,omitempty"` // the previous complete checkpoint's chain
+	Scratch  bool        `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
 	ID       uint64      `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
 	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
 	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)

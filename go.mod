@@ -7,4 +7,4 @@ require (
 	github.com/hashicorp/yamux v0.1.2
 )
 
-require github.com/klauspost/compress v1.20.4 // indirect
+require github.com/klauspost/compress v1.20.4

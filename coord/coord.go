@@ -75,6 +75,7 @@ func (n *nodeState) send(m wire.Control) error {
 type nodeMsg struct {
 	node *nodeState
 	hb   *wire.Heartbeat
+	at   time.Time // when the heartbeat arrived
 	ctl  *wire.Control
 	err  error // the control stream ended
 }
@@ -113,6 +114,7 @@ type Coordinator struct {
 	outputs    OutputManifest
 	recovering map[job.InstanceID]*recovery
 	global     globalState
+	mw         manifestWriter
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -147,6 +149,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
 	c.manifest = newManifest(c.run, c.spec.Name)
+	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
 	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
 		return c.dir, fmt.Errorf("checkpoint store: %w", err)
 	}
@@ -243,6 +246,8 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	lctx, lcancel := context.WithCancel(context.Background())
 	defer lcancel()
 	go c.acceptLoop(lctx, ln)
+	go c.runManifestWriter()
+	defer c.flushManifest()
 
 	for i := 1; i <= c.cfg.Local; i++ {
 		name := fmt.Sprintf("n%d", i)
@@ -321,7 +326,7 @@ func (c *Coordinator) readNode(ns *nodeState, st net.Conn) {
 			case wire.THeartbeat:
 				var hb wire.Heartbeat
 				if err = wire.DecodeJSON(t, p, &hb); err == nil {
-					c.msgc <- nodeMsg{node: ns, hb: &hb}
+					c.msgc <- nodeMsg{node: ns, hb: &hb, at: c.opt.Now()}
 					continue
 				}
 			case wire.TControl:
@@ -366,40 +371,15 @@ func (c *Coordinator) loop(ctx context.Context) error {
 				}
 			}
 		case m := <-c.msgc:
-			switch {
-			case m.err != nil:
-				c.nodeLost(m.node, fmt.Sprintf("control stream ended: %v", m.err))
-			case m.hb != nil:
-				c.heartbeat(m.node, m.hb)
-			case m.ctl != nil:
-				switch m.ctl.Kind {
-				case wire.CtlReady:
-					if m.ctl.Error != "" {
-						return fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
-					}
-					ready[m.node.name] = true
-					m.node.state = "ready"
-					if len(ready) == c.cfg.Nodes && !c.started {
-						c.start()
-						if c.cfg.Duration > 0 {
-							durc = time.After(c.cfg.Duration)
-						}
-					}
-				case wire.CtlDone:
-					c.instanceDone(m.node, m.ctl.Done)
-				case wire.CtlCheckpointed:
-					if m.ctl.Checkpoint != nil {
-						c.onCheckpointed(m.node, m.ctl.Checkpoint)
-					}
-				case wire.CtlRestored:
-					c.onRestored(m.node, m.ctl)
-				case wire.CtlEvent:
-					e := m.ctl.Event
-					if e != nil {
-						c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
-					}
-				}
+			started, err := c.handleMsg(m, ready)
+			if err != nil {
+				return err
 			}
+			if started && c.cfg.Duration > 0 {
+				durc = time.After(c.cfg.Duration)
+			}
+		case w := <-c.mw.donec:
+			c.manifestWritten(w)
 		case name := <-c.exitc:
 			ns := c.nodes[name]
 			if ns.state != "lost" && ns.state != "exited" && !c.finished() {
@@ -408,6 +388,22 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			ns.state = "exited"
 			c.emit(events.NodeExited, ns.name, "", nil, "node %s exited", ns.name)
 		case <-tick.C:
+			// Take in what the nodes already said before judging them: a
+			// slow loop must not mistake its own delay for their silence.
+			for drained := false; !drained; {
+				select {
+				case m := <-c.msgc:
+					started, err := c.handleMsg(m, ready)
+					if err != nil {
+						return err
+					}
+					if started && c.cfg.Duration > 0 {
+						durc = time.After(c.cfg.Duration)
+					}
+				default:
+					drained = true
+				}
+			}
 			c.checkHeartbeats()
 			c.throughput()
 			c.checkCaughtUp()
@@ -434,6 +430,43 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			return c.finish()
 		}
 	}
+}
+
+// handleMsg acts on one message from a node; started reports that it
+// started the job.
+func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool, err error) {
+	switch {
+	case m.err != nil:
+		c.nodeLost(m.node, fmt.Sprintf("control stream ended: %v", m.err))
+	case m.hb != nil:
+		c.heartbeat(m.node, m.hb, m.at)
+	case m.ctl != nil:
+		switch m.ctl.Kind {
+		case wire.CtlReady:
+			if m.ctl.Error != "" {
+				return false, fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
+			}
+			ready[m.node.name] = true
+			m.node.state = "ready"
+			if len(ready) == c.cfg.Nodes && !c.started {
+				c.start()
+				return true, nil
+			}
+		case wire.CtlDone:
+			c.instanceDone(m.node, m.ctl.Done)
+		case wire.CtlCheckpointed:
+			if m.ctl.Checkpoint != nil {
+				c.onCheckpointed(m.node, m.ctl.Checkpoint)
+			}
+		case wire.CtlRestored:
+			c.onRestored(m.node, m.ctl)
+		case wire.CtlEvent:
+			if e := m.ctl.Event; e != nil {
+				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
+			}
+		}
+	}
+	return false, nil
 }
 
 func (c *Coordinator) joined() int {
@@ -543,11 +576,13 @@ func (c *Coordinator) start() {
 	c.emit(events.JobStarted, "", "", nil, "job %s started: %d instances on %d nodes", c.spec.Name, len(c.plan.Instances), len(c.order))
 }
 
-func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat) {
+func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time) {
 	if ns.state == "lost" {
 		return // a zombie: its word no longer counts
 	}
-	ns.lastBeat = c.opt.Now()
+	if at.After(ns.lastBeat) {
+		ns.lastBeat = at
+	}
 	if ns.stats == nil {
 		ns.stats = map[job.InstanceID]wire.InstanceStats{}
 	}

@@ -156,13 +156,9 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		c.globalCheckpointed(cp)
 	}
 	drop := c.manifest.collect(cp.Instance)
-	if err := c.writeManifest(); err != nil {
-		c.emit(events.Error, "", "", nil, "write checkpoint manifest: %v", err)
-		return
-	}
-	for _, f := range drop {
-		_ = c.store.Delete(f)
-	}
+	c.mw.version++
+	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
+	c.writeManifest()
 	kind := "delta"
 	if cp.Full {
 		kind = "full"
@@ -176,15 +172,90 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		"checkpoint %d of %s complete: %s, %d keys, %s raw, %s stored, capture %s, persist %s, total %s",
 		cp.ID, cp.Instance, kind, cp.Keys, bytesText(cp.RawBytes), bytesText(cp.Bytes),
 		usText(cp.CaptureUs), usText(cp.PersistUs), usText(cp.TotalUs))
-	_ = ns.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}})
 }
 
-func (c *Coordinator) writeManifest() error {
+// manifestWriter writes checkpoints/MANIFEST.json beside the event loop
+// (an fsync on a busy disk can take a second, and the loop must keep
+// judging heartbeats). A checkpoint's completion is acknowledged, and the
+// files it made useless are deleted, only once a manifest that records
+// it is durable.
+type manifestWriter struct {
+	version uint64 // of the manifest in memory
+	written uint64 // of the manifest on disk
+	busy    bool
+	acks    []manifestAck
+	reqc    chan manifestWrite
+	donec   chan manifestWrite
+}
+
+type manifestAck struct {
+	node    *nodeState
+	cp      wire.Checkpoint
+	version uint64
+	drop    []string
+}
+
+type manifestWrite struct {
+	version uint64
+	data    []byte
+	err     error
+}
+
+// runManifestWriter is the writer's goroutine.
+func (c *Coordinator) runManifestWriter() {
+	path := filepath.Join(c.dir, "checkpoints", "MANIFEST.json")
+	for w := range c.mw.reqc {
+		w.err = WriteFileAtomic(path, w.data, 0o644)
+		c.mw.donec <- w
+	}
+}
+
+// writeManifest hands the writer the manifest, unless it is busy (it gets
+// the newest when it is done).
+func (c *Coordinator) writeManifest() {
+	if c.mw.busy || c.mw.written == c.mw.version {
+		return
+	}
 	b, err := json.MarshalIndent(c.manifest, "", " ")
 	if err != nil {
-		return err
+		c.emit(events.Error, "", "", nil, "checkpoint manifest: %v", err)
+		return
 	}
-	return WriteFileAtomic(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"), b, 0o644)
+	c.mw.busy = true
+	c.mw.reqc <- manifestWrite{version: c.mw.version, data: b}
+}
+
+// manifestWritten acknowledges the checkpoints the durable manifest holds.
+func (c *Coordinator) manifestWritten(w manifestWrite) {
+	c.mw.busy = false
+	if w.err != nil {
+		c.emit(events.Error, "", "", nil, "write checkpoint manifest: %v", w.err)
+		return
+	}
+	c.mw.written = w.version
+	rest := c.mw.acks[:0]
+	for _, a := range c.mw.acks {
+		if a.version > w.version {
+			rest = append(rest, a)
+			continue
+		}
+		for _, f := range a.drop {
+			_ = c.store.Delete(f)
+		}
+		if a.node.state != "lost" && a.node.state != "exited" {
+			_ = a.node.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
+		}
+	}
+	c.mw.acks = rest
+	c.writeManifest()
+}
+
+// flushManifest waits for the writer and writes the final manifest.
+func (c *Coordinator) flushManifest() {
+	for c.mw.busy {
+		c.manifestWritten(<-c.mw.donec)
+	}
+	close(c.mw.reqc)
 }
 
 func (c *Coordinator) writeOutputManifest() error {

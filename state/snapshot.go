@@ -369,10 +369,15 @@ func (r *reader) byte(what string) byte {
 // bytes returns the next byte string, aliasing the body, with capacity cut
 // to its length so that an append by the user never writes into the body.
 func (r *reader) bytes(what string) []byte {
-	n := r.uvarint(what + " length")
 	if r.err != nil {
 		return nil
 	}
+	n, w := binary.Uvarint(r.b[r.off:])
+	if w <= 0 {
+		r.fail("bad %s length", what)
+		return nil
+	}
+	r.off += w
 	if n > uint64(len(r.b)-r.off) {
 		r.fail("%s of %d bytes, %d left", what, n, len(r.b)-r.off)
 		return nil
@@ -416,7 +421,7 @@ func decodeBody(raw []byte) (*Snapshot, error) {
 		prev := ""
 		for i := range n {
 			name := string(r.bytes("section name"))
-			data := r.bytes("section " + name)
+			data := r.bytes("section")
 			if r.err != nil {
 				break
 			}
@@ -483,33 +488,41 @@ func decodeBody(raw []byte) (*Snapshot, error) {
 // EncodeCapture runs c.Each and returns the captured groups in snapshot
 // form: by key group, keys in byte order, values encoded by enc (which
 // appends the encoding of *v to dst and returns it), with the resets of a
-// delta capture. Keys and values share one buffer. enc is called with the
-// table's lock held, on the goroutine that calls EncodeCapture; it must not
-// keep v.
+// delta capture. Keys and values live in a few large buffers. enc is called
+// with the table's lock held, on the goroutine that calls EncodeCapture; it
+// must not keep v.
 //
 // When EncodeCapture returns, the capture has ended (see Capture.Each).
 func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []GroupData {
-	type span struct {
-		kg             int
-		ks, vs, ve     int // key at buf[ks:vs], value at buf[vs:ve]
-		deleted, reset bool
-	}
+	const chunkSize = 64 << 10
+	type start struct{ kg, at int }
 	var (
-		buf   []byte
-		spans = make([]span, 0, c.Len())
+		kvs    = make([]KV, 0, c.Len())
+		starts []start
+		chunk  []byte // keys and values are appended here; a full chunk is left as it is
 	)
 	c.Each(func(kg int, key string, v *V, deleted bool) {
-		s := span{kg: kg, ks: len(buf), deleted: deleted}
-		buf = append(buf, key...)
-		s.vs = len(buf)
-		if !deleted {
-			buf = enc(buf, v)
+		if len(starts) == 0 || starts[len(starts)-1].kg != kg {
+			starts = append(starts, start{kg, len(kvs)})
 		}
-		s.ve = len(buf)
-		spans = append(spans, s)
+		if cap(chunk)-len(chunk) < len(key)+64 {
+			chunk = make([]byte, 0, max(chunkSize, 2*len(key)+64))
+		}
+		ks := len(chunk)
+		chunk = append(chunk, key...)
+		kv := KV{Key: chunk[ks:len(chunk):len(chunk)], Deleted: deleted}
+		if !deleted {
+			vs := len(chunk)
+			// If enc outgrows the chunk, append moves on to a new array:
+			// the old one, which earlier keys and values point into, is
+			// never written again.
+			chunk = enc(chunk, v)
+			kv.Value = chunk[vs:len(chunk):len(chunk)]
+		}
+		kvs = append(kvs, kv)
 	})
 	resets := c.Resets()
-	var out []GroupData
+	out := make([]GroupData, 0, len(starts)+len(resets))
 	ri := 0
 	addResets := func(below int) {
 		for ri < len(resets) && resets[ri] < below {
@@ -517,30 +530,19 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 			ri++
 		}
 	}
-	for i := 0; i < len(spans); {
-		kg := spans[i].kg
-		j := i
-		for j < len(spans) && spans[j].kg == kg {
-			j++
+	for i, st := range starts {
+		end := len(kvs)
+		if i+1 < len(starts) {
+			end = starts[i+1].at
 		}
-		addResets(kg)
-		g := GroupData{KG: kg, Entries: make([]KV, j-i)}
-		if ri < len(resets) && resets[ri] == kg {
+		addResets(st.kg)
+		g := GroupData{KG: st.kg, Entries: kvs[st.at:end:end]}
+		if ri < len(resets) && resets[ri] == st.kg {
 			g.Reset = true
 			ri++
 		}
-		for k, s := range spans[i:j] {
-			kv := &g.Entries[k]
-			kv.Key = buf[s.ks:s.vs:s.vs]
-			if s.deleted {
-				kv.Deleted = true
-			} else {
-				kv.Value = buf[s.vs:s.ve:s.ve]
-			}
-		}
 		slices.SortFunc(g.Entries, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
 		out = append(out, g)
-		i = j
 	}
 	addResets(MaxGroups)
 	return out

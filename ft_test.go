@@ -122,6 +122,15 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 			c.signal("n3", syscall.SIGKILL)
 			c.signal("n4", syscall.SIGKILL)
 		}},
+		{"global two killed at once", "global", func(c *cluster) {
+			c.signal("n3", syscall.SIGKILL)
+			c.signal("n4", syscall.SIGKILL)
+		}},
+		{"global killed again during its rollback", "global", func(c *cluster) {
+			c.signal(c.host("count#0"), syscall.SIGKILL)
+			c.waitEvent(events.RecoveryPlaced, "")
+			c.signal(c.host("sink#1"), syscall.SIGKILL)
+		}},
 		{"spate killed again during its recovery", "spate", func(c *cluster) {
 			c.signal(c.host("count#0"), syscall.SIGKILL)
 			e := c.waitEvent(events.RecoveryPlaced, "")
@@ -152,21 +161,25 @@ func TestPausedNodeIsFencedAsAZombie(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test")
 	}
-	dir := filepath.Join(t.TempDir(), "run")
-	// The default 1s detection timeout: the pause outlasts it.
-	cmd := startRaw(t, "up", "--headless", "--ft", "spate", "--nodes", "3", "--duration", "10s", "--rate", "30000",
-		"--interval", "300ms", "--keys", "2000", "--timeout", "1s", "--data", dir)
-	c := &cluster{t: t, dir: dir}
-	victim := c.host("count#0")
-	c.waitEvent(events.Checkpoint, "")
-	c.signal(victim, syscall.SIGSTOP)
-	c.waitEvent(events.NodeLost, victim)
-	c.waitEvent(events.RecoveryRestored, "")
-	c.signal(victim, syscall.SIGCONT) // the zombie wakes up
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("up: %v", err)
+	for _, ft := range []string{"spate", "global"} {
+		t.Run(ft, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			// A 2s detection timeout: the pause outlasts it.
+			cmd := startRaw(t, "up", "--headless", "--ft", ft, "--nodes", "3", "--duration", "10s", "--rate", "30000",
+				"--interval", "300ms", "--keys", "2000", "--timeout", "2s", "--data", dir)
+			c := &cluster{t: t, dir: dir}
+			victim := c.host("count#0")
+			c.waitEvent(events.Checkpoint, "")
+			c.signal(victim, syscall.SIGSTOP)
+			c.waitEvent(events.NodeLost, victim)
+			c.waitEvent(events.RecoveryRestored, "")
+			c.signal(victim, syscall.SIGCONT) // the zombie wakes up
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			c.verifyOK()
+		})
 	}
-	c.verifyOK()
 }
 
 func TestCorruptCheckpointFallsBack(t *testing.T) {

@@ -119,6 +119,22 @@ func startUp(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	return cmd, &out
 }
 
+// coordAddr waits for a run's coordinator address in its run.json.
+func coordAddr(t *testing.T, dir string) string {
+	t.Helper()
+	var addr string
+	waitFor(t, 30*time.Second, "run.json", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+		var ri struct{ Coord string }
+		if err != nil || json.Unmarshal(b, &ri) != nil {
+			return false, fmt.Sprint(err)
+		}
+		addr = ri.Coord
+		return addr != "", "no coordinator address"
+	})
+	return addr
+}
+
 // startRaw starts the binary with exactly args, in the background.
 func startRaw(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
@@ -264,16 +280,7 @@ func TestWrongTokenRefused(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd, out := startUp(t, "--nodes", "2", "--duration", "3s", "--rate", "20000", "--data", dir)
-	var addr string
-	waitFor(t, 30*time.Second, "run.json", func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-		var ri struct{ Coord string }
-		if err != nil || json.Unmarshal(b, &ri) != nil {
-			return false, fmt.Sprint(err)
-		}
-		addr = ri.Coord
-		return addr != "", "no coordinator address"
-	})
+	addr := coordAddr(t, dir)
 	code, _, errOut := spate(t, "node", "--join", addr, "--token", "wrong")
 	if code == 0 || !strings.Contains(errOut, "bad token") {
 		t.Fatalf("node with a wrong token: exit %d: %s", code, errOut)
@@ -361,16 +368,7 @@ func TestNodeJoinsWithToken(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd, out := startUp(t, "--nodes", "2", "--local", "1", "--duration", "3s", "--rate", "20000", "--data", dir)
-	var addr string
-	waitFor(t, 30*time.Second, "run.json", func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-		var ri struct{ Coord string }
-		if err != nil || json.Unmarshal(b, &ri) != nil {
-			return false, fmt.Sprint(err)
-		}
-		addr = ri.Coord
-		return addr != "", "no coordinator address"
-	})
+	addr := coordAddr(t, dir)
 	token, err := os.ReadFile(filepath.Join(dir, "token"))
 	if err != nil {
 		t.Fatal(err)

@@ -134,8 +134,8 @@ func TestInMemoryClusterRunsAndVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dumpEvents(t, dir)
 	if !ri.Complete || len(ri.Positions) != 2 {
+		dumpEvents(t, dir)
 		t.Fatalf("run.json positions %v complete %v", ri.Positions, ri.Complete)
 	}
 }
@@ -177,35 +177,10 @@ func TestWrongTokenIsRefusedAndChangesNothing(t *testing.T) {
 }
 
 func TestKilledNodeWithoutFaultToleranceLosesItsWindows(t *testing.T) {
-	mc := newMemCluster()
 	cfg := testConfig(t)
 	cfg.FT = "none"
 	cfg.Duration = 3 * time.Second
-	pr, pw := io.Pipe()
-	defer pr.Close()
-	killed := make(chan struct{})
-	go func() {
-		// Kill n3 once the job has started and a window has fired.
-		sc := bufio.NewScanner(pr)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), string(events.WindowFired)) {
-				once = true
-				mc.kill("n3")
-				close(killed)
-			}
-		}
-	}()
-	dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn, Out: pw})
-	pw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-killed:
-	default:
-		t.Fatal("no window fired before the end of the run: the kill never happened")
-	}
+	dir := killAfter(t, cfg, "n3", events.WindowFired)
 	if !hasEvent(readEvents(t, dir), events.NodeLost, "n3") {
 		t.Fatal("no node_lost event for n3")
 	}
@@ -216,14 +191,6 @@ func TestKilledNodeWithoutFaultToleranceLosesItsWindows(t *testing.T) {
 	}
 	if rep.OK() {
 		t.Fatalf("verify passed although n3's instances were lost: %s", rep)
-	}
-}
-
-// dumpEvents logs a run's events: what a failed test saw.
-func dumpEvents(t *testing.T, dir string) {
-	t.Helper()
-	for _, e := range readEvents(t, dir) {
-		t.Log(e.Line())
 	}
 }
 
@@ -282,5 +249,13 @@ func TestFaultToleranceRecoversAKilledNode(t *testing.T) {
 				t.Fatalf("%s %+v", rep, rep.Diffs)
 			}
 		})
+	}
+}
+
+// dumpEvents logs a run's events: what a failed test saw.
+func dumpEvents(t *testing.T, dir string) {
+	t.Helper()
+	for _, e := range readEvents(t, dir) {
+		t.Log(e.Line())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,8 +27,9 @@ type run struct {
 	evs       []events.Event
 	killAtMs  int64 // ms after the job started; 0: no kill
 	replayed  uint64
-	deltaFull [2][]float64 // bytes of delta and full checkpoints
-	keyFrac   []float64    // keys in a delta / keys in the last full, per instance
+	lastFull  map[string][2]float64 // per instance: bytes and keys of its latest full checkpoint
+	deltaFull []float64             // a delta's bytes / its instance's latest full's bytes
+	keyFrac   []float64             // a delta's keys / its instance's latest full's keys
 }
 
 // observe collects what the benchmark needs from the events.
@@ -42,12 +44,19 @@ func (r *run) observe(e events.Event) {
 			r.replayed += uint64(f)
 		}
 	case events.Checkpoint:
-		if b, ok := e.Fields["bytes"].(int); ok {
-			if full, _ := e.Fields["full"].(bool); full {
-				r.deltaFull[1] = append(r.deltaFull[1], float64(b))
-			} else {
-				r.deltaFull[0] = append(r.deltaFull[0], float64(b))
-			}
+		b, _ := e.Fields["bytes"].(int)
+		k, _ := e.Fields["keys"].(int)
+		if b == 0 || !strings.HasPrefix(e.Instance, "count#") {
+			break
+		}
+		if r.lastFull == nil {
+			r.lastFull = map[string][2]float64{}
+		}
+		if full, _ := e.Fields["full"].(bool); full {
+			r.lastFull[e.Instance] = [2]float64{float64(b), float64(k)}
+		} else if f, ok := r.lastFull[e.Instance]; ok && f[1] > 0 {
+			r.deltaFull = append(r.deltaFull, float64(b)/f[0])
+			r.keyFrac = append(r.keyFrac, float64(k)/f[1])
 		}
 	}
 	r.evs = append(r.evs, e)
@@ -191,7 +200,8 @@ type Overhead struct {
 	RPS       map[string]float64 `json:"rps"`
 	P99Ms     map[string]float64 `json:"p99_ms"`
 	Ratio     map[string]float64 `json:"ratio"`
-	DeltaFull float64            `json:"delta_over_full_bytes"` // spate: median delta / median full checkpoint bytes
+	DeltaFull float64            `json:"delta_over_full_bytes"` // spate, count: median of a delta's bytes over its instance's latest full
+	DirtyKeys float64            `json:"delta_keys_fraction"`   // and of the keys it wrote over the full's keys
 	Verified  bool               `json:"verified"`
 }
 
@@ -218,7 +228,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	fts := []string{"none", "spate", "global"}
 	rps := map[string][]float64{}
 	p99 := map[string][]float64{}
-	var deltas, fulls []float64
+	var deltaFull, keyFrac []float64
 	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
 	for i := range *rounds {
 		for _, ft := range fts {
@@ -241,8 +251,8 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 			}
 			p99[ft] = append(p99[ft], lagP99(r.info, 2*time.Second))
 			if ft == "spate" {
-				deltas = append(deltas, r.deltaFull[0]...)
-				fulls = append(fulls, r.deltaFull[1]...)
+				deltaFull = append(deltaFull, r.deltaFull...)
+				keyFrac = append(keyFrac, r.keyFrac...)
 			}
 			if !*asJSON {
 				fmt.Fprintf(stdout, "round %d %-6s %s records/s, p99 output lag %.0f ms\n", i+1, ft, si(rps[ft][i]), p99[ft][i])
@@ -254,8 +264,8 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	}
 	res.Ratio["spate/none"] = res.RPS["spate"] / res.RPS["none"]
 	res.Ratio["global/none"] = res.RPS["global"] / res.RPS["none"]
-	if len(deltas) > 0 && len(fulls) > 0 {
-		res.DeltaFull = median(deltas) / median(fulls)
+	if len(deltaFull) > 0 {
+		res.DeltaFull, res.DirtyKeys = median(deltaFull), median(keyFrac)
 	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
@@ -264,7 +274,8 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 		for _, ft := range fts {
 			fmt.Fprintf(stdout, "  %-6s %s records/s   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.P99Ms[ft], si(*rate))
 		}
-		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f\n  delta/full checkpoint bytes %.3f\n", res.Ratio["spate/none"], res.Ratio["global/none"], res.DeltaFull)
+		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f\n  count's delta checkpoints: %.1f%% of a full one's bytes, writing %.1f%% of its keys (latency runs)\n",
+			res.Ratio["spate/none"], res.Ratio["global/none"], 100*res.DeltaFull, 100*res.DirtyKeys)
 	}
 	if !res.Verified {
 		fmt.Fprintln(stdout, "  WARNING: a run failed verification")

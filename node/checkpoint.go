@@ -21,6 +21,18 @@ type checkpointer struct {
 	pending  map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
 	prev     [][]wire.Position            // positions of the latest completed checkpoint
 	spilling bool                         // the backup is spilling (reported)
+	chain    state.ChainState             // the current chain's sizes: when a full one pays
+}
+
+// wantFull decides whether the next checkpoint is a full one: every k-th,
+// when the chain is broken, or when its deltas cost more than a base.
+func (c *checkpointer) wantFull(d *wire.Deploy) bool {
+	cfg := state.DefaultConfig()
+	if d.FullEvery > 0 {
+		cfg.FullEvery = d.FullEvery
+	}
+	c.chain.Base = c.chain.Base && c.base != 0
+	return cfg.WantFull(c.chain)
 }
 
 func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
@@ -43,7 +55,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 	}
 	in.ck.next = now.Add(in.ck.interval(in.plan))
 	id := in.ck.lastID + 1
-	full := in.ck.base == 0 || id-in.ck.base >= uint64(max(in.plan.FullEvery, 1))
+	full := in.ck.wantFull(in.plan)
 	pc := in.capture(id, full)
 	in.ck.inflight = true
 	go func() {
@@ -58,6 +70,7 @@ type pendingCheckpoint struct {
 	captured job.Captured
 	meta     ckptMeta
 	pos      map[int]uint64 // sources: partition positions
+	bytes    int            // stored size, once persisted
 	t0       time.Time
 	capture  time.Duration
 }
@@ -146,7 +159,15 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.inflight = false
 	if err != nil {
 		in.ck.base = 0 // the chain has a hole: the next one is full
+		in.ck.chain = state.ChainState{}
 		delete(in.ck.pending, pc.snap.ID)
+		return
+	}
+	if pc.snap.Full {
+		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
+	} else {
+		in.ck.chain.Deltas++
+		in.ck.chain.DeltaSize += int64(pc.bytes)
 	}
 }
 
@@ -177,6 +198,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		err = in.n.store.Put(name, data)
 	}
 	done := time.Now()
+	pc.bytes = len(data)
 	if err != nil {
 		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err

@@ -3,6 +3,7 @@ package backup
 import (
 	"math"
 
+	"spate/internal/varint"
 	"spate/job"
 )
 
@@ -38,13 +39,13 @@ const maxRecordOverhead = 6 * 10
 // putRecord encodes a record at d[i:], which has room for it, and returns
 // the end.
 func putRecord(d []byte, i int, p job.Producer, seq uint64, rec *job.Record) int {
-	i += putUvarint(d[i:], uint64(p))
-	i += putUvarint(d[i:], seq)
-	i += putUvarint(d[i:], uint64(len(rec.Key)))
+	i += varint.Put(d[i:], uint64(p))
+	i += varint.Put(d[i:], seq)
+	i += varint.Put(d[i:], uint64(len(rec.Key)))
 	i += copy(d[i:], rec.Key)
-	i += putUvarint(d[i:], zigzag(rec.Time))
-	i += putUvarint(d[i:], zigzag(rec.Value))
-	i += putUvarint(d[i:], uint64(len(rec.Data)))
+	i += varint.Put(d[i:], varint.Zigzag(rec.Time))
+	i += varint.Put(d[i:], varint.Zigzag(rec.Value))
+	i += varint.Put(d[i:], uint64(len(rec.Data)))
 	i += copy(d[i:], rec.Data)
 	return i
 }
@@ -54,20 +55,20 @@ func putRecord(d []byte, i int, p job.Producer, seq uint64, rec *job.Record) int
 // (at: its offset).
 func decodeRecord(d []byte, i int) (p job.Producer, seq uint64, rec job.Record, next int, field string, at int) {
 	at = i
-	v, w := uvarintAt(d, i)
+	v, w := varint.At(d, i)
 	if w <= 0 || v > math.MaxUint32 {
 		return 0, 0, rec, -1, "producer", at
 	}
 	p = job.Producer(v)
 	i += w
 	at = i
-	seq, w = uvarintAt(d, i)
+	seq, w = varint.At(d, i)
 	if w <= 0 || seq == 0 {
 		return 0, 0, rec, -1, "seq", at
 	}
 	i += w
 	at = i
-	n, w := uvarintAt(d, i)
+	n, w := varint.At(d, i)
 	if w <= 0 || n > uint64(len(d)-i-w) {
 		return 0, 0, rec, -1, "key length", at
 	}
@@ -78,21 +79,21 @@ func decodeRecord(d []byte, i int) (p job.Producer, seq uint64, rec job.Record, 
 		i = e
 	}
 	at = i
-	v, w = uvarintAt(d, i)
+	v, w = varint.At(d, i)
 	if w <= 0 {
 		return 0, 0, rec, -1, "time", at
 	}
-	rec.Time = unzigzag(v)
+	rec.Time = varint.Unzigzag(v)
 	i += w
 	at = i
-	v, w = uvarintAt(d, i)
+	v, w = varint.At(d, i)
 	if w <= 0 {
 		return 0, 0, rec, -1, "value", at
 	}
-	rec.Value = unzigzag(v)
+	rec.Value = varint.Unzigzag(v)
 	i += w
 	at = i
-	n, w = uvarintAt(d, i)
+	n, w = varint.At(d, i)
 	if w <= 0 || n > uint64(len(d)-i-w) {
 		return 0, 0, rec, -1, "data length", at
 	}
@@ -104,41 +105,3 @@ func decodeRecord(d []byte, i int) (p job.Producer, seq uint64, rec job.Record, 
 	}
 	return p, seq, rec, i, "", 0
 }
-
-// uvarintAt decodes the uvarint at b[i:] and returns it and its width; a
-// width of 0 means truncated, below 0 an overflow of 64 bits.
-func uvarintAt(b []byte, i int) (uint64, int) {
-	var x uint64
-	var s uint
-	for j := i; j < len(b); j++ {
-		c := b[j]
-		if c < 0x80 {
-			if s == 63 && c > 1 {
-				return 0, -1
-			}
-			return x | uint64(c)<<s, j - i + 1
-		}
-		x |= uint64(c&0x7f) << s
-		s += 7
-		if s > 63 {
-			return 0, -1
-		}
-	}
-	return 0, 0
-}
-
-// putUvarint is binary.PutUvarint, small enough to inline.
-func putUvarint(b []byte, x uint64) int {
-	i := 0
-	for x >= 0x80 {
-		b[i] = byte(x) | 0x80
-		x >>= 7
-		i++
-	}
-	b[i] = byte(x)
-	return i + 1
-}
-
-func zigzag(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
-
-func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"spate/internal/varint"
 	"spate/job"
 )
 
@@ -264,7 +265,7 @@ func (r *restorer) fail(at int, format string, args ...any) error {
 // uvarint reads a uvarint field, at most max. On a problem it returns an
 // error naming the field, which where formats (only then).
 func (r *restorer) uvarint(max uint64, where func() string) (uint64, error) {
-	v, w := uvarintAt(r.d, r.pos)
+	v, w := varint.At(r.d, r.pos)
 	switch {
 	case w == 0:
 		return 0, r.fail(r.pos, "%s: truncated varint", where())

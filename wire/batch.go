@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"spate/internal/varint"
 	"spate/job"
 )
 
@@ -93,7 +94,7 @@ func (b *BatchBuilder) Append(p job.Producer, kg job.KeyGroup, seq uint64, rec j
 		r = &b.runs[ri]
 	} else {
 		r.n++
-		b.size += uvarintLen(r.n) - uvarintLen(r.n-1)
+		b.size += varint.Len(r.n) - varint.Len(r.n-1)
 	}
 	b.lastR = ri
 
@@ -104,11 +105,11 @@ func (b *BatchBuilder) Append(p job.Producer, kg job.KeyGroup, seq uint64, rec j
 	}
 	buf = buf[:cap(buf)]
 	i := start
-	i += putUvarint(buf[i:], uint64(len(rec.Key)))
+	i += varint.Put(buf[i:], uint64(len(rec.Key)))
 	i += copy(buf[i:], rec.Key)
-	i += putUvarint(buf[i:], zigzag(rec.Time-r.prevTime))
-	i += putUvarint(buf[i:], zigzag(rec.Value))
-	i += putUvarint(buf[i:], uint64(len(rec.Data)))
+	i += varint.Put(buf[i:], varint.Zigzag(rec.Time-r.prevTime))
+	i += varint.Put(buf[i:], varint.Zigzag(rec.Value))
+	i += varint.Put(buf[i:], uint64(len(rec.Data)))
 	i += copy(buf[i:], rec.Data)
 	if uint64(i) > math.MaxUint32 {
 		panic("wire: batch over 4 GiB")
@@ -131,7 +132,7 @@ func (b *BatchBuilder) startRun(k uint64, p job.Producer, kg job.KeyGroup, seq u
 	ri := int32(len(b.runs))
 	b.runs = append(b.runs, batchRun{p: p, kg: kg, first: seq, n: 1})
 	b.slot = b.table.set(b.slot, k, ri)
-	b.size += uvarintLen(uint64(p)) + uvarintLen(uint64(kg)) + uvarintLen(seq) + 1
+	b.size += varint.Len(uint64(p)) + varint.Len(uint64(kg)) + varint.Len(seq) + 1
 	return ri
 }
 
@@ -142,7 +143,7 @@ func (b *BatchBuilder) Len() int { return b.n }
 func (b *BatchBuilder) Runs() int { return len(b.runs) }
 
 // Size returns the size of the payload Encode will write.
-func (b *BatchBuilder) Size() int { return uvarintLen(uint64(len(b.runs))) + b.size }
+func (b *BatchBuilder) Size() int { return varint.Len(uint64(len(b.runs))) + b.size }
 
 // Encode appends the batch payload (the layout of SPEC.md) to dst and
 // returns the extended slice.
@@ -151,13 +152,13 @@ func (b *BatchBuilder) Encode(dst []byte) []byte {
 	start := len(dst)
 	dst = slices.Grow(dst, size)[:start+size]
 	out := dst[start:]
-	pos := putUvarint(out, uint64(len(b.runs)))
+	pos := varint.Put(out, uint64(len(b.runs)))
 	for i := range b.runs {
 		r := &b.runs[i]
-		pos += putUvarint(out[pos:], uint64(r.p))
-		pos += putUvarint(out[pos:], uint64(r.kg))
-		pos += putUvarint(out[pos:], r.first)
-		pos += putUvarint(out[pos:], r.n)
+		pos += varint.Put(out[pos:], uint64(r.p))
+		pos += varint.Put(out[pos:], uint64(r.kg))
+		pos += varint.Put(out[pos:], r.first)
+		pos += varint.Put(out[pos:], r.n)
 		r.out = pos
 		pos += r.bytes
 	}
@@ -267,7 +268,7 @@ func (t *batchTable) reset() {
 // does not allocate, except for that error.
 func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error) error {
 	b := payload
-	nRuns, w := uvarintAt(b, 0)
+	nRuns, w := varint.At(b, 0)
 	if w <= 0 {
 		return batchErr(-1, -1, "run count", 0, varintProblem(w))
 	}
@@ -277,7 +278,7 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 	}
 	for run := 0; run < int(nRuns); run++ {
 		at := pos
-		p, w := uvarintAt(b, pos)
+		p, w := varint.At(b, pos)
 		if w <= 0 {
 			return batchErr(run, -1, "producer", at, varintProblem(w))
 		}
@@ -286,7 +287,7 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 		}
 		pos += w
 		at = pos
-		kg, w := uvarintAt(b, pos)
+		kg, w := varint.At(b, pos)
 		if w <= 0 {
 			return batchErr(run, -1, "key group", at, varintProblem(w))
 		}
@@ -295,13 +296,13 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 		}
 		pos += w
 		at = pos
-		first, w := uvarintAt(b, pos)
+		first, w := varint.At(b, pos)
 		if w <= 0 {
 			return batchErr(run, -1, "first seq", at, varintProblem(w))
 		}
 		pos += w
 		at = pos
-		n, w := uvarintAt(b, pos)
+		n, w := varint.At(b, pos)
 		if w <= 0 {
 			return batchErr(run, -1, "record count", at, varintProblem(w))
 		}
@@ -318,7 +319,7 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 		var t int64
 		for i := 0; i < int(n); i++ {
 			at = pos
-			keyLen, w := uvarintAt(b, pos)
+			keyLen, w := varint.At(b, pos)
 			if w <= 0 {
 				return batchErr(run, i, "key length", at, varintProblem(w))
 			}
@@ -333,20 +334,20 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 				pos = end
 			}
 			at = pos
-			dt, w := uvarintAt(b, pos)
+			dt, w := varint.At(b, pos)
 			if w <= 0 {
 				return batchErr(run, i, "time", at, varintProblem(w))
 			}
 			pos += w
-			t += unzigzag(dt)
+			t += varint.Unzigzag(dt)
 			at = pos
-			v, w := uvarintAt(b, pos)
+			v, w := varint.At(b, pos)
 			if w <= 0 {
 				return batchErr(run, i, "value", at, varintProblem(w))
 			}
 			pos += w
 			at = pos
-			dataLen, w := uvarintAt(b, pos)
+			dataLen, w := varint.At(b, pos)
 			if w <= 0 {
 				return batchErr(run, i, "data length", at, varintProblem(w))
 			}
@@ -361,7 +362,7 @@ func DecodeBatch(payload []byte, fn func(p job.Producer, kg job.KeyGroup, seq ui
 				pos = end
 			}
 			if fn != nil {
-				rec := job.Record{Key: key, Time: t, Value: unzigzag(v), Data: data}
+				rec := job.Record{Key: key, Time: t, Value: varint.Unzigzag(v), Data: data}
 				if err := fn(job.Producer(p), job.KeyGroup(kg), first+uint64(i), rec); err != nil {
 					return err
 				}
@@ -396,46 +397,3 @@ func varintProblem(w int) string {
 	}
 	return "varint overflows 64 bits"
 }
-
-// uvarintAt decodes the uvarint at b[i:] and returns it and its width; a
-// width of 0 means truncated, below 0 an overflow of 64 bits (as
-// binary.Uvarint, except that ten continuation bytes are an overflow even
-// at the end of b). It has no calls, so that it inlines.
-func uvarintAt(b []byte, i int) (uint64, int) {
-	var x uint64
-	var s uint
-	for j := i; j < len(b); j++ {
-		c := b[j]
-		if c < 0x80 {
-			if s == 63 && c > 1 {
-				return 0, -1
-			}
-			return x | uint64(c)<<s, j - i + 1
-		}
-		x |= uint64(c&0x7f) << s
-		s += 7
-		if s > 63 {
-			return 0, -1
-		}
-	}
-	return 0, 0
-}
-
-// putUvarint is binary.PutUvarint, small enough to inline.
-func putUvarint(b []byte, x uint64) int {
-	i := 0
-	for x >= 0x80 {
-		b[i] = byte(x) | 0x80
-		x >>= 7
-		i++
-	}
-	b[i] = byte(x)
-	return i + 1
-}
-
-// uvarintLen is the encoded size of x.
-func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
-
-func zigzag(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
-
-func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"spate/internal/varint"
 	"spate/job"
 )
 
@@ -518,18 +519,18 @@ func TestUvarintAt(t *testing.T) {
 	}
 	for _, in := range inputs {
 		for i := 0; i <= len(in); i++ {
-			x, n := uvarintAt(in, i)
+			x, n := varint.At(in, i)
 			wx, wn := binary.Uvarint(in[i:])
 			if (n > 0) != (wn > 0) || (n > 0 && (x != wx || n != wn)) || (n == 0) != (wn == 0 && len(in)-i < binary.MaxVarintLen64) {
-				t.Fatalf("uvarintAt(% x, %d) = %d, %d; binary.Uvarint: %d, %d", in, i, x, n, wx, wn)
+				t.Fatalf("varint.At(% x, %d) = %d, %d; binary.Uvarint: %d, %d", in, i, x, n, wx, wn)
 			}
 		}
 	}
 	for _, x := range []uint64{0, 1, 127, 128, 1 << 14, 1<<63 - 1, 1 << 63, math.MaxUint64} {
 		var buf [binary.MaxVarintLen64]byte
-		n := putUvarint(buf[:], x)
-		if want := binary.AppendUvarint(nil, x); !bytes.Equal(buf[:n], want) || uvarintLen(x) != n {
-			t.Fatalf("putUvarint(%d) = % x (uvarintLen %d), want % x", x, buf[:n], uvarintLen(x), want)
+		n := varint.Put(buf[:], x)
+		if want := binary.AppendUvarint(nil, x); !bytes.Equal(buf[:n], want) || varint.Len(x) != n {
+			t.Fatalf("varint.Put(%d) = % x (uvarintLen %d), want % x", x, buf[:n], varint.Len(x), want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 
+	"spate/internal/varint"
 	"spate/job"
 )
 
@@ -19,11 +20,11 @@ type Position struct {
 // position uvarint producer, uvarint key group, uvarint seq.
 func EncodePositions(dst []byte, ps []Position) []byte {
 	var tmp [10]byte
-	dst = append(dst, tmp[:putUvarint(tmp[:], uint64(len(ps)))]...)
+	dst = append(dst, tmp[:varint.Put(tmp[:], uint64(len(ps)))]...)
 	for _, p := range ps {
-		dst = append(dst, tmp[:putUvarint(tmp[:], uint64(p.P))]...)
-		dst = append(dst, tmp[:putUvarint(tmp[:], uint64(p.KG))]...)
-		dst = append(dst, tmp[:putUvarint(tmp[:], p.Seq)]...)
+		dst = append(dst, tmp[:varint.Put(tmp[:], uint64(p.P))]...)
+		dst = append(dst, tmp[:varint.Put(tmp[:], uint64(p.KG))]...)
+		dst = append(dst, tmp[:varint.Put(tmp[:], p.Seq)]...)
 	}
 	return dst
 }
@@ -31,7 +32,7 @@ func EncodePositions(dst []byte, ps []Position) []byte {
 // DecodePositions parses a positions payload. A malformed one is an error
 // wrapping ErrMalformed that says where.
 func DecodePositions(b []byte) ([]Position, error) {
-	n, w := uvarintAt(b, 0)
+	n, w := varint.At(b, 0)
 	if w <= 0 {
 		return nil, fmt.Errorf("%w: positions: count: %s", ErrMalformed, varintProblem(w))
 	}
@@ -44,7 +45,7 @@ func DecodePositions(b []byte) ([]Position, error) {
 	for k := uint64(0); k < n; k++ {
 		var v [3]uint64
 		for f := range v {
-			x, w := uvarintAt(b, i)
+			x, w := varint.At(b, i)
 			if w <= 0 {
 				return nil, fmt.Errorf("%w: positions: entry %d field %d at byte %d: %s", ErrMalformed, k, f, i, varintProblem(w))
 			}

@@ -1,0 +1,31 @@
+// Package coord is the coordinator: `spate up` and `spate verify`.
+//
+// Up creates the run directory (run.json, the token, events.jsonl,
+// checkpoints/, output/, logs/), listens for nodes, spawns the local ones
+// (the binary re-executed as `spate node`, each in its own process group),
+// authenticates every connection with the run's token, places the
+// instances and sends the plan. Its event loop (Coordinator.loop) owns all
+// of its state; reader goroutines, the manifest writer and the accept loop
+// talk to it through channels only, so the protocol logic never races.
+//
+// What it guarantees, with --ft spate (coord/PROTOCOL.md has the details):
+//   - a checkpoint is complete once its file is durable and a manifest that
+//     lists it is written atomically; only then is it acknowledged, and
+//     only the files that no restorable chain (latest two complete
+//     checkpoints per instance) needs are deleted;
+//   - a node is lost when its session ends or no heartbeat has arrived
+//     within the timeout (judged by arrival time, after taking in what is
+//     queued); its instances get a new generation on the least-loaded
+//     survivor and are restored from their latest complete checkpoint, or
+//     the previous one; reports from an older generation are refused;
+//   - output/MANIFEST.json bounds every older generation's sink file to
+//     its committed length.
+//
+// With --ft global it runs aligned global checkpoints and rolls the whole
+// job back on any loss; with --ft none a loss is reported and the
+// downstreams treat the lost streams as ended.
+//
+// The run ends when every instance has drained (or is lost): run.json then
+// records the final source positions, which fix the oracle's input for
+// VerifyRun. The coordinator itself is assumed to survive.
+package coord

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"spate/coord"
+)
+
+func TestMedianAndPercentile(t *testing.T) {
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Fatalf("median odd = %v", m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Fatalf("median even = %v", m)
+	}
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i)
+	}
+	if p := percentile(xs, 0.99); p != 100 {
+		t.Fatalf("p99 = %v", p)
+	}
+	if p := percentile(nil, 0.99); p != 0 {
+		t.Fatalf("p99 of nothing = %v", p)
+	}
+}
+
+func TestRecoveryTime(t *testing.T) {
+	lag := func(samples ...[2]int64) *coord.RunInfo { return &coord.RunInfo{Lag: samples} }
+	cases := []struct {
+		name string
+		ri   *coord.RunInfo
+		want float64
+		ok   bool
+	}{
+		{"back to normal 0.3s after the kill and stays", lag(
+			[2]int64{2000, 100}, [2]int64{2500, 110}, [2]int64{3000, 1500}, [2]int64{3300, 120},
+			[2]int64{3800, 100}, [2]int64{4300, 100}), 0.3, true},
+		{"a relapse restarts the count", lag(
+			[2]int64{2000, 100}, [2]int64{3000, 1500}, [2]int64{3200, 100}, [2]int64{3600, 2000},
+			[2]int64{3900, 100}, [2]int64{4900, 100}), 0.9, true},
+		{"never back", lag([2]int64{2000, 100}, [2]int64{3000, 1500}, [2]int64{4000, 2500}), 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := recoveryTime(tc.ri, 3000, time.Second)
+			if ok != tc.ok || (ok && (got < tc.want-1e-9 || got > tc.want+1e-9)) {
+				t.Fatalf("recoveryTime = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestLagP99SkipsWarmUp(t *testing.T) {
+	ri := &coord.RunInfo{Lag: [][2]int64{{500, 9000}, {2500, 100}, {3000, 200}}}
+	if p := lagP99(ri, 2*time.Second); p != 200 {
+		t.Fatalf("p99 after warm-up = %v, want 200", p)
+	}
+}

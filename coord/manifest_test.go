@@ -1,0 +1,50 @@
+package coord
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"spate/wire"
+)
+
+func cp(id uint64, full bool, parent uint64) wire.Checkpoint {
+	kind := "delta"
+	if full {
+		kind = "full"
+	}
+	return wire.Checkpoint{Instance: "count#0", Gen: 1, ID: id, Full: full, Parent: parent, File: fmt.Sprintf("c%d-%s", id, kind)}
+}
+
+func TestManifestChainsAndCollection(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	for _, c := range []wire.Checkpoint{cp(1, true, 0), cp(2, false, 1), cp(3, false, 2), cp(4, true, 0), cp(5, false, 4)} {
+		m.add(c)
+	}
+	chains, cps := m.restorable("count#0")
+	want := [][]string{{"c4-full", "c5-delta"}, {"c4-full"}}
+	if !reflect.DeepEqual(chains, want) || cps[0].ID != 5 || cps[1].ID != 4 {
+		t.Fatalf("restorable = %v (%v), want %v", chains, cps, want)
+	}
+	drop := m.collect("count#0")
+	if !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta"}) {
+		t.Fatalf("collect dropped %v", drop)
+	}
+	if again := m.collect("count#0"); len(again) != 0 {
+		t.Fatalf("a second collect dropped %v", again)
+	}
+	if chains, _ := m.restorable("count#0"); !reflect.DeepEqual(chains, want) {
+		t.Fatalf("after collect restorable = %v", chains)
+	}
+}
+
+func TestManifestSkipsABrokenChain(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	// Checkpoint 2 was written but never completed: 3's chain is broken.
+	m.add(cp(1, true, 0))
+	m.add(cp(3, false, 2))
+	chains, cps := m.restorable("count#0")
+	if len(chains) != 1 || cps[0].ID != 1 {
+		t.Fatalf("restorable = %v (%v), want only checkpoint 1", chains, cps)
+	}
+}

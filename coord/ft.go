@@ -74,9 +74,19 @@ func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.
 }
 
 // collect returns the files of id that no restorable chain needs any more,
-// and forgets them; the list of complete checkpoints is trimmed alike.
-func (m *Manifest) collect(id job.InstanceID) []string {
+// and forgets them; the list of complete checkpoints is trimmed alike. The
+// chains of the pinned checkpoint ids are kept too (--ft global pins its
+// latest complete global checkpoint, which may be older than an
+// instance's latest two).
+func (m *Manifest) collect(id job.InstanceID, pinned ...uint64) []string {
 	chains, cps := m.restorable(id)
+	for _, p := range pinned {
+		if c, ok := m.byID[id][p]; ok {
+			if files, ok := m.chain(c); ok {
+				chains = append(chains, files)
+			}
+		}
+	}
 	keep := map[string]bool{}
 	for _, ch := range chains {
 		for _, f := range ch {
@@ -155,7 +165,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if c.cfg.FT == "global" {
 		c.globalCheckpointed(cp)
 	}
-	drop := c.manifest.collect(cp.Instance)
+	drop := c.manifest.collect(cp.Instance, c.global.complete)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()

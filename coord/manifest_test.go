@@ -48,3 +48,17 @@ func TestManifestSkipsABrokenChain(t *testing.T) {
 		t.Fatalf("restorable = %v (%v), want only checkpoint 1", chains, cps)
 	}
 }
+
+func TestManifestKeepsAPinnedCheckpoint(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	for id := uint64(1); id <= 4; id++ {
+		m.add(cp(id, true, 0))
+	}
+	drop := m.collect("count#0", 1) // global checkpoint 1 is the last complete one
+	if !reflect.DeepEqual(drop, []string{"c2-full"}) {
+		t.Fatalf("collect dropped %v, want only c2-full", drop)
+	}
+	if _, ok := m.byID["count#0"][1]; !ok {
+		t.Fatal("the pinned checkpoint was forgotten")
+	}
+}

@@ -119,6 +119,24 @@ func startUp(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	return cmd, &out
 }
 
+// mustVerify fails the test unless `spate verify` passes on the run in dir.
+func mustVerify(t *testing.T, dir, when string) {
+	t.Helper()
+	if code, out, errOut := spate(t, "verify", "--data", dir); code != 0 {
+		t.Fatalf("verify %s: exit %d: %s%s", when, code, out, errOut)
+	}
+}
+
+// runToken reads a run's cluster token.
+func runToken(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // coordAddr waits for a run's coordinator address in its run.json.
 func coordAddr(t *testing.T, dir string) string {
 	t.Helper()
@@ -233,9 +251,7 @@ func TestInterruptDrains(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("up after Ctrl-C: %v\n%s", err, out)
 	}
-	if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
-		t.Fatalf("verify after Ctrl-C: exit %d: %s%s", code, vout, verr)
-	}
+	mustVerify(t, dir, "after Ctrl-C")
 }
 
 func TestMalformedFrameClosesOneStream(t *testing.T) {
@@ -250,17 +266,13 @@ func TestMalformedFrameClosesOneStream(t *testing.T) {
 		joined = findEvent(evs, events.NodeJoined, "n2")
 		return joined != nil && findEvent(evs, events.JobStarted, "") != nil, fmt.Sprintf("%d events", len(evs))
 	})
-	token, err := os.ReadFile(filepath.Join(dir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	conn, err := net.Dial("tcp", joined.Fields["listen"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	// A peer with the right token that then speaks garbage on the wire.
-	if _, err := wire.ClientHandshake(conn, wire.Hello{Token: strings.TrimSpace(string(token)), Role: wire.RolePeer, Node: "n9"}, 5*time.Second); err != nil {
+	if _, err := wire.ClientHandshake(conn, wire.Hello{Token: runToken(t, dir), Role: wire.RolePeer, Node: "n9"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Write([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); err != nil {
@@ -269,9 +281,7 @@ func TestMalformedFrameClosesOneStream(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
-		t.Fatalf("verify after a malformed peer: exit %d: %s%s", code, vout, verr)
-	}
+	mustVerify(t, dir, "after a malformed peer")
 }
 
 func TestWrongTokenRefused(t *testing.T) {
@@ -291,9 +301,7 @@ func TestWrongTokenRefused(t *testing.T) {
 	if findEvent(runEvents(t, dir), events.NodeRefused, "") == nil {
 		t.Error("no node_refused event")
 	}
-	if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
-		t.Fatalf("verify: exit %d: %s%s", code, vout, verr)
-	}
+	mustVerify(t, dir, "")
 }
 
 func TestBadInputIsOneLineExit2(t *testing.T) {
@@ -355,9 +363,7 @@ func TestRealTracesRunAndVerify(t *testing.T) {
 			if !strings.Contains(out, "source_ended") {
 				t.Error("no source_ended line")
 			}
-			if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
-				t.Fatalf("verify: exit %d: %s%s", code, vout, verr)
-			}
+			mustVerify(t, dir, "")
 		})
 	}
 }
@@ -369,11 +375,7 @@ func TestNodeJoinsWithToken(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd, out := startUp(t, "--nodes", "2", "--local", "1", "--duration", "3s", "--rate", "20000", "--data", dir)
 	addr := coordAddr(t, dir)
-	token, err := os.ReadFile(filepath.Join(dir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	joiner := exec.Command(bin, "node", "--join", addr, "--token", strings.TrimSpace(string(token)))
+	joiner := exec.Command(bin, "node", "--join", addr, "--token", runToken(t, dir))
 	var jout bytes.Buffer
 	joiner.Stdout, joiner.Stderr = &jout, &jout
 	if err := joiner.Start(); err != nil {
@@ -388,9 +390,7 @@ func TestNodeJoinsWithToken(t *testing.T) {
 	if e := findEvent(runEvents(t, dir), events.NodeJoined, "n2"); e == nil {
 		t.Fatal("the joining node was not named n2")
 	}
-	if code, vout, verr := spate(t, "verify", "--data", dir); code != 0 {
-		t.Fatalf("verify: exit %d: %s%s", code, vout, verr)
-	}
+	mustVerify(t, dir, "")
 }
 
 func TestDamagedRunDirectoryIsAClearError(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -60,16 +59,12 @@ func throughputMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spate bench throughput: --rounds, --duration and --nodes must be positive")
 		return 2
 	}
-	root := *keep
-	if root == "" {
-		tmp, err := os.MkdirTemp("", "spate-bench-")
-		if err != nil {
-			fmt.Fprintln(stderr, "spate bench:", err)
-			return 2
-		}
-		defer os.RemoveAll(tmp)
-		root = tmp
+	root, cleanup, err := tempRoot(*keep)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench:", err)
+		return 2
 	}
+	defer cleanup()
 	res := Throughput{Verified: true}
 	for i := range *rounds {
 		cfg := coord.DefaultConfig()

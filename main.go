@@ -23,6 +23,9 @@ usage: spate COMMAND [flags]
 
   up        start a cluster and run a job (spate up --help for flags)
   verify    compare a run's output with the oracle
+  status    nodes and instances of a running cluster [--json]
+  chaos     VERB [TARGET] [--for D]: kill, pause, resume, heal, ... a running cluster
+  scale     OP N: rescale an operator of a running cluster
   bench     side-by-side benchmarks: throughput, overhead, recovery
   tuner     sim: the checkpoint-interval policies on a load and a failure trace
   traces    show FILE: a trace's summary and rate sparkline
@@ -44,6 +47,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return node.Main(rest, stderr)
 	case "verify":
 		return coord.VerifyMain(rest, stdout, stderr)
+	case "status":
+		return coord.StatusMain(rest, stdout, stderr)
+	case "chaos":
+		if len(rest) == 0 {
+			fmt.Fprintln(stderr, "usage: spate chaos run FILE.yaml | spate chaos kill|restart|pause|resume|partition|link|store|heal [TARGET] [KEY=VALUE...] [--for D] [--data DIR]")
+			return 2
+		}
+		return coord.ActMain("spate chaos "+rest[0], rest[0], rest[1:], stdout, stderr)
+	case "scale":
+		return coord.ActMain("spate scale", "scale", rest, stdout, stderr)
 	case "bench":
 		return bench.Main(rest, stdout, stderr)
 	case "tuner":

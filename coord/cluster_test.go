@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +30,12 @@ type memProc struct {
 func (p *memProc) Pid() int    { return os.Getpid() }
 func (p *memProc) Wait() error { <-p.done; return p.err }
 func (p *memProc) Kill() error { p.cancel(); return nil }
+func (p *memProc) Signal(s os.Signal) error {
+	if s == syscall.SIGKILL {
+		return p.Kill()
+	}
+	return fmt.Errorf("signal %v: an in-process node cannot be paused", s)
+}
 
 // memCluster runs nodes as goroutines on an in-memory network.
 type memCluster struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -43,6 +44,7 @@ type Process interface {
 	Pid() int
 	Wait() error
 	Kill() error
+	Signal(os.Signal) error // SIGSTOP, SIGCONT, SIGKILL
 }
 
 // nodeState is the coordinator's view of a node.
@@ -115,6 +117,15 @@ type Coordinator struct {
 	recovering map[job.InstanceID]*recovery
 	global     globalState
 	mw         manifestWriter
+
+	// the control API (control.go)
+	ctlc     chan ctlReq
+	liftc    chan int // faults whose time is up
+	loopDone chan struct{}
+	rng      *rand.Rand
+	paused   map[string]bool
+	faults   map[int]*fault
+	faultSeq int
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -141,7 +152,8 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
-		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{}}
+		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}}
 	c.joinSeq.Store(int64(cfg.Local))
 	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
@@ -243,6 +255,11 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		c.emit(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
 			c.cfg.Nodes-c.cfg.Local, addr, filepath.Join(c.dir, "token"))
 	}
+	stopControl, err := c.startControl()
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	lctx, lcancel := context.WithCancel(context.Background())
 	defer lcancel()
 	go c.acceptLoop(lctx, ln)
@@ -262,6 +279,10 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		go func() { _ = proc.Wait(); c.exitc <- name }()
 	}
 	err = c.loop(ctx)
+	close(c.loopDone)
+	if len(c.faults) > 0 || len(c.paused) > 0 {
+		c.heal() // a paused node could not stop
+	}
 	c.stopNodes()
 	return err
 }
@@ -409,6 +430,10 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.checkCaughtUp()
 			c.globalTick()
 			c.sampleLag()
+		case r := <-c.ctlc:
+			c.handleCtl(r)
+		case id := <-c.liftc:
+			c.lift(id)
 		case <-joinDeadline.C:
 			if c.plan == nil {
 				return fmt.Errorf("only %d of %d nodes joined within 30s (see %s)", c.joined(), c.cfg.Nodes, filepath.Join(c.dir, "logs"))
@@ -855,6 +880,9 @@ type execProcess struct{ cmd *exec.Cmd }
 func (p execProcess) Pid() int    { return p.cmd.Process.Pid }
 func (p execProcess) Wait() error { return p.cmd.Wait() }
 func (p execProcess) Kill() error { return p.cmd.Process.Kill() }
+func (p execProcess) Signal(s os.Signal) error {
+	return p.cmd.Process.Signal(s)
+}
 
 // spawnSelf re-executes this binary as `spate node`.
 func spawnSelf(name, coordAddr, token, logPath string) (Process, error) {

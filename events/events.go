@@ -35,6 +35,9 @@ const (
 	RecoveryRestored Kind = "recovery_restored"
 	RecoveryDone     Kind = "recovery_done"
 	RunFinished      Kind = "run_finished"
+	FaultStarted     Kind = "fault_started"
+	FaultEnded       Kind = "fault_ended"
+	Healed           Kind = "healed"
 	Error            Kind = "error"
 )
 
@@ -121,6 +124,13 @@ func (b *Bus) Publish(e Event) Event {
 		s.C <- e
 	}
 	return e
+}
+
+// Seq is the sequence number of the last event published.
+func (b *Bus) Seq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
 }
 
 // Close closes every subscriber's channel; later events are discarded.

@@ -1,0 +1,481 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"spate/control"
+	"spate/events"
+)
+
+// The control API: the HTTP server (package control) runs on its own
+// goroutines and hands every request to the event loop through ctlc, so
+// the loop stays the only owner of the cluster's state.
+
+// ctlReq is one control request for the event loop.
+type ctlReq struct {
+	act    *control.Action
+	status bool
+	reply  chan ctlReply
+}
+
+type ctlReply struct {
+	res control.Result
+	st  control.Status
+}
+
+// backend is the coordinator as a control.Backend.
+type backend struct {
+	c    *Coordinator
+	hist *history
+}
+
+func (b backend) ask(ctx context.Context, r ctlReq) (ctlReply, error) {
+	r.reply = make(chan ctlReply, 1)
+	select {
+	case b.c.ctlc <- r:
+	case <-ctx.Done():
+		return ctlReply{}, ctx.Err()
+	case <-b.c.loopDone:
+		return ctlReply{}, errors.New("the run has ended")
+	}
+	select {
+	case rep := <-r.reply:
+		return rep, nil
+	case <-ctx.Done():
+		return ctlReply{}, ctx.Err()
+	case <-b.c.loopDone:
+		return ctlReply{}, errors.New("the run has ended")
+	}
+}
+
+func (b backend) Status(ctx context.Context) (control.Status, error) {
+	rep, err := b.ask(ctx, ctlReq{status: true})
+	return rep.st, err
+}
+
+func (b backend) Act(ctx context.Context, a control.Action) (control.Result, error) {
+	rep, err := b.ask(ctx, ctlReq{act: &a})
+	return rep.res, err
+}
+
+func (b backend) Events(after uint64) ([]events.Event, <-chan events.Event, func()) {
+	return b.hist.events(after)
+}
+
+// history keeps the recent events for the control API's event stream and
+// forwards new ones to its live readers. It is a must-deliver subscriber
+// of the bus, so it sees every event; a slow live reader loses events
+// (counted in its stream's gap of sequence numbers), never the bus.
+type history struct {
+	mu   sync.Mutex
+	ring []events.Event
+	max  int
+	subs map[int]chan events.Event
+	next int
+}
+
+func newHistory(bus *events.Bus, max int) *history {
+	h := &history{max: max, subs: map[int]chan events.Event{}}
+	sub := bus.Subscribe(4096, false)
+	go func() {
+		for e := range sub.C {
+			h.add(e)
+		}
+		h.mu.Lock()
+		for id, c := range h.subs {
+			close(c)
+			delete(h.subs, id)
+		}
+		h.mu.Unlock()
+	}()
+	return h
+}
+
+func (h *history) add(e events.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.ring) == h.max {
+		copy(h.ring, h.ring[1:])
+		h.ring = h.ring[:h.max-1]
+	}
+	h.ring = append(h.ring, e)
+	for _, c := range h.subs {
+		select {
+		case c <- e:
+		default:
+		}
+	}
+}
+
+func (h *history) events(after uint64) ([]events.Event, <-chan events.Event, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.Search(len(h.ring), func(i int) bool { return h.ring[i].Seq > after })
+	past := append([]events.Event(nil), h.ring[i:]...)
+	c := make(chan events.Event, 8192)
+	id := h.next
+	h.next++
+	h.subs[id] = c
+	return past, c, func() {
+		h.mu.Lock()
+		if _, ok := h.subs[id]; ok {
+			delete(h.subs, id)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// startControl serves the control API and writes its address into the run
+// directory. The returned function stops it and removes the address.
+func (c *Coordinator) startControl() (stop func(), err error) {
+	c.ctlc = make(chan ctlReq)
+	c.loopDone = make(chan struct{})
+	c.rng = rand.New(rand.NewPCG(uint64(c.cfg.Seed), 0x5ca1ab1e))
+	hist := newHistory(c.bus, 20000)
+	srv, err := control.Listen("127.0.0.1:0", c.token, backend{c: c, hist: hist})
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(c.dir, control.AddrFile)
+	if err := WriteFileAtomic(path, []byte(srv.Addr()+"\n"), 0o600); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return func() {
+		_ = os.Remove(path)
+		_ = srv.Close()
+	}, nil
+}
+
+// fault is an active fault the coordinator will lift.
+type fault struct {
+	id    int
+	act   control.Action
+	nodes []string
+	start time.Time
+	until time.Time
+	timer *time.Timer
+}
+
+// handleCtl answers one control request; it runs on the event loop.
+func (c *Coordinator) handleCtl(r ctlReq) {
+	if r.status {
+		r.reply <- ctlReply{st: c.status()}
+		return
+	}
+	res, err := c.act(*r.act)
+	if err != nil {
+		res = control.Result{Text: err.Error()}
+		c.emit(events.Error, "", "", map[string]any{"action": r.act.String()}, "control: %s: %v", r.act, err)
+	} else {
+		res.OK = true
+	}
+	r.reply <- ctlReply{res: res}
+}
+
+// nodeStatus is a node's state as the control API and the TUI name it.
+func (c *Coordinator) nodeStatus(ns *nodeState) string {
+	switch {
+	case ns.state == "exited":
+		return "exited"
+	case ns.state == "lost":
+		return "dead"
+	case c.paused[ns.name]:
+		return "paused"
+	case ns.sess == nil:
+		return "joining"
+	case c.started && c.opt.Now().Sub(ns.lastBeat) > 3*c.cfg.Heartbeat:
+		return "suspect"
+	}
+	return "alive"
+}
+
+func (c *Coordinator) status() control.Status {
+	st := control.Status{Run: c.run, Job: c.spec.Name, FT: c.cfg.FT, Phase: "joining"}
+	switch {
+	case c.started && c.finished():
+		st.Phase = "finished"
+	case c.draining:
+		st.Phase = "draining"
+	case c.started:
+		st.Phase = "running"
+	case c.plan != nil:
+		st.Phase = "deploying"
+	}
+	hosted := map[string][]string{}
+	if c.plan != nil {
+		for _, p := range c.plan.Instances {
+			in := control.Instance{ID: string(p.ID), Op: p.Op, Node: p.Node, Generation: p.Gen,
+				KeyGroups: []int{}, IntervalMs: c.cfg.IntervalDuration().Milliseconds()}
+			if c.cfg.FT == "none" {
+				in.IntervalMs = 0
+			}
+			for _, r := range p.Ranges {
+				for g := r.Lo; g < r.Hi; g++ {
+					in.KeyGroups = append(in.KeyGroups, int(g))
+				}
+			}
+			st.Instances = append(st.Instances, in)
+			if c.done[p.ID] == nil && !c.lost[p.ID] {
+				hosted[p.Node] = append(hosted[p.Node], string(p.ID))
+			}
+		}
+	}
+	for _, name := range c.allNodes() {
+		ns := c.nodes[name]
+		st.Nodes = append(st.Nodes, control.Node{ID: name, PID: ns.pid, State: c.nodeStatus(ns), Addr: ns.listen, Instances: hosted[name]})
+	}
+	for _, f := range c.faults {
+		st.Faults = append(st.Faults, control.Fault{ID: f.id, Action: f.act, Nodes: f.nodes, Started: f.start, Until: f.until})
+	}
+	sort.Slice(st.Faults, func(i, j int) bool { return st.Faults[i].ID < st.Faults[j].ID })
+	st.Seq = c.bus.Seq()
+	return st
+}
+
+// allNodes is every node the coordinator knows, in name order.
+func (c *Coordinator) allNodes() []string {
+	names := make([]string, 0, len(c.nodes))
+	for name := range c.nodes {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return nodeLess(names[i], names[j]) })
+	return names
+}
+
+// act carries out one action.
+func (c *Coordinator) act(a control.Action) (control.Result, error) {
+	var dur time.Duration
+	if v, ok := a.Args["for"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return control.Result{}, fmt.Errorf("%s: for: %q is not a positive duration", a.Verb, v)
+		}
+		dur = d
+	}
+	switch a.Verb {
+	case "kill", "pause", "resume":
+		nodes, err := c.resolve(a.Target)
+		if err != nil {
+			return control.Result{}, fmt.Errorf("%s: %w", a.Verb, err)
+		}
+		return c.signal(a, nodes, dur)
+	case "heal":
+		return c.heal(), nil
+	case "drain":
+		if !c.started {
+			return control.Result{}, errors.New("drain: the job has not started")
+		}
+		c.drain("requested through the control API")
+		return control.Result{Text: "draining"}, nil
+	case "":
+		return control.Result{}, errors.New("no verb")
+	}
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, pause, resume, heal, drain)", a.Verb)
+}
+
+// resolve names the nodes a target means: a node name, one, minority,
+// majority, all, an instance (count/1) or an operator (count).
+func (c *Coordinator) resolve(target string) ([]string, error) {
+	var alive []string
+	for _, name := range c.allNodes() {
+		if s := c.nodeStatus(c.nodes[name]); s != "dead" && s != "exited" {
+			alive = append(alive, name)
+		}
+	}
+	pick := func(k int) []string {
+		if k > len(alive) {
+			k = len(alive)
+		}
+		p := c.rng.Perm(len(alive))[:k]
+		sort.Ints(p)
+		out := make([]string, k)
+		for i, j := range p {
+			out[i] = alive[j]
+		}
+		return out
+	}
+	n := len(c.nodes)
+	switch target {
+	case "":
+		return nil, errors.New("no target (a node, one, minority, majority, all, an instance or an operator)")
+	case "all":
+		return alive, nil
+	case "one":
+		if len(alive) == 0 {
+			return nil, errors.New("one: no node is alive")
+		}
+		return pick(1), nil
+	case "minority":
+		return pick(max(1, (n-1)/2)), nil
+	case "majority":
+		return pick(n/2 + 1), nil
+	}
+	if _, ok := c.nodes[target]; ok {
+		return []string{target}, nil
+	}
+	target = strings.Replace(target, "/", "#", 1) // count/1 is count#1
+	if c.plan != nil {
+		var hosts []string
+		for _, p := range c.plan.Instances {
+			if string(p.ID) == target {
+				return []string{p.Node}, nil
+			}
+			if p.Op == target && c.done[p.ID] == nil && !c.lost[p.ID] {
+				hosts = append(hosts, p.Node)
+			}
+		}
+		if len(hosts) > 0 {
+			return []string{hosts[c.rng.IntN(len(hosts))]}, nil
+		}
+	}
+	return nil, fmt.Errorf("target %q names no node, instance or operator of this cluster", target)
+}
+
+// signal kills, pauses or resumes node processes.
+func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration) (control.Result, error) {
+	sig := map[string]syscall.Signal{"kill": syscall.SIGKILL, "pause": syscall.SIGSTOP, "resume": syscall.SIGCONT}[a.Verb]
+	var done []string
+	var errs []string
+	for _, name := range nodes {
+		ns := c.nodes[name]
+		if ns.proc == nil {
+			errs = append(errs, name+": not a local process")
+			continue
+		}
+		if ns.state == "exited" || (ns.state == "lost" && a.Verb != "resume") {
+			errs = append(errs, name+": already "+ns.state)
+			continue
+		}
+		if err := ns.proc.Signal(sig); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		switch a.Verb {
+		case "pause":
+			c.paused[name] = true
+		case "resume":
+			delete(c.paused, name)
+		}
+		done = append(done, name)
+	}
+	if len(done) == 0 {
+		return control.Result{}, fmt.Errorf("%s: %s", a.Verb, strings.Join(errs, "; "))
+	}
+	text := fmt.Sprintf("%s %s", a.Verb, strings.Join(done, ","))
+	if len(errs) > 0 {
+		text += " (skipped " + strings.Join(errs, "; ") + ")"
+	}
+	switch a.Verb {
+	case "kill":
+		c.endFault(c.startFault(a, done, 0))
+	case "resume":
+		c.endPausesOf(done)
+	case "pause":
+		c.startFault(a, done, dur)
+	}
+	return control.Result{Text: text, Nodes: done}, nil
+}
+
+// startFault records a fault and, with a duration, arms its lifting.
+func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Duration) *fault {
+	c.faultSeq++
+	f := &fault{id: c.faultSeq, act: a, nodes: nodes, start: c.opt.Now()}
+	c.faults[f.id] = f
+	if dur > 0 {
+		f.until = f.start.Add(dur)
+		id := f.id
+		f.timer = time.AfterFunc(dur, func() {
+			select {
+			case c.liftc <- id:
+			case <-c.loopDone:
+			}
+		})
+	}
+	c.emit(events.FaultStarted, "", "", map[string]any{"id": f.id, "verb": a.Verb, "target": a.Target, "nodes": nodes, "args": a.Args},
+		"fault %d: %s on %s", f.id, a, strings.Join(nodes, ","))
+	return f
+}
+
+// endFault records that a fault is over.
+func (c *Coordinator) endFault(f *fault) {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	delete(c.faults, f.id)
+	c.emit(events.FaultEnded, "", "", map[string]any{"id": f.id, "verb": f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
+}
+
+// endPausesOf ends the pause faults whose nodes have all been resumed.
+func (c *Coordinator) endPausesOf(resumed []string) {
+	for _, id := range c.faultIDs() {
+		f := c.faults[id]
+		if f.act.Verb != "pause" {
+			continue
+		}
+		all := true
+		for _, n := range f.nodes {
+			all = all && !c.paused[n]
+		}
+		if all {
+			c.endFault(f)
+		}
+	}
+}
+
+func (c *Coordinator) faultIDs() []int {
+	ids := make([]int, 0, len(c.faults))
+	for id := range c.faults {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// lift undoes one fault whose time is up.
+func (c *Coordinator) lift(id int) {
+	f := c.faults[id]
+	if f == nil {
+		return
+	}
+	c.undo(f)
+	c.endFault(f)
+}
+
+// undo reverses what a fault did.
+func (c *Coordinator) undo(f *fault) {
+	if f.act.Verb == "pause" {
+		for _, name := range f.nodes {
+			if ns := c.nodes[name]; ns.proc != nil && c.paused[name] {
+				_ = ns.proc.Signal(syscall.SIGCONT)
+				delete(c.paused, name)
+			}
+		}
+	}
+}
+
+// heal lifts every fault: paused nodes resume.
+func (c *Coordinator) heal() control.Result {
+	ids := c.faultIDs()
+	for _, id := range ids {
+		c.lift(id)
+	}
+	for _, name := range c.allNodes() { // paused by hand, without a fault record
+		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil {
+			_ = ns.proc.Signal(syscall.SIGCONT)
+			delete(c.paused, name)
+		}
+	}
+	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids)}, "healed: %d faults lifted", len(ids))
+	return control.Result{Text: fmt.Sprintf("healed %d faults", len(ids))}
+}

@@ -564,7 +564,11 @@ func TestCheckpointRestoreMatchesOracle(t *testing.T) {
 			for _, seq := range got {
 				for _, e := range seq {
 					if stage.name == KindCount && e.Port == 1 || stage.name == KindRollup {
-						rs, err := ReadResults(strings.NewReader(e.Data+"\n"), "sink")
+						var r Result
+						if err := ResultOf(Record{Key: []byte(e.Key), Time: e.Time, Value: e.Value, Data: []byte(e.Data)}, &r); err != nil {
+							t.Fatal(err)
+						}
+						rs, err := ReadResults(strings.NewReader(string(r.AppendJSON(nil))+"\n"), "sink") // what the sink writes
 						if err != nil {
 							t.Fatal(err)
 						}

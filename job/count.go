@@ -271,7 +271,7 @@ func (c *Count) fire(f *countFiring, out Emitter) {
 	out.Emit(0, f.kg, Record{Key: c.labels[k.group], Time: win.start, Value: win.count, Data: c.roll})
 
 	r := Result{Op: KindCount, Key: key, Window: win.start, Count: win.count, Sum: win.sum, Total: k.total}
-	c.data = r.AppendJSON(c.data[:0])
+	c.data = r.AppendCompact(c.data[:0])
 	c.key = append(c.key[:0], key...)
 	out.Emit(1, f.kg, Record{Key: c.key, Time: win.start, Value: win.count, Data: c.data})
 }

@@ -50,7 +50,7 @@ func countOut(spec *Spec, kg KeyGroup, key string, window, count, sum, total int
 	return []emitted{
 		{Port: 0, From: kg, Key: GroupName([]byte(key), spec.Rollups), Time: window, Value: count,
 			Data: string(appendRollupInput(nil, key, count, sum))},
-		{Port: 1, From: kg, Key: key, Time: window, Value: count, Data: string(res.AppendJSON(nil))},
+		{Port: 1, From: kg, Key: key, Time: window, Value: count, Data: string(res.AppendCompact(nil))},
 	}
 }
 
@@ -152,8 +152,14 @@ func TestCountSinkLine(t *testing.T) {
 	c.Advance(2000, &out)
 	got := out.take()
 	want := `{"op":"count","key":"user-1","window":1000,"count":2,"sum":7,"total":2}`
-	if len(got) != 2 || got[1].Data != want {
-		t.Fatalf("emitted %v\nwant sink line %s", got, want)
+	if len(got) != 2 {
+		t.Fatalf("emitted %v, want 2 records", got)
+	}
+	var line bytes.Buffer
+	s := NewSink(&line)
+	s.Process(got[1].From, Record{Key: []byte(got[1].Key), Time: got[1].Time, Value: got[1].Value, Data: []byte(got[1].Data)}, nil)
+	if err := s.Flush(); err != nil || line.String() != want+"\n" {
+		t.Fatalf("sink line %q (%v), want %s", line.String(), err, want)
 	}
 	if got[0].Key != GroupName([]byte("user-1"), 64) || got[0].From != kg {
 		t.Fatalf("rollup record %v: want key %s from %v", got[0], GroupName([]byte("user-1"), 64), kg)

@@ -194,7 +194,7 @@ func (r *Rollup) Advance(wm int64, out Emitter) {
 		w := &f.w
 		r.top = append(r.top[:0], w.top[:w.ntop]...)
 		res := Result{Op: KindRollup, Key: f.e.Key(), Window: w.start, Count: w.count, Sum: w.sum, Top: r.top}
-		r.data = res.AppendJSON(r.data[:0])
+		r.data = res.AppendCompact(r.data[:0])
 		out.Emit(0, f.kg, Record{Key: f.e.Val().nameb, Time: w.start, Value: w.count, Data: r.data})
 	}
 	clear(fired)

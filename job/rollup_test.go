@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -15,7 +16,7 @@ func rollupIn(group, key string, window, count, sum int64) Record {
 
 func rollupOut(kg KeyGroup, group string, window, count, sum int64, top ...TopKey) emitted {
 	res := Result{Op: KindRollup, Key: group, Window: window, Count: count, Sum: sum, Top: top}
-	return emitted{Port: 0, From: kg, Key: group, Time: window, Value: count, Data: string(res.AppendJSON(nil))}
+	return emitted{Port: 0, From: kg, Key: group, Time: window, Value: count, Data: string(res.AppendCompact(nil))}
 }
 
 func TestRollup(t *testing.T) {
@@ -107,16 +108,21 @@ func TestSink(t *testing.T) {
 	var buf bytes.Buffer
 	s := NewSink(&buf)
 	var out recorder
-	s.Process(0, Record{Data: []byte(`{"a":1}`)}, &out)
+	a := Result{Op: KindCount, Key: "a", Window: 1000, Count: 2, Sum: 5, Total: 9}
+	b := Result{Op: KindRollup, Key: "g1", Window: 0, Count: 7, Sum: -3, Top: []TopKey{{"x", 4}, {"<y>", 3}}}
+	s.Process(0, Record{Key: []byte(a.Key), Time: a.Window, Value: a.Count, Data: a.AppendCompact(nil)}, &out)
 	s.Advance(MaxWatermark, &out)
-	s.Process(3, Record{Data: []byte(`{"b":2}`)}, &out)
+	s.Process(3, Record{Key: []byte(b.Key), Time: b.Window, Value: b.Count, Data: b.AppendCompact(nil)}, &out)
+	s.Process(3, Record{Key: []byte("bad"), Data: []byte("x")}, &out) // skipped, reported by Flush
 	if buf.Len() != 0 {
 		t.Fatalf("sink wrote %q before Flush", buf.String())
 	}
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
+	if err := s.Flush(); err == nil || !strings.Contains(err.Error(), `record "bad"`) {
+		t.Fatalf("Flush() = %v, want the malformed record reported", err)
 	}
-	if got, want := buf.String(), "{\"a\":1}\n{\"b\":2}\n"; got != want {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if got, want := buf.String(), string(ja)+"\n"+string(jb)+"\n"; got != want {
 		t.Fatalf("sink wrote %q, want %q", got, want)
 	}
 	if s.Lines() != 2 || len(out.out) != 0 {
@@ -132,7 +138,8 @@ var errSinkTest = errors.New("disk full")
 
 func TestSinkReportsWriteErrors(t *testing.T) {
 	s := NewSink(failWriter{})
-	s.Process(0, Record{Data: []byte("x")}, nil)
+	r := Result{Op: KindCount, Key: "k", Count: 1}
+	s.Process(0, Record{Key: []byte("k"), Value: 1, Data: r.AppendCompact(nil)}, nil)
 	if err := s.Flush(); err != errSinkTest {
 		t.Fatalf("Flush() = %v, want %v", err, errSinkTest)
 	}

@@ -24,8 +24,9 @@ package chaos
 //
 //	one         one random node cut off from everyone else
 //	majority    a random majority (floor(n/2)+1 nodes) and the minority
+//	            (at least 3 nodes)
 //	bridge      Jepsen's bridge: two halves that cannot reach each other
-//	            and one bridge node that reaches both
+//	            and one bridge node that reaches both (at least 3 nodes)
 //	groups      explicit groups (the groups argument); shape "" is the same
 //
 // The coordinator is the process named Coord. It stays in the first group
@@ -309,8 +310,9 @@ func PartitionPlan(shape string, groups [][]string, oneway bool, nodes []string,
 		}
 		sides = [][]string{append([]string{Coord}, p[1:]...), {p[0]}}
 	case "majority":
-		if len(ids) < 2 {
-			return Cuts{}, fmt.Errorf("chaos: partition majority: needs 2 nodes, have %d", len(ids))
+		if len(ids) < 3 {
+			// Below 3 nodes the minority would be empty.
+			return Cuts{}, fmt.Errorf("chaos: partition majority: needs 3 nodes, have %d", len(ids))
 		}
 		p, err := shuffled()
 		if err != nil {

@@ -288,7 +288,7 @@ func (l *Layer) Set(peer string, f LinkFault) error {
 		return errors.New("chaos: link fault: empty peer")
 	}
 	if err := f.Validate(); err != nil {
-		return fmt.Errorf("chaos: link fault for %s: %w", peer, err)
+		return fmt.Errorf("chaos: link fault for %q: %w", peer, err)
 	}
 	reset := f.Reset
 	f.Reset = false

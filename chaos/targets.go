@@ -146,7 +146,7 @@ func sortNodes(nodes []NodeInfo) ([]NodeInfo, error) {
 			return nil, errors.New("chaos: nodes: a node has an empty id")
 		}
 		if i > 0 && sorted[i-1].ID == nd.ID {
-			return nil, fmt.Errorf("chaos: nodes: node %s appears twice", nd.ID)
+			return nil, fmt.Errorf("chaos: nodes: node %q appears twice", nd.ID)
 		}
 	}
 	return sorted, nil
@@ -283,11 +283,11 @@ func PartitionPlan(shape string, groups [][]string, oneway bool, nodes []string,
 		case id == Coord:
 			return Cuts{}, fmt.Errorf("chaos: partition: node name %q is the coordinator's", id)
 		case i > 0 && ids[i-1] == id:
-			return Cuts{}, fmt.Errorf("chaos: partition: node %s appears twice", id)
+			return Cuts{}, fmt.Errorf("chaos: partition: node %q appears twice", id)
 		}
 	}
 	if shape != "" && shape != "groups" && len(groups) > 0 {
-		return Cuts{}, fmt.Errorf("chaos: partition: shape %s takes no groups", shape)
+		return Cuts{}, fmt.Errorf("chaos: partition: shape %q takes no groups", shape)
 	}
 	shuffled := func() ([]string, error) {
 		if rng == nil {
@@ -403,7 +403,7 @@ func explicitGroups(groups [][]string, ids []string) ([][]string, error) {
 				return nil, fmt.Errorf("chaos: partition groups: group %d: unknown node %q", i+1, m)
 			}
 			if j, ok := seen[m]; ok {
-				return nil, fmt.Errorf("chaos: partition groups: node %s is in groups %d and %d", m, j+1, i+1)
+				return nil, fmt.Errorf("chaos: partition groups: node %q is in groups %d and %d", m, j+1, i+1)
 			}
 			seen[m] = i
 			sides[i] = append(sides[i], m)

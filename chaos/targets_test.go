@@ -57,7 +57,7 @@ func TestResolveTarget(t *testing.T) {
 		{name: "no alive node", target: "one", nodes: cluster(2, "n1", "n2"), err: "needs 1 alive nodes, 0 alive"},
 		{name: "majority with too few alive", target: "majority", nodes: cluster(3, "n1", "n2"), err: "needs 2 alive"},
 		{name: "no nodes", target: "all", nodes: nil, err: "no nodes"},
-		{name: "duplicate id", target: "n1", nodes: []NodeInfo{{ID: "n1"}, {ID: "n1"}}, err: "n1 appears twice"},
+		{name: "duplicate id", target: "n1", nodes: []NodeInfo{{ID: "n1"}, {ID: "n1"}}, err: `"n1" appears twice`},
 		{name: "empty id", target: "n1", nodes: []NodeInfo{{ID: ""}}, err: "empty id"},
 	}
 	for _, tc := range cases {
@@ -293,7 +293,7 @@ func TestPartitionPlanGroups(t *testing.T) {
 		{name: "one group", groups: [][]string{{"n1"}}, err: "at least 2 groups"},
 		{name: "empty group", groups: [][]string{{"n1"}, {}}, err: "group 2 is empty"},
 		{name: "unknown node", groups: [][]string{{"n1"}, {"n7"}}, err: `group 2: unknown node "n7"`},
-		{name: "node twice", groups: [][]string{{"n1"}, {"n2", "n1"}}, err: "node n1 is in groups 1 and 2"},
+		{name: "node twice", groups: [][]string{{"n1"}, {"n2", "n1"}}, err: `node "n1" is in groups 1 and 2`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -329,7 +329,7 @@ func TestPartitionPlanBadInput(t *testing.T) {
 		{"bridge one-way", "bridge", nil, true, nodeNames(5), seeded(1), "one-way applies"},
 		{"groups with a shape", "one", [][]string{{"n1"}, {"n2"}}, false, nodeNames(3), seeded(1), "takes no groups"},
 		{"no random source", "one", nil, false, nodeNames(3), nil, "no random source"},
-		{"duplicate node", "one", nil, false, []string{"n1", "n1"}, seeded(1), "n1 appears twice"},
+		{"duplicate node", "one", nil, false, []string{"n1", "n1"}, seeded(1), `"n1" appears twice`},
 		{"node named coord", "one", nil, false, []string{"coord", "n1"}, seeded(1), "coordinator's"},
 		{"empty node", "one", nil, false, []string{""}, seeded(1), "empty name"},
 		{"majority of two", "majority", nil, false, nodeNames(2), seeded(1), "needs 3 nodes"},
@@ -371,6 +371,7 @@ func FuzzPartitionPlan(f *testing.F) {
 	f.Add("groups", "n1|coord", true, uint64(2), uint8(3))
 	f.Add("bridge", "", false, uint64(3), uint8(5))
 	f.Add("", "n1,n1|n2", false, uint64(4), uint8(2))
+	f.Add("\n", "0", false, uint64(5), uint8(0)) // a shape with a newline, once a two-line error
 	f.Fuzz(func(t *testing.T, shape, spec string, oneway bool, seed uint64, n uint8) {
 		var groups [][]string
 		if spec != "" {

@@ -30,7 +30,7 @@ package chaos
 //     later are not affected; the rest of the fault, if any, stays set.
 //
 // Held bytes are bounded (Config.MaxHeld, 64 MiB by default). Once that
-// many bytes are held toward a peer, Write blocks until some are delivered,
+// many bytes are held on a connection, Write blocks until some are delivered,
 // as a writer blocks on a full TCP window. Writes therefore never block
 // forever while the fault layer has room, and never grow memory without
 // bound. A write deadline set on the connection ends such a blocked Write
@@ -537,9 +537,24 @@ func (c *faultConn) updateFlagsLocked() {
 // Write writes p to the peer, or holds it under a fault.
 func (c *faultConn) Write(p []byte) (int, error) {
 	if c.flags.Load()&flagSendSlow == 0 {
-		return c.Conn.Write(p)
+		n, err := c.Conn.Write(p)
+		if err != nil {
+			err = c.ownErr(err)
+		}
+		return n, err
 	}
 	return c.writeSlow(p)
+}
+
+// ownErr replaces err, from the wrapped connection, with the reason the
+// layer closed it (a reset), if it did.
+func (c *faultConn) ownErr(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil && !errors.Is(c.err, net.ErrClosed) {
+		return c.err
+	}
+	return err
 }
 
 func (c *faultConn) writeSlow(p []byte) (int, error) {
@@ -548,6 +563,10 @@ func (c *faultConn) writeSlow(p []byte) (int, error) {
 		// The fault was lifted and the queue drained meanwhile.
 		c.mu.Unlock()
 		return c.Conn.Write(p)
+	}
+	if err := c.writeErrLocked(); err != nil {
+		c.mu.Unlock()
+		return 0, err
 	}
 	total := 0
 	for len(p) > 0 {
@@ -672,6 +691,9 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	for {
 		if c.flags.Load()&flagRecvSlow == 0 {
 			n, err := c.Conn.Read(p)
+			if n == 0 && err != nil {
+				return 0, c.ownErr(err)
+			}
 			if n == 0 || c.flags.Load()&flagRecvSlow == 0 {
 				return n, err
 			}

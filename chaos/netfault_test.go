@@ -271,31 +271,70 @@ func TestBlockSendHoldsThenDeliversInOrder(t *testing.T) {
 	})
 }
 
+// readHook reports every Read entering the connection it wraps.
+type readHook struct {
+	net.Conn
+	entered chan struct{}
+	reads   atomic.Int64
+}
+
+func (h *readHook) Read(p []byte) (int, error) {
+	h.reads.Add(1)
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	return h.Conn.Read(p)
+}
+
 func TestBlockRecvHoldsThenDelivers(t *testing.T) {
-	raw, peer := tcpPair(t)
-	l := newTestLayer(t, RealClock{}, 0)
-	a := l.Wrap(raw, "n1", "n2")
-	// The reader may be inside the wrapped connection's Read when the
-	// fault arrives, or come later: either way it must not see the bytes.
-	k := collect(a)
-	mustSet(t, l, "n2", LinkFault{BlockRecv: true})
-	if _, err := peer.Write([]byte("across the cut")); err != nil {
-		t.Fatal(err)
-	}
-	// The other direction still flows (one-way).
-	if _, err := a.Write([]byte("ping")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(peer, buf); err != nil || string(buf) != "ping" {
-		t.Fatalf("reverse direction: %q, %v", buf, err)
-	}
-	if got := k.bytes(); len(got) != 0 {
-		t.Fatalf("read %q across a blocked receive side", got)
-	}
-	l.Clear("n2")
-	if got := k.waitLen(t, 14); string(got) != "across the cut" {
-		t.Fatalf("after heal got %q", got)
+	for _, midRead := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fault during a read=%v", midRead), func(t *testing.T) {
+			raw, peer := tcpPair(t)
+			hook := &readHook{Conn: raw, entered: make(chan struct{}, 1)}
+			l := newTestLayer(t, RealClock{}, 0)
+			a := l.Wrap(hook, "n1", "n2")
+			var k *collector
+			if midRead {
+				// The reader is inside the socket's Read when the
+				// fault arrives: what it gets is held.
+				k = collect(a)
+				<-hook.entered
+				mustSet(t, l, "n2", LinkFault{BlockRecv: true})
+			} else {
+				// The fault is there first: the reader does not
+				// even read the socket, so the peer's window fills.
+				mustSet(t, l, "n2", LinkFault{BlockRecv: true})
+				k = collect(a)
+			}
+			if _, err := peer.Write([]byte("across the cut")); err != nil {
+				t.Fatal(err)
+			}
+			if midRead {
+				waitFor(t, "the bytes to be held", func() (bool, string) {
+					h := l.Held("n2")
+					return h == 14, fmt.Sprintf("%d held", h)
+				})
+			}
+			// The other direction still flows (one-way).
+			if _, err := a.Write([]byte("ping")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 4)
+			if _, err := io.ReadFull(peer, buf); err != nil || string(buf) != "ping" {
+				t.Fatalf("reverse direction: %q, %v", buf, err)
+			}
+			if got := k.bytes(); len(got) != 0 {
+				t.Fatalf("read %q across a blocked receive side", got)
+			}
+			if !midRead && hook.reads.Load() != 0 {
+				t.Fatalf("%d reads of the socket while its traffic is held", hook.reads.Load())
+			}
+			l.Clear("n2")
+			if got := k.waitLen(t, 14); string(got) != "across the cut" {
+				t.Fatalf("after heal got %q", got)
+			}
+		})
 	}
 }
 
@@ -420,10 +459,16 @@ func TestBandwidthPacesDelivery(t *testing.T) {
 }
 
 func TestHeldBytesAreBoundedByBackpressure(t *testing.T) {
-	l := newTestLayer(t, newFakeClock(), 8)
+	clk := newFakeClock()
+	l := newTestLayer(t, clk, 8)
 	a, b := pipe(t, l)
 	mustSet(t, l, "n2", LinkFault{BlockSend: true})
 	if _, err := a.Write([]byte("01234567")); err != nil {
+		t.Fatal(err)
+	}
+	// A distant deadline makes the blocked writer arm a timer: the sign
+	// that it waits.
+	if err := a.SetWriteDeadline(clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	type res struct {
@@ -436,6 +481,7 @@ func TestHeldBytesAreBoundedByBackpressure(t *testing.T) {
 		done <- res{n, err}
 	}()
 	// The second write cannot be taken in while the first is held.
+	armed(t, clk, 1)
 	if h := l.Held("n2"); h != 8 {
 		t.Fatalf("held %d, want the bound 8", h)
 	}
@@ -538,9 +584,16 @@ func TestCloseUnblocksPumpWritingToStuckPeer(t *testing.T) {
 
 func TestResetClosesBothEnds(t *testing.T) {
 	raw, peer := tcpPair(t)
+	hook := &readHook{Conn: raw, entered: make(chan struct{}, 1)}
 	l := newTestLayer(t, RealClock{}, 0)
-	a := l.Wrap(raw, "n1", "n2")
+	a := l.Wrap(hook, "n1", "n2")
+	inflight := make(chan error, 1)
+	go func() { _, err := a.Read(make([]byte, 1)); inflight <- err }()
+	<-hook.entered
 	mustSet(t, l, "n2", LinkFault{Latency: time.Millisecond, Reset: true})
+	if err := <-inflight; !errors.Is(err, ErrReset) {
+		t.Fatalf("a read in progress during the reset: %v, want ErrReset", err)
+	}
 	if _, err := a.Read(make([]byte, 1)); !errors.Is(err, ErrReset) || !strings.Contains(err.Error(), "n1->n2") {
 		t.Fatalf("local read after reset: %v, want ErrReset naming the link", err)
 	}

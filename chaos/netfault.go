@@ -37,6 +37,10 @@ package chaos
 // with os.ErrDeadlineExceeded; bytes already accepted stay queued and are
 // still delivered, as bytes in a kernel send buffer would be.
 //
+// A fault takes effect for the bytes written and read after Set returns; a
+// Write already handed to the socket when it is set is not held (it was on
+// the wire before the cut).
+//
 // Faults act on what this process sends (BlockSend, Latency, Jitter,
 // Bandwidth) or receives (BlockRecv); a symmetric cut is set at both ends or
 // as both directions at one end. Faults set for a peer apply to every

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1145,10 +1144,4 @@ func ParseBandwidth(s string) (float64, error) {
 		mult = 1 << 30
 	}
 	return v * mult, nil
-}
-
-// Base is the scenario's file name without directory and extension, for
-// progress lines.
-func (s *Scenario) Base() string {
-	return strings.TrimSuffix(filepath.Base(s.File), filepath.Ext(s.File))
 }

@@ -362,3 +362,33 @@ func TestPercentile(t *testing.T) {
 		t.Error("input sorted in place")
 	}
 }
+
+// TestBuildReportRealNoFT: a real --ft none run in which n3 was killed:
+// the example that must fail does fail, and counts what was lost.
+func TestBuildReportRealNoFT(t *testing.T) {
+	data, err := os.ReadFile("testdata/examples/ftnone-kill.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Parse("ftnone-kill.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What `spate verify --data` said of this run.
+	r, err := BuildReport("testdata/run-ftnone", sc, Verify{Windows: 48541, Lost: 15647, Wrong: 198})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != VerdictFail || r.FT != "none" || r.Lost != 15647 || r.Wrong != 198 {
+		t.Errorf("verdict %s ft %s lost %d wrong %d", r.Verdict, r.FT, r.Lost, r.Wrong)
+	}
+	if !reflect.DeepEqual(r.LostInstances, []string{"count#0", "sink#0"}) {
+		t.Errorf("lost instances %v", r.LostInstances)
+	}
+	if len(r.Recoveries) != 2 || r.Recoveries[0].Done || r.Recoveries[1].Done {
+		t.Errorf("recoveries %+v", r.Recoveries)
+	}
+	if r.Checkpoints.Count != 0 {
+		t.Errorf("%d checkpoints with --ft none", r.Checkpoints.Count)
+	}
+}

@@ -7,3 +7,5 @@ require (
 	github.com/hashicorp/yamux v0.1.2
 	github.com/klauspost/compress v1.20.4
 )
+
+require github.com/goccy/go-yaml v1.19.2

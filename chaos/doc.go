@@ -1,0 +1,163 @@
+// Package chaos breaks a running cluster on purpose and says whether it
+// survived: fault kinds and targets, scenario files, their schedule, the
+// runner, the checks and the reports.
+//
+// The pure parts and their drivers:
+//
+//	Parse(file, data)         scenario file -> *Scenario (or one-line *Error)
+//	Plan(sc, runFor)          *Scenario -> []Step (pure, deterministic by seed)
+//	Evaluate(checks, ev)      Evidence -> []CheckResult (pure)
+//	BuildReport(dir, sc, v)   run directory + verify -> *Report (reads only)
+//	WriteReport / WriteHTML   *Report -> report.json, report.html
+//	Run(ctx, sc, opt)         the driver: start, act on time, heal, verify, report
+//
+// chaos imports control and events, never coord or node (they import
+// chaos for the fault layer): Run reaches the cluster through the hooks of
+// RunOptions and its control API, and BuildReport reads run.json with its
+// own small struct.
+//
+// # Scenario files
+//
+// A scenario is one YAML document:
+//
+//	name: teaching demo              # required
+//	description: one line            # optional
+//	cluster:                         # optional: the flags of `spate up`
+//	  nodes: 4
+//	  duration: 60s
+//	schedule:                        # required (schedule: [] for none)
+//	  - at: 10s
+//	    fault: kill
+//	    target: one
+//	checks:                          # optional: default [exactly_once]
+//	  - exactly_once
+//	  - max_recovery: 5s
+//
+// cluster: takes the flags of `spate up` by name: nodes, local, keys, seed
+// (whole numbers); rate, speedup (numbers); duration, window, lateness,
+// timeout, heartbeat (durations); job, source, ft (spate, global, none),
+// interval (auto or a duration), events, listen (strings); parallelism
+// ({count: 4} or "count=4,sink=2"). data, headless and script are set by
+// `spate chaos run`, not by the file. Scenario.Cluster holds them as
+// "--name=value" arguments in file order, for coord.ParseUp, which makes
+// the final checks (Scenario.ClusterLines places its errors). Targets are
+// checked against nodes (default 4) and the windowcount job's operators
+// (source, count, rollup, sink; parallelism 2 unless set).
+//
+// Each schedule entry is one of:
+//
+//	at: D, fault: ...                      once, D after the job started
+//	every: D, [at: FIRST], [until: END],   at FIRST (default D), FIRST+D, ...
+//	  fault: ...                           before END or the run's end
+//	random:                                faults at random times:
+//	  seed: N                              required; the same seed, the same plan
+//	  mean: D                              required; mean time between faults
+//	                                       (exponential inter-arrival times)
+//	  faults: [kill, pause, ...]           required; drawn uniformly from
+//	                                       kill, restart, pause, partition, link, store
+//	  for: D                               how long each lasting fault lasts (3s)
+//	  target: T                            (one); partitions and store faults
+//	                                       have none
+//	  from: D, until: D                    the window (the whole run)
+//
+// A random partition draws its shape (one, majority, bridge); a random
+// link fault is latency 100ms with jitter 20ms; a random store fault is
+// slow: 200ms. An every: or random: entry needs an end: until: or
+// cluster: duration. A schedule makes at most MaxSteps steps.
+//
+// Faults and their fields (D a Go duration: 500ms, 5s, 2m; every duration
+// must be positive, but at: and from: may be 0):
+//
+//	kill       target                  SIGKILL the node(s)
+//	restart    target                  kill and start again
+//	pause      target, [for: D]        SIGSTOP; SIGCONT after for:
+//	resume     target                  SIGCONT
+//	partition  shape: one|majority|bridge [target] | groups: [[n1,n2],[n3,n4]]
+//	           [oneway: true] [for: D]
+//	link       target, and at least one of latency: D, jitter: D,
+//	           bandwidth: RATE (1MB/s, 512KiB/s), stall: true, reset: true;
+//	           [for: D]
+//	store      [target], exactly one of slow: D, fail: true, corrupt: true;
+//	           [for: D]
+//	heal       [target]                lift every fault (on target)
+//
+// Targets: a node (n1, n2, ...), one, minority, majority, all, an operator
+// instance (count/1 or count#1) or an operator (count: the node hosting an
+// instance of it). The cluster resolves them when the action arrives.
+//
+// Every bad input (unknown field or key, unknown fault, check or target,
+// a bad duration, bandwidth or number, a missing field, a wrong type, a
+// YAML syntax error) is an *Error on one line:
+//
+//	FILE:LINE: FIELD: what is wrong
+//	demo.yaml:14: schedule[2].latency: "50" is not a duration (want e.g. 500ms, 5s, 2m)
+//
+// # From steps to actions
+//
+// A step is a control.Action: Verb the fault, Target the target, Args
+// every other field as written ("for": "5s", "shape": "majority",
+// "latency": "50ms", "bandwidth": "1MB/s", booleans as "true", groups as
+// "n1,n2|n3,n4"). The cluster lifts a fault with for: itself; the runner
+// only sends each action at its time (Step.At after the job started) and,
+// at the cluster's duration (or after the last step when it has none),
+// one plain heal, so that the drain and the checks run on a healed
+// cluster. An action the cluster refuses is logged in the report
+// (Report.Actions, OK false) and the run goes on.
+//
+// # Checks and the verdict
+//
+//	exactly_once        verify found 0 lost, 0 duplicated, 0 wrong results
+//	all_recovered       every instance lost was recovered before the end
+//	max_recovery: D     the longest recovery (detection to caught up) <= D;
+//	                    fails if an instance never recovered
+//	max_lag: D          the largest output-lag sample <= D (paced runs only:
+//	                    no samples fails)
+//	max_checkpoint: D   p99 of the checkpoints' total time <= D
+//	min_throughput: N   records read per second of job time >= N
+//
+// The verdict is "pass" when every check passes. Run returns, and `spate
+// chaos run` exits with, ExitPass (0), ExitFail (1: a check failed) or
+// ExitNotRun (2: a bad scenario, or the cluster could not be started,
+// reached, or verified).
+//
+// # The report
+//
+// report.json (Report; times *_ms are milliseconds since the job started):
+//
+//	scenario, file, run, dir, ft
+//	verdict                    "pass" | "fail"
+//	windows, lost, duplicated, wrong   from verify (lost: expected results never written)
+//	lost_instances             instances the run ended without (run_finished)
+//	records, job_started, finished, duration_ms
+//	checks[]                   {name, pass, detail: observed vs limit}
+//	faults[]                   {id, verb, target, nodes, args, start, end,
+//	                            start_ms, end_ms, open}: from fault_started and
+//	                            fault_ended events; open: no end, counted to
+//	                            the run's end
+//	actions[]                  {at_ms, plan_ms, action, ok, text}: what the runner sent
+//	recoveries[]               {instance ("job" for a global rollback), from, to,
+//	                            reason, checkpoint, fellback, replayed,
+//	                            detected_ms, done, total_ms, phases[]}
+//	                            phases {name, start_ms, end_ms}: detect (the
+//	                            fault on the lost node to node_lost), place
+//	                            (to recovery_placed), restore (to
+//	                            recovery_restored), catch_up (to
+//	                            recovery_done); unrecovered when it never was
+//	checkpoints                {count, full, delta, global, raw_bytes,
+//	                            stored_bytes, capture_us, persist_us,
+//	                            total_us: {p50, p99, max}}
+//	throughput                 {samples, mean_in_rps, max_in_rps,
+//	                            mean_out_rps, records_per_s}
+//	latency                    {samples, p50_ms, p99_ms, max_ms} of run.json's lag_ms
+//	notes[]                    error events, a cut-short events.jsonl, the runner's remarks
+//	series                     {throughput[], lag[], checkpoints[]}: what the HTML draws
+//
+// report.html is one self-contained page (inline CSS and SVG, no script,
+// nothing fetched): the verdict, the checks, throughput and output lag
+// over time with the fault windows shaded, the recovery timeline with its
+// phases, a checkpoint Gantt per instance (capture and persist), and the
+// faults and actions.
+//
+// Run's goroutine owns its state; the report functions are safe to call
+// concurrently on different reports.
+package chaos

@@ -1,0 +1,671 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"spate/events"
+)
+
+// Report is report.json: the verdict of a scenario run and what happened
+// in it. Times *_ms are milliseconds since the job started.
+type Report struct {
+	Scenario      string            `json:"scenario"`
+	File          string            `json:"file,omitempty"`
+	Run           string            `json:"run"`
+	Dir           string            `json:"dir"`
+	FT            string            `json:"ft,omitempty"`
+	Verdict       string            `json:"verdict"` // pass or fail
+	Windows       int               `json:"windows"`
+	Lost          int               `json:"lost"`
+	Duplicated    int               `json:"duplicated"`
+	Wrong         int               `json:"wrong"`
+	LostInstances []string          `json:"lost_instances,omitempty"` // instances the run ended without
+	Records       uint64            `json:"records"`                  // read by the sources
+	JobStarted    time.Time         `json:"job_started"`
+	Finished      time.Time         `json:"finished"`
+	DurationMs    float64           `json:"duration_ms"`
+	Checks        []CheckResult     `json:"checks"`
+	Faults        []FaultSpan       `json:"faults"`
+	Actions       []ActionLog       `json:"actions,omitempty"` // what the runner sent, refused ones included
+	Recoveries    []Recovery        `json:"recoveries"`
+	Checkpoints   CheckpointStats   `json:"checkpoints"`
+	Throughput    ThroughputSummary `json:"throughput"`
+	Latency       LatencySummary    `json:"latency"`
+	Notes         []string          `json:"notes,omitempty"` // error events and the runner's remarks
+	Series        Series            `json:"series"`
+}
+
+// Verdicts.
+const (
+	VerdictPass = "pass"
+	VerdictFail = "fail"
+)
+
+// FaultSpan is one fault, from fault_started to fault_ended (or to the
+// run's end: Open).
+type FaultSpan struct {
+	ID      int               `json:"id"`
+	Verb    string            `json:"verb"`
+	Target  string            `json:"target,omitempty"`
+	Nodes   []string          `json:"nodes,omitempty"`
+	Args    map[string]string `json:"args,omitempty"`
+	Start   time.Time         `json:"start"`
+	End     time.Time         `json:"end"`
+	StartMs float64           `json:"start_ms"`
+	EndMs   float64           `json:"end_ms"`
+	Open    bool              `json:"open,omitempty"` // never ended: counted to the run's end
+}
+
+// ActionLog is one action the runner sent.
+type ActionLog struct {
+	AtMs   float64 `json:"at_ms"`   // when it was sent
+	PlanMs float64 `json:"plan_ms"` // when the plan said
+	Action string  `json:"action"`
+	OK     bool    `json:"ok"`
+	Text   string  `json:"text"` // the cluster's answer or why it was refused
+}
+
+// Recovery is one lost instance (or, with --ft global, the whole job) from
+// detection to caught up.
+type Recovery struct {
+	Instance   string  `json:"instance"` // "job": a global rollback
+	From       string  `json:"from"`     // the lost node
+	To         string  `json:"to,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	Checkpoint int64   `json:"checkpoint"` // restored from (0: from the start)
+	Fellback   bool    `json:"fellback,omitempty"`
+	Replayed   int64   `json:"replayed"` // records replayed to it
+	DetectedMs float64 `json:"detected_ms"`
+	Done       bool    `json:"done"`
+	TotalMs    float64 `json:"total_ms"` // detection to caught up, or to the run's end if never
+	Phases     []Phase `json:"phases"`
+}
+
+// Phase is one part of a recovery: detect (fault to detection, when a
+// fault explains it), place, restore, catch_up.
+type Phase struct {
+	Name    string  `json:"name"`
+	StartMs float64 `json:"start_ms"`
+	EndMs   float64 `json:"end_ms"`
+}
+
+// CheckpointStats summarises the checkpoint events.
+type CheckpointStats struct {
+	Count       int       `json:"count"`
+	Full        int       `json:"full"`
+	Delta       int       `json:"delta"`
+	Global      int       `json:"global,omitempty"`
+	RawBytes    int64     `json:"raw_bytes"`
+	StoredBytes int64     `json:"stored_bytes"`
+	CaptureUs   Quantiles `json:"capture_us"`
+	PersistUs   Quantiles `json:"persist_us"`
+	TotalUs     Quantiles `json:"total_us"`
+}
+
+// Quantiles of a sample.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// ThroughputSummary summarises the throughput events.
+type ThroughputSummary struct {
+	Samples    int     `json:"samples"`
+	MeanInRps  float64 `json:"mean_in_rps"`
+	MaxInRps   float64 `json:"max_in_rps"`
+	MeanOutRps float64 `json:"mean_out_rps"`
+	RecordsPS  float64 `json:"records_per_s"` // records read per second of job time
+}
+
+// LatencySummary summarises the output lag samples of run.json.
+type LatencySummary struct {
+	Samples int     `json:"samples"`
+	P50Ms   float64 `json:"p50_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	MaxMs   float64 `json:"max_ms"`
+}
+
+// Series are the samples the HTML draws.
+type Series struct {
+	Throughput  []RatePoint      `json:"throughput"`
+	Lag         [][2]float64     `json:"lag"` // (ms, lag ms)
+	Checkpoints []CheckpointSpan `json:"checkpoints"`
+}
+
+// RatePoint is one throughput sample.
+type RatePoint struct {
+	Ms     float64 `json:"ms"`
+	InRps  float64 `json:"in_rps"`
+	OutRps float64 `json:"out_rps"`
+}
+
+// CheckpointSpan is one checkpoint of one instance: capture from StartMs
+// to CaptureMs, persist to EndMs (the completion event's time).
+type CheckpointSpan struct {
+	Instance  string  `json:"instance"`
+	ID        int64   `json:"id"`
+	Full      bool    `json:"full"`
+	StartMs   float64 `json:"start_ms"`
+	CaptureMs float64 `json:"capture_ms"`
+	EndMs     float64 `json:"end_ms"`
+}
+
+// runJSON is the part of run.json (coord.RunInfo) a report reads.
+type runJSON struct {
+	Run       string            `json:"run"`
+	Started   time.Time         `json:"started"`
+	JobStart  *time.Time        `json:"job_started"`
+	Finished  *time.Time        `json:"finished"`
+	Positions map[string]uint64 `json:"positions"`
+	Lag       [][2]int64        `json:"lag_ms"`
+	Config    struct {
+		FT string `json:"ft"`
+	} `json:"config"`
+}
+
+// ReadEvents reads a run's events.jsonl. A bad line is an error naming it,
+// except a last line cut short without its newline (the writer was
+// stopped), which is dropped and reported in the second result.
+func ReadEvents(path string) ([]events.Event, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []events.Event
+	var note string
+	lines := bytes.Split(data, []byte("\n"))
+	for i, raw := range lines {
+		b := bytes.TrimSpace(raw)
+		if len(b) == 0 {
+			continue
+		}
+		var e events.Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			if i == len(lines)-1 { // no newline after it: cut short
+				note = fmt.Sprintf("%s:%d: a cut-short last line was dropped", path, i+1)
+				break
+			}
+			return nil, "", fmt.Errorf("%s:%d: %v", path, i+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, note, nil
+}
+
+// BuildReport reads a run directory (events.jsonl and run.json), evaluates
+// sc's checks (exactly_once when sc is nil) against it and v, and returns
+// the report. It writes nothing.
+func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no run.json: not a run directory", dir)
+		}
+		return nil, err
+	}
+	var ri runJSON
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, "run.json"), err)
+	}
+	evs, note, err := ReadEvents(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
+		Faults: []FaultSpan{}, Recoveries: []Recovery{}, Checks: []CheckResult{}}
+	if note != "" {
+		r.Notes = append(r.Notes, note)
+	}
+	checks := []Check{{Name: CheckExactlyOnce}}
+	if sc != nil {
+		r.Scenario, r.File, checks = sc.Name, sc.File, sc.Checks
+	}
+	r.JobStarted, r.Finished = runSpan(&ri, evs)
+	r.DurationMs = ms(r.Finished.Sub(r.JobStarted))
+	for _, p := range ri.Positions {
+		r.Records += p
+	}
+	b2 := &builder{r: r, origin: r.JobStarted, ft: ri.Config.FT}
+	for _, e := range evs {
+		b2.add(e)
+	}
+	b2.finish()
+	for _, l := range ri.Lag {
+		r.Series.Lag = append(r.Series.Lag, [2]float64{float64(l[0]), float64(l[1])})
+	}
+	r.Latency = latencySummary(ri.Lag)
+	if r.Records == 0 && len(r.Series.Throughput) > 0 {
+		r.Records = b2.lastIn
+	}
+	if r.DurationMs > 0 {
+		r.Throughput.RecordsPS = float64(r.Records) / (r.DurationMs / 1000)
+	}
+	r.Checks = Evaluate(checks, r.Evidence(v))
+	r.Verdict = VerdictFail
+	if Passed(r.Checks) {
+		r.Verdict = VerdictPass
+	}
+	return r, nil
+}
+
+// Evidence is what the checks see of this report.
+func (r *Report) Evidence(v Verify) Evidence {
+	ev := Evidence{Verify: v, Throughput: r.Throughput.RecordsPS}
+	for _, rc := range r.Recoveries {
+		if rc.Done {
+			ev.Recoveries = append(ev.Recoveries, time.Duration(rc.TotalMs*float64(time.Millisecond)))
+		} else {
+			ev.Unrecovered = append(ev.Unrecovered, rc.Instance)
+		}
+	}
+	for _, l := range r.Series.Lag {
+		ev.Lag = append(ev.Lag, time.Duration(l[1])*time.Millisecond)
+	}
+	for _, c := range r.Series.Checkpoints {
+		ev.Checkpoints = append(ev.Checkpoints, time.Duration((c.EndMs-c.StartMs)*float64(time.Millisecond)))
+	}
+	return ev
+}
+
+// runSpan is when the job started and the run ended: from run.json, else
+// from the events.
+func runSpan(ri *runJSON, evs []events.Event) (start, end time.Time) {
+	switch {
+	case ri.JobStart != nil:
+		start = *ri.JobStart
+	default:
+		for _, e := range evs {
+			if e.Kind == events.JobStarted {
+				start = e.Time
+				break
+			}
+		}
+		if start.IsZero() && len(evs) > 0 {
+			start = evs[0].Time
+		}
+		if start.IsZero() {
+			start = ri.Started
+		}
+	}
+	switch {
+	case ri.Finished != nil:
+		end = *ri.Finished
+	case len(evs) > 0:
+		end = evs[len(evs)-1].Time
+	default:
+		end = start
+	}
+	if end.Before(start) {
+		end = start
+	}
+	return start, end
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+// builder folds the events into a report.
+type builder struct {
+	r      *Report
+	origin time.Time
+	ft     string
+	faults map[int]int // id -> index in r.Faults
+	open   map[string]*Recovery
+	recs   []*Recovery
+	lost   map[string]time.Time // node -> last node_lost
+	cap    []float64
+	per    []float64
+	tot    []float64
+	in     []float64
+	out    []float64
+	lastIn uint64
+}
+
+func (b *builder) at(t time.Time) float64 { return ms(t.Sub(b.origin)) }
+
+func (b *builder) add(e events.Event) {
+	r := b.r
+	f := e.Fields
+	switch e.Kind {
+	case "fault_started":
+		if b.faults == nil {
+			b.faults = map[int]int{}
+		}
+		fs := FaultSpan{ID: int(num(f, "id")), Verb: str(f, "verb"), Target: str(f, "target"), Nodes: strs(f, "nodes"), Args: strMap(f, "args"),
+			Start: e.Time, StartMs: b.at(e.Time), Open: true}
+		b.faults[fs.ID] = len(r.Faults)
+		r.Faults = append(r.Faults, fs)
+	case "fault_ended":
+		if i, ok := b.faults[int(num(f, "id"))]; ok && r.Faults[i].Open {
+			r.Faults[i].End, r.Faults[i].EndMs, r.Faults[i].Open = e.Time, b.at(e.Time), false
+		}
+	case events.NodeLost:
+		if b.lost == nil {
+			b.lost = map[string]time.Time{}
+		}
+		b.lost[e.Node] = e.Time
+		ids := strs(f, "instances")
+		if len(ids) == 0 {
+			return
+		}
+		if b.ft == "global" {
+			b.start("job", e, str(f, "reason"))
+			return
+		}
+		for _, id := range ids {
+			b.start(id, e, str(f, "reason"))
+		}
+	case events.RecoveryPlaced:
+		id := e.Instance
+		if id == "" { // global: the whole job rolls back
+			id = "job"
+			if b.open[id] == nil {
+				b.start(id, events.Event{Node: e.Node, Time: b.lost[e.Node]}, "")
+			}
+		}
+		if rc := b.open[id]; rc != nil {
+			rc.To = e.Node
+			if id == "job" {
+				rc.To = ""
+				rc.Checkpoint = int64(num(f, "checkpoint"))
+				rc.Replayed += int64(num(f, "records"))
+			}
+			rc.Phases = append(rc.Phases, Phase{Name: "place", StartMs: rc.DetectedMs, EndMs: b.at(e.Time)})
+		}
+	case events.RecoveryRestored:
+		id := e.Instance
+		if id == "" {
+			id = "job"
+		}
+		if rc := b.open[id]; rc != nil {
+			rc.Checkpoint = int64(num(f, "checkpoint"))
+			rc.Fellback = boolean(f, "fellback")
+			start := rc.DetectedMs
+			if n := len(rc.Phases); n > 0 {
+				start = rc.Phases[n-1].EndMs
+			}
+			rc.Phases = append(rc.Phases, Phase{Name: "restore", StartMs: start, EndMs: b.at(e.Time)})
+			if id == "job" { // a global rollback is done once every instance is restored
+				b.done(rc, e.Time, -1)
+			}
+		}
+	case "replay":
+		to := str(f, "to")
+		if rc := b.open[to]; rc != nil {
+			rc.Replayed += int64(num(f, "records"))
+		} else {
+			for i := len(b.recs) - 1; i >= 0; i-- {
+				if b.recs[i].Instance == to {
+					b.recs[i].Replayed += int64(num(f, "records"))
+					break
+				}
+			}
+		}
+	case events.RecoveryDone:
+		if rc := b.open[e.Instance]; rc != nil {
+			start := rc.DetectedMs
+			if n := len(rc.Phases); n > 0 {
+				start = rc.Phases[n-1].EndMs
+			}
+			rc.Phases = append(rc.Phases, Phase{Name: "catch_up", StartMs: start, EndMs: b.at(e.Time)})
+			total := -1.0
+			if _, ok := f["total_ms"]; ok {
+				total = num(f, "total_ms")
+			}
+			b.done(rc, e.Time, total)
+		}
+	case events.Checkpoint:
+		b.checkpoint(e)
+	case events.Throughput:
+		p := RatePoint{Ms: b.at(e.Time), InRps: num(f, "in_rps"), OutRps: num(f, "out_rps")}
+		r.Series.Throughput = append(r.Series.Throughput, p)
+		b.in, b.out = append(b.in, p.InRps), append(b.out, p.OutRps)
+		b.lastIn = uint64(num(f, "in"))
+	case events.RunFinished:
+		r.LostInstances = strs(f, "lost")
+	case events.Error:
+		r.Notes = append(r.Notes, fmt.Sprintf("%.1fs: %s", b.at(e.Time)/1000, e.Text))
+	}
+}
+
+func (b *builder) start(id string, e events.Event, reason string) {
+	if b.open == nil {
+		b.open = map[string]*Recovery{}
+	}
+	if old := b.open[id]; old != nil {
+		// Lost again before it caught up: the first one ends here, unfinished.
+		old.Phases = append(old.Phases, Phase{Name: "lost_again", StartMs: b.at(e.Time), EndMs: b.at(e.Time)})
+	}
+	rc := &Recovery{Instance: id, From: e.Node, Reason: reason, DetectedMs: b.at(e.Time)}
+	b.open[id] = rc
+	b.recs = append(b.recs, rc)
+}
+
+func (b *builder) done(rc *Recovery, t time.Time, total float64) {
+	rc.Done = true
+	rc.TotalMs = b.at(t) - rc.DetectedMs
+	if total >= 0 {
+		rc.TotalMs = total
+	}
+	delete(b.open, rc.Instance)
+}
+
+func (b *builder) checkpoint(e events.Event) {
+	f := e.Fields
+	st := &b.r.Checkpoints
+	st.Count++
+	end := b.at(e.Time)
+	if boolean(f, "global") {
+		st.Global++
+		st.Full++
+		took := num(f, "took_ms")
+		b.tot = append(b.tot, took*1000)
+		b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: "global", ID: int64(num(f, "id")), Full: true, StartMs: end - took, CaptureMs: end - took, EndMs: end})
+		return
+	}
+	full := boolean(f, "full")
+	if full {
+		st.Full++
+	} else {
+		st.Delta++
+	}
+	st.RawBytes += int64(num(f, "raw_bytes"))
+	st.StoredBytes += int64(num(f, "bytes"))
+	capUs, perUs, totUs := num(f, "capture_us"), num(f, "persist_us"), num(f, "total_us")
+	b.cap, b.per, b.tot = append(b.cap, capUs), append(b.per, perUs), append(b.tot, totUs)
+	start := end - totUs/1000
+	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(num(f, "id")), Full: full,
+		StartMs: round3(start), CaptureMs: round3(start + capUs/1000), EndMs: end})
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func (b *builder) finish() {
+	r := b.r
+	for i := range r.Faults {
+		if r.Faults[i].Open {
+			r.Faults[i].End, r.Faults[i].EndMs = r.Finished, r.DurationMs
+		}
+	}
+	for _, rc := range b.recs {
+		if !rc.Done {
+			rc.TotalMs = r.DurationMs - rc.DetectedMs
+			name := "unrecovered"
+			if n := len(rc.Phases); n > 0 && rc.Phases[n-1].Name == "restore" {
+				name = "catch_up"
+			}
+			start := rc.DetectedMs
+			if n := len(rc.Phases); n > 0 {
+				start = rc.Phases[n-1].EndMs
+			}
+			rc.Phases = append(rc.Phases, Phase{Name: name, StartMs: start, EndMs: r.DurationMs})
+		}
+		// The detect phase: the latest fault on the lost node that began
+		// before the loss was noticed.
+		var cause *FaultSpan
+		for i := range r.Faults {
+			fs := &r.Faults[i]
+			if slices.Contains(fs.Nodes, rc.From) && fs.StartMs <= rc.DetectedMs && (cause == nil || fs.StartMs > cause.StartMs) {
+				cause = fs
+			}
+		}
+		if cause != nil {
+			rc.Phases = append([]Phase{{Name: "detect", StartMs: cause.StartMs, EndMs: rc.DetectedMs}}, rc.Phases...)
+		}
+		r.Recoveries = append(r.Recoveries, *rc)
+	}
+	st := &r.Checkpoints
+	st.CaptureUs, st.PersistUs, st.TotalUs = quantiles(b.cap), quantiles(b.per), quantiles(b.tot)
+	t := &r.Throughput
+	t.Samples = len(b.in)
+	if t.Samples > 0 {
+		t.MeanInRps, t.MaxInRps, t.MeanOutRps = mean(b.in), slices.Max(b.in), mean(b.out)
+	}
+	sort.SliceStable(r.Series.Checkpoints, func(i, j int) bool { return r.Series.Checkpoints[i].Instance < r.Series.Checkpoints[j].Instance })
+}
+
+func quantiles(xs []float64) Quantiles {
+	if len(xs) == 0 {
+		return Quantiles{}
+	}
+	return Quantiles{P50: Percentile(xs, 50), P99: Percentile(xs, 99), Max: slices.Max(xs)}
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return math.Round(s/float64(len(xs))*10) / 10
+}
+
+func latencySummary(lag [][2]int64) LatencySummary {
+	if len(lag) == 0 {
+		return LatencySummary{}
+	}
+	xs := make([]float64, len(lag))
+	for i, l := range lag {
+		xs[i] = float64(l[1])
+	}
+	q := quantiles(xs)
+	return LatencySummary{Samples: len(xs), P50Ms: q.P50, P99Ms: q.P99, MaxMs: q.Max}
+}
+
+// Field readers: events arrive as decoded JSON, so numbers are float64
+// and lists are []any; anything else reads as zero.
+
+func num(f map[string]any, k string) float64 {
+	switch v := f[k].(type) {
+	case float64:
+		return v
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case uint64:
+		return float64(v)
+	case json.Number:
+		x, _ := v.Float64()
+		return x
+	case string:
+		x, _ := strconv.ParseFloat(v, 64)
+		return x
+	}
+	return 0
+}
+
+func str(f map[string]any, k string) string {
+	if s, ok := f[k].(string); ok {
+		return s
+	}
+	return ""
+}
+
+func boolean(f map[string]any, k string) bool {
+	b, _ := f[k].(bool)
+	return b
+}
+
+func strs(f map[string]any, k string) []string {
+	switch v := f[k].(type) {
+	case []string:
+		return v
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			} else if x != nil {
+				out = append(out, fmt.Sprint(x))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func strMap(f map[string]any, k string) map[string]string {
+	switch v := f[k].(type) {
+	case map[string]string:
+		return v
+	case map[string]any:
+		out := make(map[string]string, len(v))
+		for k, x := range v {
+			if s, ok := x.(string); ok {
+				out[k] = s
+			} else {
+				out[k] = fmt.Sprint(x)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// WriteReport writes r as DIR/report.json and DIR/report.html, each to a
+// temporary name first and renamed into place.
+func WriteReport(dir string, r *Report) error {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "report.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	var html bytes.Buffer
+	if err := WriteHTML(&html, r); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "report.html"), html.Bytes())
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

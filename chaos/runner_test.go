@@ -17,20 +17,20 @@ import (
 	"spate/events"
 )
 
-// fakeClock moves only when the runner waits: After(d) advances it by d
+// stepClock moves only when the runner waits: After(d) advances it by d
 // and fires at once. So tests never sleep and every time is exact.
-type fakeClock struct {
+type stepClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *fakeClock) Now() time.Time {
+func (c *stepClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *stepClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -131,7 +131,7 @@ checks: [exactly_once, {max_lag: 1s}]
 
 func runWith(t *testing.T, fc *fakeCluster, sc *Scenario, v Verify, verr error) (int, string, error, *bytes.Buffer) {
 	t.Helper()
-	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := &stepClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var out bytes.Buffer
 	code, dir, err := Run(context.Background(), sc, RunOptions{
 		Start:  fc.start,

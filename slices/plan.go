@@ -70,14 +70,17 @@ func Rebalance(old Assignment, load []float64) (Plan, error) {
 // uniform). The new assignment gives every instance one contiguous range.
 // Among all such assignments it
 //
-//  1. minimises the largest instance load;
-//  2. among those, minimises the number of key groups moved (instances
+//  1. minimises the largest instance load (the bottleneck);
+//  2. among those, maximises the smallest instance load, so that no
+//     instance is left nearly idle (without it, 13→14 instances on uniform
+//     load would give the new instance a single key group: that also has
+//     the least largest load and moves the fewest key groups);
+//  3. among those, minimises the number of key groups moved (instances
 //     that keep their index keep as much of their old range as possible);
-//  3. among those, minimises the sum of squared instance loads (the
-//     non-bottleneck instances are balanced too);
-//  4. among those, takes the first in a fixed search order.
+//  4. among those, minimises the sum of squared instance loads;
+//  5. among those, takes the first in a fixed order (see placeSegments).
 //
-// Steps 2-4 search the assignments that keep the surviving instances in
+// Steps 3-5 search the assignments that keep the surviving instances in
 // the order of their old key groups along [0,G) and put the new ones
 // anywhere between them. When every old instance owns one contiguous range
 // (which every plan produces) no other order moves fewer key groups. On
@@ -113,8 +116,9 @@ func Rescale(old Assignment, n int, load []float64) (Plan, error) {
 		}
 	}
 
-	best := minMaxLoad(load, n)
-	limit := best * (1 + 1e-9) // sums in another order differ by a few ulps
+	// Sums in another order differ by a few ulps: hence the margins.
+	hi := minMaxLoad(load, n) * (1 + 1e-9)
+	lo := maxMinLoad(load, n, hi) * (1 - 1e-9)
 
 	// The survivors, in the order of their key groups along [0,G).
 	m := old.N()
@@ -146,9 +150,9 @@ func Rescale(old Assignment, n int, load []float64) (Plan, error) {
 		}
 	}
 
-	owner, ok := placeSegments(load, limit, kept, seq, t, m)
+	owner, ok := placeSegments(load, lo, hi, kept, seq, t, m)
 	if !ok {
-		return Plan{}, fmt.Errorf("%w: rescale %s: no assignment within the optimal load %v (a bug)", ErrInvalid, old.Op, best)
+		return Plan{}, fmt.Errorf("%w: rescale %s: no assignment with loads in [%v, %v] (a bug)", ErrInvalid, old.Op, lo, hi)
 	}
 	p := Plan{Old: old, New: fromOwners(old.Op, owner, n), Moves: diff(ownerOld, owner)}
 	p.OldMaxLoad = stdslices.Max(old.Loads(load))
@@ -160,7 +164,7 @@ func Rescale(old Assignment, n int, load []float64) (Plan, error) {
 // non-empty segments covering load.
 func minMaxLoad(load []float64, n int) float64 {
 	G := len(load)
-	// f[b]: with k segments covering [0,b).
+	// f[b]: the best with k segments covering [0,b); prev: with k-1.
 	f := make([]float64, G+1)
 	prev := make([]float64, G+1)
 	sum := 0.0
@@ -187,6 +191,42 @@ func minMaxLoad(load []float64, n int) float64 {
 	return f[G]
 }
 
+// maxMinLoad returns the largest possible smallest load of n contiguous,
+// non-empty segments covering load, each of load at most limit (which
+// minMaxLoad makes possible).
+func maxMinLoad(load []float64, n int, limit float64) float64 {
+	G := len(load)
+	// f[b]: the best with k segments covering [0,b), -Inf if impossible.
+	f := make([]float64, G+1)
+	prev := make([]float64, G+1)
+	sum := 0.0
+	f[0] = math.Inf(-1)
+	for b := 1; b <= G; b++ {
+		sum += load[b-1]
+		f[b] = math.Inf(-1)
+		if sum <= limit {
+			f[b] = sum
+		}
+	}
+	for k := 2; k <= n; k++ {
+		f, prev = prev, f
+		for b := range f {
+			f[b] = math.Inf(-1)
+		}
+		for b := k; b <= G; b++ {
+			seg := 0.0
+			for a := b - 1; a >= k-1; a-- {
+				seg += load[a]
+				if seg > limit {
+					break
+				}
+				f[b] = max(f[b], min(prev[a], seg))
+			}
+		}
+	}
+	return f[G]
+}
+
 // cost orders partial plans: fewer key groups moved, then a smaller sum
 // of squared loads.
 type cost struct {
@@ -196,13 +236,13 @@ type cost struct {
 
 func (c cost) less(d cost) bool { return c.moved < d.moved || c.moved == d.moved && c.sq < d.sq }
 
-// placeSegments cuts [0,G) into s+t contiguous segments, each of load at
-// most limit, gives them to the survivors seq (in that order) and to t new
+// placeSegments cuts [0,G) into s+t contiguous segments, each of load in
+// [lo,hi], gives them to the survivors seq (in that order) and to t new
 // instances (numbered m, m+1, ... left to right), minimising cost. Among
 // plans of equal cost it takes the first, reading segments left to right,
 // preferring a survivor to a new instance, then a shorter segment. It
 // returns the new owner of every key group.
-func placeSegments(load []float64, limit float64, kept [][]int, seq []int, t, m int) ([]int, bool) {
+func placeSegments(load []float64, lo, hi float64, kept [][]int, seq []int, t, m int) ([]int, bool) {
 	G, s := len(load), len(seq)
 	idx := func(g, j, k int) int { return (g*(s+1)+j)*(t+1) + k }
 	// togo[idx(g,j,k)]: the least cost of covering [g,G) once j survivors
@@ -218,8 +258,11 @@ func placeSegments(load []float64, limit float64, kept [][]int, seq []int, t, m 
 		sum := 0.0
 		for b := g + 1; b <= G-(left-1); b++ {
 			sum += load[b-1]
-			if sum > limit {
+			if sum > hi {
 				return
+			}
+			if sum < lo {
+				continue
 			}
 			width := b - g
 			if j < s && !fn(b, j+1, k, cost{width - (kept[j][b] - kept[j][g]), sum * sum}) {

@@ -82,16 +82,20 @@ func Rebalance(old Assignment, load []float64) (Plan, error) {
 //
 // Steps 3-5 search the assignments that keep the surviving instances in
 // the order of their old key groups along [0,G) and put the new ones
-// anywhere between them. When every old instance owns one contiguous range
-// (which every plan produces) no other order moves fewer key groups. On
-// scale-out (n > old.N()) the new instances get indices old.N()..n-1 in key
+// anywhere between them (the order is that of the mean of each one's old
+// key groups). Another order can move fewer key groups, mostly when ranges
+// are a few key groups wide: on random plans over G <= 9 about 2% of plans
+// move a few key groups more than the best labelling (see
+// TestPropertyRescaleOptimal). On scale-out (n > old.N()) the new instances get indices old.N()..n-1 in key
 // group order, and the existing owners give up slices to them; on
 // scale-in the instances with the highest indices (n..old.N()-1) go away
 // and their key groups go to their neighbours.
 //
 // Rescale is deterministic: the same arguments give the same plan. It takes
-// O(G·L·n²/4) steps, L the number of key groups in the largest range that
-// fits the optimal load; fine for the default G = 128.
+// O(n·G²) steps for the load bounds and O(G·L·n²/4) for the search, L the
+// widest range within the bounds: under a millisecond for G = 128 and
+// n = 16 on a measured load, 10 ms on an all-zero one (nothing prunes),
+// 0.1 s for 64 → 128; too slow for G in the tens of thousands.
 func Rescale(old Assignment, n int, load []float64) (Plan, error) {
 	ownerOld, err := old.owners()
 	if err != nil {

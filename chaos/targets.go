@@ -71,6 +71,7 @@ func ResolveTarget(target string, nodes []NodeInfo, rng *rand.Rand) ([]string, e
 	if target == "" {
 		return nil, errors.New("chaos: target: empty")
 	}
+	target = strings.Replace(target, "#", "/", 1) // count#1, as the cluster names it, is count/1
 	sorted, err := sortNodes(nodes)
 	if err != nil {
 		return nil, err

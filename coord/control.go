@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"spate/chaos"
 	"spate/control"
 	"spate/events"
 )
@@ -165,6 +167,7 @@ type fault struct {
 	start time.Time
 	until time.Time
 	timer *time.Timer
+	net   *netFault // network and store faults (netfault.go)
 }
 
 // handleCtl answers one control request; it runs on the event loop.
@@ -192,6 +195,8 @@ func (c *Coordinator) nodeStatus(ns *nodeState) string {
 		return "dead"
 	case c.paused[ns.name]:
 		return "paused"
+	case c.partitioned(ns.name):
+		return "partitioned"
 	case ns.sess == nil:
 		return "joining"
 	case c.started && c.opt.Now().Sub(ns.lastBeat) > 3*c.cfg.Heartbeat:
@@ -270,6 +275,12 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 			return control.Result{}, fmt.Errorf("%s: %w", a.Verb, err)
 		}
 		return c.signal(a, nodes, dur)
+	case "partition":
+		return c.partition(a, dur)
+	case "link":
+		return c.link(a, dur)
+	case "store":
+		return c.storeFault(a, dur)
 	case "heal":
 		return c.heal(), nil
 	case "drain":
@@ -281,65 +292,47 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "":
 		return control.Result{}, errors.New("no verb")
 	}
-	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, pause, resume, heal, drain)", a.Verb)
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, pause, resume, partition, link, store, heal, drain)", a.Verb)
 }
 
 // resolve names the nodes a target means: a node name, one, minority,
-// majority, all, an instance (count/1) or an operator (count).
+// majority, all, an instance (count#1 or count/1) or an operator (count).
 func (c *Coordinator) resolve(target string) ([]string, error) {
-	var alive []string
-	for _, name := range c.allNodes() {
-		if s := c.nodeStatus(c.nodes[name]); s != "dead" && s != "exited" {
-			alive = append(alive, name)
-		}
-	}
-	pick := func(k int) []string {
-		if k > len(alive) {
-			k = len(alive)
-		}
-		p := c.rng.Perm(len(alive))[:k]
-		sort.Ints(p)
-		out := make([]string, k)
-		for i, j := range p {
-			out[i] = alive[j]
-		}
-		return out
-	}
-	n := len(c.nodes)
-	switch target {
-	case "":
+	if target == "" {
 		return nil, errors.New("no target (a node, one, minority, majority, all, an instance or an operator)")
-	case "all":
-		return alive, nil
-	case "one":
-		if len(alive) == 0 {
-			return nil, errors.New("one: no node is alive")
+	}
+	var out []string
+	for _, t := range strings.Split(target, ",") { // n1,n2: a list
+		nodes, err := chaos.ResolveTarget(t, c.nodeInfos(), c.rng)
+		if err != nil {
+			return nil, err
 		}
-		return pick(1), nil
-	case "minority":
-		return pick(max(1, (n-1)/2)), nil
-	case "majority":
-		return pick(n/2 + 1), nil
+		for _, n := range nodes {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
 	}
-	if _, ok := c.nodes[target]; ok {
-		return []string{target}, nil
-	}
-	target = strings.Replace(target, "/", "#", 1) // count/1 is count#1
+	sort.Slice(out, func(i, j int) bool { return nodeLess(out[i], out[j]) })
+	return out, nil
+}
+
+// nodeInfos describes the nodes for target resolution and partition plans.
+func (c *Coordinator) nodeInfos() []chaos.NodeInfo {
+	hosted := map[string][]string{}
 	if c.plan != nil {
-		var hosts []string
 		for _, p := range c.plan.Instances {
-			if string(p.ID) == target {
-				return []string{p.Node}, nil
+			if c.done[p.ID] == nil && !c.lost[p.ID] {
+				hosted[p.Node] = append(hosted[p.Node], strings.Replace(string(p.ID), "#", "/", 1))
 			}
-			if p.Op == target && c.done[p.ID] == nil && !c.lost[p.ID] {
-				hosts = append(hosts, p.Node)
-			}
-		}
-		if len(hosts) > 0 {
-			return []string{hosts[c.rng.IntN(len(hosts))]}, nil
 		}
 	}
-	return nil, fmt.Errorf("target %q names no node, instance or operator of this cluster", target)
+	var out []chaos.NodeInfo
+	for _, name := range c.allNodes() {
+		s := c.nodeStatus(c.nodes[name])
+		out = append(out, chaos.NodeInfo{ID: name, Alive: s != "dead" && s != "exited", Instances: hosted[name]})
+	}
+	return out
 }
 
 // signal kills, pauses or resumes node processes.
@@ -416,6 +409,16 @@ func (c *Coordinator) endFault(f *fault) {
 	c.emit(events.FaultEnded, "", "", map[string]any{"id": f.id, "verb": f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
 }
 
+// partitioned reports whether an active partition cuts node name off.
+func (c *Coordinator) partitioned(name string) bool {
+	for _, f := range c.faults {
+		if f.net != nil && slices.Contains(f.net.cut, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // endPausesOf ends the pause faults whose nodes have all been resumed.
 func (c *Coordinator) endPausesOf(resumed []string) {
 	for _, id := range c.faultIDs() {
@@ -450,6 +453,9 @@ func (c *Coordinator) lift(id int) {
 	}
 	c.undo(f)
 	c.endFault(f)
+	if f.net != nil {
+		c.pushFaults(false, nil)
+	}
 }
 
 // undo reverses what a fault did.

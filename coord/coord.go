@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
-	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"spate/chaos"
 	"spate/events"
 	"spate/job"
 	"spate/state"
@@ -126,6 +127,7 @@ type Coordinator struct {
 	paused   map[string]bool
 	faults   map[int]*fault
 	faultSeq int
+	layer    *chaos.Layer // link faults on the coordinator's side of its links
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -155,6 +157,9 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}}
 	c.joinSeq.Store(int64(cfg.Local))
+	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
+		return "", err
+	}
 	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
@@ -315,6 +320,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				conn.Close()
 				return
 			}
+			conn = c.layer.Wrap(conn, chaos.Coord, name)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()

@@ -38,6 +38,7 @@ const (
 	FaultStarted     Kind = "fault_started"
 	FaultEnded       Kind = "fault_ended"
 	Healed           Kind = "healed"
+	Partition        Kind = "partition"
 	Error            Kind = "error"
 )
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"spate/chaos"
 	"sync"
 	"syscall"
 	"time"
@@ -96,7 +97,8 @@ type Node struct {
 	peers  map[string]*yamux.Session // by peer name
 	peerc  chan struct{}             // closed and replaced whenever peers changes
 	plan   *wire.Deploy
-	store  state.Store
+	store  *faultStore
+	layer  *chaos.Layer // injected link faults on the peer links (faults.go)
 	insts  map[job.InstanceID]*instance
 	cancel context.CancelFunc
 }
@@ -130,7 +132,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name,
+	layer, err := chaos.NewLayer(chaos.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name, layer: layer,
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}),
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
 
@@ -235,6 +241,10 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 	case wire.CtlReroute:
 		if q := m.Reroute; q != nil {
 			n.reroute(ctx, *q)
+		}
+	case wire.CtlFaults:
+		if m.Faults != nil {
+			n.applyFaults(m.Faults)
 		}
 	case wire.CtlStop:
 		return true
@@ -375,7 +385,7 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	}
 	n.mu.Lock()
 	n.plan = d
-	n.store = store
+	n.store = &faultStore{Store: store}
 	n.mu.Unlock()
 	for i := range d.Instances {
 		p := &d.Instances[i]
@@ -413,6 +423,7 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 	if err != nil {
 		return fmt.Errorf("dial peer %s at %s: %w", name, addr, err)
 	}
+	conn = n.layer.Wrap(conn, n.nodeName(), name) // a partition stalls the handshake too
 	if _, err := wire.ClientHandshake(conn, wire.Hello{Token: n.cfg.Token, Role: wire.RolePeer, Node: n.nodeName(), PID: os.Getpid()}, 10*time.Second); err != nil {
 		conn.Close()
 		return fmt.Errorf("peer %s: %w", name, err)
@@ -428,7 +439,8 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 
 func (n *Node) addPeer(ctx context.Context, name string, sess *yamux.Session) {
 	n.mu.Lock()
-	if old := n.peers[name]; old != nil {
+	old := n.peers[name]
+	if old != nil {
 		old.Close()
 	}
 	n.peers[name] = sess
@@ -436,6 +448,10 @@ func (n *Node) addPeer(ctx context.Context, name string, sess *yamux.Session) {
 	n.peerc = make(chan struct{})
 	n.mu.Unlock()
 	go n.acceptStreams(ctx, name, sess)
+	go n.watchPeer(ctx, name, sess)
+	if old != nil {
+		go n.reconnectPeer(ctx, name)
+	}
 }
 
 func (n *Node) waitPeers(ctx context.Context, names []string, timeout time.Duration) error {
@@ -493,6 +509,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 				c.Close()
 				return
 			}
+			c = n.layer.Wrap(c, n.nodeName(), h.Node)
 			sess, err := yamux.Server(c, wire.YamuxConfig())
 			if err != nil {
 				c.Close()

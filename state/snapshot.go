@@ -304,19 +304,9 @@ func appendBody(b []byte, s *Snapshot) []byte {
 //
 // Decode is safe for concurrent use.
 func Decode(b []byte) (*Snapshot, error) {
-	h, err := ReadHeader(b)
+	h, err := Verify(b)
 	if err != nil {
 		return nil, err
-	}
-	if got := int64(len(b) - headerSize); got != h.Stored {
-		if got < h.Stored {
-			return nil, corrupt("truncated: %d of %d body bytes", got, h.Stored)
-		}
-		return nil, corrupt("bad length: %d bytes after a body of %d", got-h.Stored, h.Stored)
-	}
-	want := binary.LittleEndian.Uint32(b[24:])
-	if crc := crc32.Update(crc32.Checksum(b[:24], castagnoli), castagnoli, b[headerSize:]); crc != want {
-		return nil, corrupt("checksum mismatch: stored %08x, computed %08x", want, crc)
 	}
 	raw, err := decoder().DecodeAll(b[headerSize:], make([]byte, 0, h.Raw))
 	if err != nil {
@@ -326,6 +316,27 @@ func Decode(b []byte) (*Snapshot, error) {
 		return nil, corrupt("bad length: body decompresses to %d bytes, header says %d", len(raw), h.Raw)
 	}
 	return decodeBody(raw)
+}
+
+// Verify checks a stored snapshot's header, length and checksum without
+// decompressing it: what a scrub of a stored file needs. Errors wrap
+// ErrCorrupt. It is safe for concurrent use.
+func Verify(b []byte) (Header, error) {
+	h, err := ReadHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if got := int64(len(b) - headerSize); got != h.Stored {
+		if got < h.Stored {
+			return h, corrupt("truncated: %d of %d body bytes", got, h.Stored)
+		}
+		return h, corrupt("bad length: %d bytes after a body of %d", got-h.Stored, h.Stored)
+	}
+	want := binary.LittleEndian.Uint32(b[24:])
+	if crc := crc32.Update(crc32.Checksum(b[:24], castagnoli), castagnoli, b[headerSize:]); crc != want {
+		return h, corrupt("checksum mismatch: stored %08x, computed %08x", want, crc)
+	}
+	return h, nil
 }
 
 // reader decodes the raw body. The first error sticks.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"spate/chaos"
 	"spate/job"
 )
 
@@ -54,6 +55,8 @@ const (
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
 	CtlBarrier      = "barrier"      // coordinator → node (--ft global): sources inject barrier Checkpoint.ID
+
+	CtlFaults = "faults" // coordinator → node: the complete set of injected faults to apply from now on
 )
 
 // Control is the envelope of every message on the control stream.
@@ -68,6 +71,24 @@ type Control struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"` // CtlCheckpointed, CtlCompleted
 	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
 	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
+	Faults     *Faults     `json:"faults,omitempty"`     // CtlFaults
+}
+
+// Faults is every fault a node must apply now, replacing what it applied
+// before (CtlFaults). Links are by peer node, on this node's side of each
+// link (the coordinator applies the faults of its own links itself).
+type Faults struct {
+	Links map[string]chaos.LinkFault `json:"links,omitempty"`
+	Store StoreFault                 `json:"store"`
+	// Corrupt names instances whose latest checkpoint file the node must
+	// damage now (an action, like a link reset).
+	Corrupt []job.InstanceID `json:"corrupt,omitempty"`
+}
+
+// StoreFault slows or fails the node's checkpoint writes.
+type StoreFault struct {
+	SlowMs int64 `json:"slow_ms,omitempty"` // each write waits this long first
+	Fail   bool  `json:"fail,omitempty"`    // each write fails
 }
 
 // Checkpoint describes one durable checkpoint of one instance.

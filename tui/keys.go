@@ -25,26 +25,45 @@ type keyMap struct {
 func defaultKeys() keyMap {
 	return keyMap{
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit, from anywhere")),
-		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "this help")),
-		NextPane:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		NextPane:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
 		Prev:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 		Pane:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "go to pane")),
 		Up:        key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:      key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
 		Top:       key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
-		Bottom:    key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row (the log follows)")),
+		Bottom:    key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row")),
 		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PageDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
 		Enter:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
-		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back, clear filter")),
-		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the log")),
-		Command:   key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command (:kill n2, :heal, :scale count 4)")),
-		Kill:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill the selected node")),
-		Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause or resume the selected node")),
-		Isolate:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate the selected node")),
-		Heal:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal every fault")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Command:   key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
+		Kill:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
+		Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Isolate:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate")),
+		Heal:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal")),
 	}
+}
+
+// longHelp is what the help screen says of a key, where the footer's word
+// is not enough.
+var longHelp = map[string]string{
+	"ctrl+c": "quit, from anywhere (also while typing)",
+	"q":      "quit (types a q while typing a filter or command)",
+	"?":      "this help",
+	"tab":    "next pane",
+	"1-9":    "go to pane 1 cluster, 2 dataflow, 3 checkpoints, 4 backup, 5 scaling, 6 tuner, 7 recovery, 8 charts, 9 log",
+	"G":      "last row (the log follows new events again)",
+	"enter":  "details of the selected row",
+	"esc":    "back; clear the filter; the log follows again",
+	"/":      "filter the event log (every word must match)",
+	":":      "command line (below)",
+	"x":      "kill the selected node (the cluster pane's row)",
+	"p":      "pause the selected node, or resume it if paused",
+	"i":      "isolate the selected node (partition shape=one)",
+	"h":      "heal: end every fault",
 }
 
 // helpGroup is one column of the help screen.
@@ -85,7 +104,11 @@ func (k keyMap) helpText(st styles) []string {
 		lines = append(lines, st.title.Render(g.Title))
 		for _, b := range g.Keys {
 			h := b.Help()
-			lines = append(lines, "  "+st.key.Render(pad(h.Key, 10))+" "+h.Desc)
+			desc := h.Desc
+			if l, ok := longHelp[h.Key]; ok {
+				desc = l
+			}
+			lines = append(lines, "  "+st.key.Render(pad(h.Key, 10))+" "+desc)
 		}
 		lines = append(lines, "")
 	}
@@ -103,9 +126,6 @@ func (k keyMap) shortHelp(st styles, w int) string {
 	for _, bind := range k.short() {
 		h := bind.Help()
 		desc := h.Desc
-		if i := strings.IndexAny(desc, " ("); i > 0 && len(desc) > 8 {
-			desc = desc[:i]
-		}
 		n := len([]rune(h.Key)) + 1 + len([]rune(desc)) + 2
 		if used+n > w {
 			break

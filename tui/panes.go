@@ -178,7 +178,7 @@ func (dataflowPane) render(v view, w, h int) []string {
 	for _, op := range v.s.opOrder {
 		n := 0
 		for _, in := range v.s.insts {
-			if in.Op == op && in.State != "done" {
+			if in.Op == op {
 				n++
 			}
 		}
@@ -193,7 +193,7 @@ func (dataflowPane) render(v view, w, h int) []string {
 	cols := []column{
 		{Title: "INSTANCE", W: 9}, {Title: "NODE", W: 4}, {Title: "GEN", W: 3, Right: true, Drop: 3},
 		{Title: "KEY GROUPS", W: 10, Flex: true, Drop: 1}, {Title: "STATE", W: 10},
-		{Title: "IN/S", W: 6, Right: true}, {Title: "OUT/S", W: 6, Right: true},
+		{Title: "IN/S", W: 7, Right: true}, {Title: "OUT/S", W: 7, Right: true},
 		{Title: "BACKLOG", W: 7, Right: true, Drop: 2}, {Title: "PRESSURE", W: 8},
 		{Title: "CKPT", W: 4, Right: true, Drop: 4}, {Title: "INTERVAL", W: 8, Right: true, Drop: 5},
 	}
@@ -482,7 +482,7 @@ func (scalingPane) render(v view, w, h int) []string {
 		var parts []string
 		for _, k := range s.instOrder {
 			in := s.insts[k]
-			if in.Op == op && in.State != "done" && in.KeyGroups != "" {
+			if in.Op == op && in.KeyGroups != "" {
 				parts = append(parts, fmt.Sprintf("#%d@%s %s", in.Index, in.Node, in.KeyGroups))
 			}
 		}
@@ -808,12 +808,12 @@ func recoveryTimeline(v view, r *recovery, w, h int) []string {
 		}
 		fill(a, b, '░')
 		if c >= 0 {
-			fill(b, c, '▒')
+			fill(max(b, 1), max(c, 1), '▒')
 		}
 		if d >= 0 && c >= 0 {
 			fill(c+1, d, '█')
 		}
-		if lostC >= 0 {
+		if lostC >= 0 && row[lostC] == ' ' {
 			row[lostC] = '|'
 		}
 		out = append(out, pad(ir.Instance, label)+" "+v.st.bar.Render(string(row)))
@@ -858,16 +858,33 @@ type chartsPane struct{}
 func (chartsPane) name() string    { return "charts" }
 func (chartsPane) rows(v view) int { return len(v.s.faults) }
 
-// series buckets the throughput samples into cols columns of step ending
-// at now, and marks the columns inside a fault window.
+// chartStep is the time one chart column covers: a second, or less when
+// the whole run is shorter than the chart, so a short run fills it.
+func (s *state) chartStep(now time.Time, cols int) time.Duration {
+	step := time.Second
+	if span := now.Sub(s.first); !s.first.IsZero() && cols > 0 && span < time.Duration(cols)*step {
+		step = max(span/time.Duration(cols), 50*time.Millisecond)
+	}
+	return step
+}
+
+// series samples the throughput into cols columns of step ending at now
+// (each column shows the latest sample at or before its end, up to 2 s
+// old), and marks the columns inside a fault window.
 func (s *state) series(now time.Time, cols int, step time.Duration) (in, out, lag []float64, shade []bool) {
 	in, out, lag = make([]float64, cols), make([]float64, cols), make([]float64, cols)
 	shade = make([]bool, cols)
 	start := now.Add(-time.Duration(cols) * step)
-	for _, p := range s.tput {
-		c := int(p.At.Sub(start) / step)
-		if c >= 0 && c < cols {
-			in[c], out[c], lag[c] = max(in[c], p.In), max(out[c], p.Out), max(lag[c], p.Lag)
+	j := 0
+	for c := 0; c < cols; c++ {
+		end := start.Add(time.Duration(c+1) * step)
+		for j < len(s.tput) && !s.tput[j].At.After(end) {
+			j++
+		}
+		if j > 0 {
+			if p := s.tput[j-1]; end.Sub(p.At) <= 2*time.Second {
+				in[c], out[c], lag[c] = p.In, p.Out, p.Lag
+			}
 		}
 	}
 	for _, f := range s.faults {
@@ -890,7 +907,6 @@ func charts(v view, w, h int) []string {
 	if h < 4 || w < 30 {
 		return nil
 	}
-	step := time.Second
 	pair := w >= 100
 	cw := w
 	if pair {
@@ -905,6 +921,7 @@ func charts(v view, w, h int) []string {
 	}
 	label := 7
 	cols := cw - label
+	step := v.s.chartStep(v.now, cols)
 	in, out, lag, shade := v.s.series(v.now, cols, step)
 	top := 0.0
 	for i := range in {
@@ -936,7 +953,7 @@ func charts(v view, w, h int) []string {
 		return block(res, cw, chartH+2)
 	}
 	id := func(s string) string { return s }
-	tp := mk(fmt.Sprintf("throughput in %s/s, out %s/s", fmtRate(lastIn), fmtRate(lastOut)), in, top, fmtRate, id)
+	tp := mk(fmt.Sprintf("throughput in %s/s, out %s/s  (a column is %s)", fmtRate(lastIn), fmtRate(lastOut), fmtDur(step)), in, top, fmtRate, id)
 	lt := mk(fmt.Sprintf("output lag %s", fmtMs(lastLag)), lag, 0, fmtMs, id)
 	if pair {
 		return sideBySide(tp, lt, " │ ")
@@ -946,7 +963,7 @@ func charts(v view, w, h int) []string {
 }
 
 func (chartsPane) render(v view, w, h int) []string {
-	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  one column = 1s; ░ and shading: fault windows (%d)", len(v.s.faults)))
+	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  ░ and shading: fault windows (%d)", len(v.s.faults)))
 	out := []string{fit(head, w)}
 	ch := h - 1
 	fl := 0
@@ -972,7 +989,11 @@ func (chartsPane) render(v view, w, h int) []string {
 			if f.Implicit {
 				verb += "*"
 			}
-			rows = append(rows, []string{f.ID, verb, f.Target, strings.Join(f.Nodes, " "), fmtClock(f.Start), end})
+			id := f.ID
+			if f.Implicit {
+				id = "-"
+			}
+			rows = append(rows, []string{id, verb, f.Target, strings.Join(f.Nodes, " "), fmtClock(f.Start), end})
 		}
 		out = append(out, table(v.st, cols, rows, v.sel, w, fl, false)...)
 	}

@@ -265,7 +265,7 @@ func (s *state) sortInsts() {
 func (s *state) nodeInsts(id string) []string {
 	var out []string
 	for _, k := range s.instOrder {
-		if in := s.insts[k]; in.Node == id && in.State != "done" {
+		if in := s.insts[k]; in.Node == id {
 			out = append(out, k)
 		}
 	}
@@ -401,7 +401,7 @@ func (s *state) apply(e events.Event) {
 			r.Global = true
 		}
 		if !s.faultOn(e.Node) {
-			s.addFault(&fault{ID: "lost-" + e.Node + "-" + itoa(int(e.Seq)), Verb: "lost",
+			s.addFault(&fault{ID: "e" + itoa(int(e.Seq)), Verb: "lost",
 				Target: e.Node, Nodes: []string{e.Node}, Start: e.Time, Implicit: true})
 		}
 	case events.NodeExited:
@@ -726,9 +726,11 @@ func (r *recovery) inst(id string) *instRecovery {
 	return ir
 }
 
+// allDone says whether every instance of the recovery has caught up. A
+// source has no upstream to catch up from: it is done once restored.
 func (r *recovery) allDone() bool {
 	for _, ir := range r.Insts {
-		if ir.Done.IsZero() {
+		if ir.Done.IsZero() && (ir.Restored.IsZero() || !strings.HasPrefix(ir.Instance, "source#")) {
 			return false
 		}
 	}

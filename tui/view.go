@@ -3,6 +3,8 @@ package tui
 import (
 	"fmt"
 	"strings"
+
+	"spate/events"
 )
 
 // layout is how much fits. The dashboard degrades in steps: the charts
@@ -219,9 +221,14 @@ func (m *model) side(w, h int) []string {
 	out = append(out, "", m.st.title.Render("recent events"))
 	rest := h - len(out)
 	v := m.view(paneLog)
-	from := max(len(v.log)-rest, 0)
-	for _, i := range v.log[from:] {
-		le := s.log[i]
+	tail := make([]int, 0, rest)
+	for j := len(v.log) - 1; j >= 0 && len(tail) < rest; j-- {
+		if k := s.log[v.log[j]].E.Kind; k != "metrics" && k != events.WindowFired {
+			tail = append(tail, v.log[j])
+		}
+	}
+	for j := len(tail) - 1; j >= 0; j-- {
+		le := s.log[tail[j]]
 		l := le.E.Time.Format("15:04:05") + " " + string(le.E.Kind) + " " + le.E.Text
 		if le.Bad {
 			l = m.st.bad.Render(l)

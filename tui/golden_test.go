@@ -17,7 +17,13 @@ import (
 	"spate/events"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+// updating reports the -update flag. The flag itself is defined by
+// charmbracelet/x/exp/golden (imported through teatest); defining it again
+// here would panic, so the goldens share it.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // clock is the frozen time of the goldens: just after the recorded run.
 var clock = time.Date(2026, 11, 30, 5, 16, 12, 0, time.UTC)
@@ -89,7 +95,7 @@ func keyMsg(k string) tea.KeyMsg {
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -251,3 +251,22 @@ func TestActionResultInLog(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// TestKeysTypedAtOnce: a terminal hands over fast typing as one message of
+// several runes; it acts as the keys one by one.
+func TestKeysTypedAtOnce(t *testing.T) {
+	ctl := &fakeCtl{}
+	m := newModel(Options{Control: ctl, Now: fixedNow, Plain: true})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(eventsMsg(startOfRun(t)))
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jx")})
+	run(m, cmd)
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(":scale count 4")})
+	run(m, cmd)
+	_, cmd = m.Update(keyMsg("enter"))
+	run(m, cmd)
+	want := []control.Action{{Verb: "kill", Target: "n2"}, {Verb: "scale", Target: "count", Args: map[string]string{"n": "4"}}}
+	if !reflect.DeepEqual(ctl.acts, want) {
+		t.Errorf("actions %v, want %v", ctl.acts, want)
+	}
+}

@@ -179,6 +179,21 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// A terminal delivers keys typed fast (or by tmux send-keys) as one
+	// message of several runes; outside the input line each is a key.
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 && !k.Paste && m.mode != modeFilter && m.mode != modeCommand {
+		var cmds []tea.Cmd
+		for i, r := range k.Runes {
+			if m.mode == modeFilter || m.mode == modeCommand {
+				rest := tea.KeyMsg{Type: tea.KeyRunes, Runes: k.Runes[i:]}
+				_, cmd := m.inputKey(rest)
+				return m, tea.Batch(append(cmds, cmd)...)
+			}
+			_, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: k.Alt})
+			cmds = append(cmds, cmd)
+		}
+		return m, tea.Batch(cmds...)
+	}
 	if key.Matches(k, m.keys.ForceQuit) {
 		return m, tea.Quit
 	}
@@ -384,7 +399,7 @@ func (m *model) view(p int) view {
 // filteredLog caches the filter's result until the log or the filter
 // changes.
 func (m *model) filteredLog() []int {
-	n := m.s.logBase + uint64(len(m.s.log))
+	n := m.s.logVer
 	if m.logView == nil || m.logKey != m.filter || m.logLen != n {
 		m.logView = filterLog(m.s, m.filter)
 		m.logKey, m.logLen = m.filter, n

@@ -45,8 +45,8 @@ type state struct {
 
 	tput []tputPoint // throughput samples, oldest first
 
-	log     []logEntry // ring of the recent events, oldest first
-	logBase uint64     // entries ever dropped from the front of log
+	log    []logEntry // the recent events, oldest first (see appendLog)
+	logVer uint64     // changes whenever log does
 }
 
 // Bounds of the histories.
@@ -436,7 +436,13 @@ func (s *state) apply(e events.Event) {
 		s.phase = "running"
 	case events.Throughput:
 		p := tputPoint{At: e.Time, In: numOr(f, "in_rps", 0), Out: numOr(f, "out_rps", 0), Lag: numOr(f, "lag_ms", 0)}
-		s.tput = appendBounded(s.tput, p, maxTput)
+		// At most one sample per 100 ms (the latest), so the history
+		// spans minutes even when samples come faster.
+		if n := len(s.tput); n > 0 && p.At.Sub(s.tput[n-1].At) < 100*time.Millisecond && !p.At.Before(s.tput[n-1].At) {
+			s.tput[n-1] = p
+		} else {
+			s.tput = appendBounded(s.tput, p, maxTput)
+		}
 	case events.DrainStarted:
 		s.phase = "draining"
 	case events.InstanceDone:
@@ -558,13 +564,30 @@ func (s *state) apply(e events.Event) {
 	s.appendLog(logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError})
 }
 
+// appendLog adds a line to the log. When the log is full it drops a
+// quarter of it, the oldest frequent events first (throughput, metrics,
+// checkpoints, trims...), so that under a flood the lifecycle events, the
+// errors and the dashboard's own lines (actions and their results) stay.
 func (s *state) appendLog(l logEntry) {
 	if len(s.log) >= maxLog {
-		n := copy(s.log, s.log[maxLog/4:])
-		s.log = s.log[:n]
-		s.logBase += maxLog / 4
+		drop := maxLog / 4
+		j := 0
+		for _, le := range s.log {
+			if drop > 0 && !le.Local && !le.Bad && !lifecycle(le.E.Kind) {
+				drop--
+				continue
+			}
+			s.log[j] = le
+			j++
+		}
+		if drop > 0 {
+			j = copy(s.log, s.log[drop:j])
+		}
+		clear(s.log[j:])
+		s.log = s.log[:j]
 	}
 	s.log = append(s.log, l)
+	s.logVer++
 }
 
 func (s *state) setNode(n *nodeInfo, st string, t time.Time) {

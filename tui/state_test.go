@@ -148,3 +148,26 @@ func TestHistoriesAreBounded(t *testing.T) {
 		t.Errorf("the log lost its newest entry: %s", last)
 	}
 }
+
+// TestLogKeepsWhatMattersUnderAFlood: a flood of frequent events pushes
+// out other frequent events, not node losses or the dashboard's own lines.
+func TestLogKeepsWhatMattersUnderAFlood(t *testing.T) {
+	s := newState()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.apply(events.Event{Kind: events.NodeLost, Node: "n2", Time: now})
+	s.appendLog(logEntry{Local: true, E: events.Event{Kind: "tui", Text: "→ kill n2"}})
+	for i := 0; i < 10*maxLog; i++ {
+		s.apply(events.Event{Kind: events.Throughput, Time: now.Add(time.Duration(i) * time.Microsecond)})
+	}
+	var lost, note bool
+	for _, le := range s.log {
+		lost = lost || le.E.Kind == events.NodeLost
+		note = note || le.Local
+	}
+	if !lost || !note || len(s.log) > maxLog {
+		t.Errorf("after the flood: node_lost kept %v, note kept %v, %d lines", lost, note, len(s.log))
+	}
+	if len(s.tput) != 1 {
+		t.Errorf("%d throughput samples within 20 ms, want 1 (the latest)", len(s.tput))
+	}
+}

@@ -181,6 +181,9 @@ func (m *model) body(w, h int) []string {
 	switch m.mode {
 	case modeHelp:
 		lines := m.keys.helpText(m.st)
+		if m.opt.RunDir != "" {
+			lines = append(lines, "", m.st.title.Render("run directory"), "  "+m.opt.RunDir+"  (events.jsonl, logs/, checkpoints/, output/)")
+		}
 		return scrolled(lines, m.scroll, h)
 	case modeDetail:
 		title, lines := panes[m.pane].detail(m.view(m.pane))

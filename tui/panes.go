@@ -24,8 +24,8 @@ type view struct {
 // pane is one screen of the dashboard.
 type pane interface {
 	name() string
-	rows(v view) int                      // how many rows j/k move over
-	render(v view, w, h int) []string     // exactly what fits in w x h
+	rows(v view) int                              // how many rows j/k move over
+	render(v view, w, h int) []string             // exactly what fits in w x h
 	detail(v view) (title string, lines []string) // enter
 }
 

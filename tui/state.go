@@ -14,10 +14,10 @@ import (
 // changes only the state; no clocks, no I/O. Every history is bounded.
 type state struct {
 	run, job, ft, phase string
-	source             string
-	first, last        time.Time // times of the first and the latest event
-	total              uint64    // events applied
-	lastSeq            uint64
+	source              string
+	first, last         time.Time // times of the first and the latest event
+	total               uint64    // events applied
+	lastSeq             uint64
 
 	nodes     map[string]*nodeInfo
 	nodeOrder []string
@@ -182,8 +182,8 @@ type fault struct {
 }
 
 type tputPoint struct {
-	At            time.Time
-	In, Out, Lag  float64
+	At           time.Time
+	In, Out, Lag float64
 }
 
 // logEntry is one line of the event log: an event, or the TUI's own note

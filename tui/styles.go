@@ -9,11 +9,11 @@ import (
 // a glyph, reverse video for the selection), so the dashboard reads the
 // same under NO_COLOR and in the Ascii goldens.
 type styles struct {
-	header, tab, tabOn   lipgloss.Style
-	title, dim, key      lipgloss.Style
-	sel, colHead         lipgloss.Style
-	ok, warn, bad, info  lipgloss.Style
-	fault, bar, bar2     lipgloss.Style
+	header, tab, tabOn       lipgloss.Style
+	title, dim, key          lipgloss.Style
+	sel, colHead             lipgloss.Style
+	ok, warn, bad, info      lipgloss.Style
+	fault, bar, bar2         lipgloss.Style
 	input, flashOK, flashBad lipgloss.Style
 }
 

@@ -1,0 +1,91 @@
+// Package tui is spate's live dashboard: a Bubble Tea (v1) program that
+// shows a running cluster from its event stream and acts on it only
+// through the control API.
+//
+// # Contract
+//
+// The caller (spate up) gives Run a channel of events and a Controller
+// (*control.Client satisfies it) and hands over the terminal:
+//
+//	err := tui.Run(ctx, tui.Options{
+//		Events:  sub.C,            // an events.Bus subscription (lossy is fine)
+//		Dropped: sub.Dropped,      // optional: the bus's own drop count
+//		Control: client,           // nil: read-only
+//		Title:   runID,
+//		RunDir:  dir,
+//	})
+//
+// Run returns when the user quits (q, ctrl-c, :q) or ctx ends (then nil).
+// While it runs the terminal is in the alternate screen; anything else
+// that writes to the terminal (logs) must go to the run directory. Closing
+// Events is not the end: the dashboard keeps the final state until q.
+//
+// # Events in
+//
+// A pump goroutine drains Events into a bounded buffer and the model takes
+// it as one message per frame (50 ms), so 10,000 events/s cost twenty
+// Updates a second, not ten thousand. The pump never blocks the sender on
+// the UI: when the buffer is full, frequent kinds (throughput, checkpoint,
+// trim, metrics, window_fired, replay, interval, frame_error) are dropped
+// first and lifecycle kinds keep a reserve; every drop is counted in the
+// header ("dropped N", plus Options.Dropped).
+//
+// Kinds the panes read, and the fields they use (numbers may be JSON
+// float64s or Go integers from the in-process bus; a field of the wrong
+// type reads as absent, never a panic):
+//
+//	node_spawned, node_joined  {pid, listen}
+//	node_suspect, node_lost    {instances, reason}   opens a recovery
+//	node_exited, node_paused, node_resumed
+//	partition                  {groups: [[n1 n2] [n3]]}  smaller groups are "partitioned"
+//	fault_started              {id, verb, target, nodes, args}
+//	fault_ended                {id}
+//	instance_placed            {op, ranges: [{lo,hi}], partitions, gen}
+//	instance_done              {in, out}
+//	checkpoint                 {id, full, capture_us, persist_us, total_us, raw_bytes, bytes, keys, status}
+//	                           or, global: {global, id, took_ms}
+//	checkpoint_fallback        {id}
+//	recovery_placed            {from, gen} per instance; {checkpoint, records} without one: a global rollback
+//	recovery_restored          {checkpoint, fellback}
+//	recovery_done              {restore_ms, catch_up_ms, total_ms}
+//	replay                     {to, records}
+//	trim                       {to, slice, up_to|position, positions, freed_bytes|bytes, held_bytes}
+//	backup_spill               (counted per instance)
+//	rescale_planned|captured|moved|rerouted|done  {op, from, to, moves (number or list), bytes, pause_ms}
+//	autoscale                  {op, from, to, reason}
+//	interval                   {instance, interval_ms, reason, inputs}
+//	metrics                    {cpu, rss, in_rate, out_rate, backlog[, backpressure]}
+//	                           per node (Node set) and, for the dataflow pane, per instance (Instance set)
+//	throughput                 {in_rps, out_rps, lag_ms}
+//	run_started, job_started, drain_started, run_finished (the phase)
+//
+// Every event, known or not, goes to the log pane. A node lost without a
+// fault through the API (kill -9 by hand) counts as an implicit fault
+// window, ended when its recovery completes.
+//
+// # Actions out
+//
+// Keys and the command line build control.Actions; each runs as a tea.Cmd
+// (never in Update) with a 10 s timeout, and the log shows the request at
+// once and the result or the refusal when it comes. x kill, p pause or
+// resume (by the node's state), i partition shape=one, h heal; they hit
+// the node selected in the cluster pane, or the node of the instance
+// selected in the dataflow pane. The command line takes VERB [TARGET]
+// [VALUE] [key=value ...]: scale's value is n, interval's is interval.
+//
+// # Structure
+//
+// One top-level model (model.go, view.go); the state folded from events
+// is pure (state.go); the panes are plain structs rendering strings from
+// it (panes.go); one keymap (keys.go) generates the help and the footer;
+// one styles.go, with adaptive colours for dark and light terminals and a
+// glyph for every colour's meaning, so NO_COLOR (honoured through the
+// renderer's colour profile) and Options.Plain lose nothing.
+//
+// The layout degrades in steps: 140x40 and up shows the pane, a side pane
+// and the throughput and latency strip; 110x30 drops the strip; 60x16
+// drops the side pane; 40x8 keeps one table and a status line; below that
+// the dashboard says the size it needs. q works at every size.
+//
+// The model is not safe for concurrent use; the program owns it.
+package tui

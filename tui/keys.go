@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+)
+
+// keyMap is the one keymap: Update matches against it and the help screen
+// (?) and the footer are generated from it, so they cannot disagree.
+type keyMap struct {
+	Quit, ForceQuit  key.Binding
+	Help             key.Binding
+	NextPane, Prev   key.Binding
+	Pane             key.Binding // 1..9, matched by digit
+	Up, Down         key.Binding
+	Top, Bottom      key.Binding
+	PageUp, PageDown key.Binding
+	Enter, Back      key.Binding
+	Filter, Command  key.Binding
+	Kill, Pause      key.Binding
+	Isolate, Heal    key.Binding
+}
+
+func defaultKeys() keyMap {
+	return keyMap{
+		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		NextPane:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
+		Prev:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+		Pane:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "go to pane")),
+		Up:        key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:      key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		Top:       key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
+		Bottom:    key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row")),
+		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+		Enter:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Command:   key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
+		Kill:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
+		Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Isolate:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate")),
+		Heal:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal")),
+	}
+}
+
+// longHelp is what the help screen says of a key, where the footer's word
+// is not enough.
+var longHelp = map[string]string{
+	"ctrl+c": "quit, from anywhere (also while typing)",
+	"q":      "quit (types a q while typing a filter or command)",
+	"?":      "this help",
+	"tab":    "next pane",
+	"1-9":    "go to pane 1 cluster, 2 dataflow, 3 checkpoints, 4 backup, 5 scaling, 6 tuner, 7 recovery, 8 charts, 9 log",
+	"G":      "last row (the log follows new events again)",
+	"enter":  "details of the selected row",
+	"esc":    "back; clear the filter; the log follows again",
+	"/":      "filter the event log (every word must match)",
+	":":      "command line (below)",
+	"x":      "kill the selected node (the cluster pane's row)",
+	"p":      "pause the selected node, or resume it if paused",
+	"i":      "isolate the selected node (partition shape=one)",
+	"h":      "heal: end every fault",
+}
+
+// helpGroup is one column of the help screen.
+type helpGroup struct {
+	Title string
+	Keys  []key.Binding
+}
+
+func (k keyMap) groups() []helpGroup {
+	return []helpGroup{
+		{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
+		{"act on the cluster", []key.Binding{k.Kill, k.Pause, k.Isolate, k.Heal, k.Command}},
+		{"other", []key.Binding{k.Filter, k.Help, k.Quit, k.ForceQuit}},
+	}
+}
+
+// short is the footer's hint line.
+func (k keyMap) short() []key.Binding {
+	return []key.Binding{k.Help, k.NextPane, k.Enter, k.Filter, k.Command, k.Kill, k.Pause, k.Isolate, k.Heal, k.Quit}
+}
+
+// commandHelp lists the command line's forms for the help screen.
+var commandHelp = []string{
+	":kill n2           kill a node (also restart, pause, resume)",
+	":partition majority  partition (one, minority, majority, all, a node)",
+	":heal              end every fault",
+	":scale count 4     rescale an operator",
+	":interval count 5s set an operator's checkpoint interval (or auto)",
+	":checkpoint        checkpoint now",
+	":VERB TARGET k=v   any other action, as spate chaos takes it",
+	":q                 quit",
+}
+
+// helpText renders the help screen from the keymap.
+func (k keyMap) helpText(st styles) []string {
+	var lines []string
+	for _, g := range k.groups() {
+		lines = append(lines, st.title.Render(g.Title))
+		for _, b := range g.Keys {
+			h := b.Help()
+			desc := h.Desc
+			if l, ok := longHelp[h.Key]; ok {
+				desc = l
+			}
+			lines = append(lines, "  "+st.key.Render(pad(h.Key, 10))+" "+desc)
+		}
+		lines = append(lines, "")
+	}
+	lines = append(lines, st.title.Render("commands"))
+	for _, c := range commandHelp {
+		lines = append(lines, "  "+c)
+	}
+	return lines
+}
+
+// shortHelp renders the footer hints, as many as fit in w.
+func (k keyMap) shortHelp(st styles, w int) string {
+	var b strings.Builder
+	used := 0
+	for _, bind := range k.short() {
+		h := bind.Help()
+		desc := h.Desc
+		n := len([]rune(h.Key)) + 1 + len([]rune(desc)) + 2
+		if used+n > w {
+			break
+		}
+		b.WriteString(st.key.Render(h.Key) + " " + st.dim.Render(desc) + "  ")
+		used += n
+	}
+	return b.String()
+}

@@ -1,0 +1,266 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"spate/events"
+)
+
+// layout is how much fits. The dashboard degrades in steps: the charts
+// strip goes first, then the side pane, then the header and tabs, and at
+// last it only says the size it needs.
+type layout int
+
+const (
+	layoutTooSmall layout = iota
+	layoutTable           // one table and one status line
+	layoutMain            // header, tabs, one pane, footer
+	layoutSide            // + a side pane (nodes and the log's tail)
+	layoutFull            // + the throughput and latency strip
+)
+
+// The sizes of the steps.
+const (
+	minW, minH       = 40, 8
+	mainW, mainH     = 60, 16
+	sideW, sideH     = 110, 30
+	fullW, fullH     = 140, 40
+	chartsStripLines = 9
+)
+
+func layoutFor(w, h int) layout {
+	switch {
+	case w >= fullW && h >= fullH:
+		return layoutFull
+	case w >= sideW && h >= sideH:
+		return layoutSide
+	case w >= mainW && h >= mainH:
+		return layoutMain
+	case w >= minW && h >= minH:
+		return layoutTable
+	}
+	return layoutTooSmall
+}
+
+// View renders exactly m.w x m.h cells.
+func (m *model) View() string {
+	w, h := m.w, m.h
+	if w <= 0 || h <= 0 {
+		w, h = 80, 24 // before the first WindowSizeMsg
+	}
+	return strings.Join(m.frame(w, h), "\n")
+}
+
+func (m *model) frame(w, h int) []string {
+	lay := layoutFor(w, h)
+	if lay == layoutTooSmall {
+		msg := []string{
+			fmt.Sprintf("terminal %dx%d is too small", w, h),
+			fmt.Sprintf("need %dx%d", minW, minH),
+			fmt.Sprintf("(%dx%d for all panes)", fullW, fullH),
+			"q quits",
+		}
+		return block(msg, w, h)
+	}
+	var out []string
+	if lay == layoutTable {
+		out = append(out, m.header(w, true))
+		out = append(out, m.body(w, h-2)...)
+		out = append(out, m.footer(w))
+		return block(out, w, h)
+	}
+	out = append(out, m.header(w, false), m.tabs(w))
+	bodyH := h - 3
+	var strip []string
+	if lay == layoutFull && m.mode != modeHelp && m.pane != paneCharts {
+		strip = charts(m.view(paneCharts), w, chartsStripLines-1)
+		if len(strip) > 0 {
+			bodyH -= len(strip) + 1
+		}
+	}
+	if lay >= layoutSide && m.mode != modeHelp {
+		sw := min(max(w/3, 40), 60)
+		mw := w - sw - 3
+		main := block(m.body(mw, bodyH), mw, bodyH)
+		side := block(m.side(sw, bodyH), sw, bodyH)
+		out = append(out, sideBySide(main, side, m.st.dim.Render(" │ "))...)
+	} else {
+		out = append(out, block(m.body(w, bodyH), w, bodyH)...)
+	}
+	if len(strip) > 0 {
+		out = append(out, m.st.dim.Render(strings.Repeat("─", w)))
+		out = append(out, strip...)
+	}
+	out = append(out, m.footer(w))
+	return block(out, w, h)
+}
+
+// header is the status bar: run, phase, events, drops, the selected node.
+func (m *model) header(w int, compact bool) string {
+	s := m.s
+	title := m.opt.Title
+	if title == "" {
+		title = s.run
+	}
+	phase := s.phase
+	if phase == "" {
+		phase = "waiting for events"
+	}
+	if m.ended {
+		phase += " (stream ended)"
+	}
+	parts := []string{"spate"}
+	if title != "" {
+		parts = append(parts, title)
+	}
+	if !compact {
+		if s.job != "" {
+			parts = append(parts, s.job)
+		}
+		if s.ft != "" {
+			parts = append(parts, "ft "+s.ft)
+		}
+	}
+	parts = append(parts, phase)
+	dropped := m.dropped
+	if m.opt.Dropped != nil {
+		dropped += m.opt.Dropped()
+	}
+	parts = append(parts, fmt.Sprintf("events %d", s.total))
+	if dropped > 0 || !compact {
+		parts = append(parts, fmt.Sprintf("dropped %d", dropped))
+	}
+	if n := m.selectedNode(); n != "" {
+		parts = append(parts, "node "+n)
+	}
+	left := " " + strings.Join(parts, " │ ")
+	right := m.now().Format("15:04:05") + " "
+	if compact {
+		right = ""
+	}
+	if width(left)+width(right) > w {
+		return m.st.header.Render(fit(left, w))
+	}
+	return m.st.header.Render(left + strings.Repeat(" ", w-width(left)-width(right)) + right)
+}
+
+// tabs lists the panes; when they do not fit, only the current one is
+// named.
+func (m *model) tabs(w int) string {
+	full := make([]string, len(panes))
+	short := make([]string, len(panes))
+	for i, p := range panes {
+		full[i] = fmt.Sprintf("%d %s", i+1, p.name())
+		short[i] = fmt.Sprintf("%d", i+1)
+		if i == m.pane {
+			short[i] = full[i]
+		}
+	}
+	names := full
+	if width(strings.Join(full, "  "))+3 > w { // a space and the brackets
+		names = short
+	}
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		if i == m.pane {
+			b.WriteString(m.st.tabOn.Render("[" + n + "]"))
+		} else {
+			b.WriteString(m.st.tab.Render(n))
+		}
+	}
+	return fit(b.String(), w)
+}
+
+// body is the current pane, or the help or detail screen over it.
+func (m *model) body(w, h int) []string {
+	switch m.mode {
+	case modeHelp:
+		lines := m.keys.helpText(m.st)
+		if m.opt.RunDir != "" {
+			lines = append(lines, "", m.st.title.Render("run directory"), "  "+m.opt.RunDir+"  (events.jsonl, logs/, checkpoints/, output/)")
+		}
+		return scrolled(lines, m.scroll, h)
+	case modeDetail:
+		title, lines := panes[m.pane].detail(m.view(m.pane))
+		head := m.st.title.Render(title) + m.st.dim.Render("  (esc back, j/k scroll)")
+		return append([]string{head}, scrolled(lines, m.scroll, h-1)...)
+	}
+	return panes[m.pane].render(m.view(m.pane), w, h)
+}
+
+func scrolled(lines []string, off, h int) []string {
+	if off > len(lines)-h {
+		off = max(len(lines)-h, 0)
+	}
+	lines = lines[off:]
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	return lines
+}
+
+// side is the side pane: the nodes at a glance and the log's tail.
+func (m *model) side(w, h int) []string {
+	s := m.s
+	out := []string{m.st.title.Render("nodes")}
+	sel := m.selectedNode()
+	for _, id := range s.nodeOrder {
+		n := s.nodes[id]
+		mark := "  "
+		if id == sel {
+			mark = "▸ "
+		}
+		line := fmt.Sprintf("%s%-4s %s %s", mark, id, m.st.stateStyle(n.State).Render(pad(stateMark(n.State)+n.State, 13)), strings.Join(s.nodeInsts(id), " "))
+		out = append(out, fit(line, w))
+		if len(out) > h/3 {
+			break
+		}
+	}
+	out = append(out, "", m.st.title.Render("recent events"))
+	rest := h - len(out)
+	v := m.view(paneLog)
+	tail := make([]int, 0, rest)
+	for j := len(v.log) - 1; j >= 0 && len(tail) < rest; j-- {
+		if k := s.log[v.log[j]].E.Kind; k != "metrics" && k != events.WindowFired {
+			tail = append(tail, v.log[j])
+		}
+	}
+	for j := len(tail) - 1; j >= 0; j-- {
+		le := s.log[tail[j]]
+		l := le.E.Time.Format("15:04:05") + " " + string(le.E.Kind) + " " + le.E.Text
+		if le.Bad {
+			l = m.st.bad.Render(l)
+		} else if le.Local {
+			l = m.st.key.Render(l)
+		}
+		out = append(out, fit(l, w))
+	}
+	return out
+}
+
+// footer is the input line when typing, else the last action's result and
+// the key hints.
+func (m *model) footer(w int) string {
+	switch m.mode {
+	case modeFilter:
+		return fit(m.st.input.Render("/")+m.input.View()+m.st.dim.Render("   enter keep · esc cancel"), w)
+	case modeCommand:
+		return fit(m.st.input.Render(":")+m.input.View()+m.st.dim.Render("   enter run · esc cancel · ? help"), w)
+	}
+	left := ""
+	if m.flash != "" {
+		st := m.st.flashOK
+		if !m.flashOK {
+			st = m.st.flashBad
+		}
+		left = st.Render(fit(m.flash, min(w/2, width(m.flash)))) + "  "
+	} else if m.filter != "" {
+		left = m.st.key.Render("/"+m.filter) + "  "
+	}
+	return fit(left+m.keys.shortHelp(m.st, w-width(left)), w)
+}

@@ -54,6 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "usage: spate chaos run FILE.yaml | spate chaos kill|restart|pause|resume|partition|link|store|heal [TARGET] [KEY=VALUE...] [--for D] [--data DIR]")
 			return 2
 		}
+		if rest[0] == "run" {
+			return coord.ChaosRunMain(rest[1:], stdout, stderr)
+		}
 		return coord.ActMain("spate chaos "+rest[0], rest[0], rest[1:], stdout, stderr)
 	case "scale":
 		return coord.ActMain("spate scale", "scale", rest, stdout, stderr)

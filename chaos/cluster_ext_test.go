@@ -13,7 +13,7 @@ import (
 // TestExamplesClusterFlags: each example's cluster: block is a valid
 // command line for `spate up`.
 func TestExamplesClusterFlags(t *testing.T) {
-	files, _ := filepath.Glob("testdata/examples/*.yaml")
+	files, _ := filepath.Glob("../examples/*.yaml")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

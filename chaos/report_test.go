@@ -366,7 +366,7 @@ func TestPercentile(t *testing.T) {
 // TestBuildReportRealNoFT: a real --ft none run in which n3 was killed:
 // the example that must fail does fail, and counts what was lost.
 func TestBuildReportRealNoFT(t *testing.T) {
-	data, err := os.ReadFile("testdata/examples/ftnone-kill.yaml")
+	data, err := os.ReadFile("../examples/ftnone-kill.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,11 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 	if err != nil {
 		return ExitNotRun, dir, fmt.Errorf("chaos: start the cluster: %w", err)
 	}
-	rn := &runner{opt: opt, sc: sc, dir: dir, done: make(chan struct{})}
+	done := make(chan struct{})
+	rn := &runner{opt: opt, sc: sc, dir: dir, done: done}
 	go func() {
 		rn.waitErr = wait()
-		close(rn.done)
+		close(done)
 	}()
 	// Any way out before the cluster finished stops it first.
 	stop := func(err error) (int, string, error) {
@@ -89,37 +90,9 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 		return ExitNotRun, dir, err
 	}
 
-	client, err := rn.dial(runCtx)
+	ended, err := rn.drive(runCtx, steps)
 	if err != nil {
 		return stop(err)
-	}
-	jobStart, err := rn.jobStarted(runCtx, client)
-	if err != nil {
-		return stop(err)
-	}
-	fmt.Fprintf(opt.Out, "chaos: the job started; run directory %s\n", dir)
-
-	ended := false
-	for _, s := range steps {
-		if !rn.until(runCtx, jobStart.Add(s.At)) {
-			ended = true
-			break
-		}
-		rn.act(runCtx, client, jobStart, s)
-	}
-	if ctx.Err() != nil {
-		return stop(ctx.Err())
-	}
-	if !ended {
-		end := rn.opt.Now()
-		if sc.Duration > 0 {
-			end = jobStart.Add(sc.Duration)
-		}
-		if rn.until(runCtx, end) {
-			rn.act(runCtx, client, jobStart, Step{At: end.Sub(jobStart), Action: control.Action{Verb: "heal"}})
-		} else {
-			ended = true
-		}
 	}
 	if ctx.Err() != nil {
 		return stop(ctx.Err())
@@ -164,13 +137,72 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 	return ExitPass, dir, nil
 }
 
+// drive waits for the control API and for the job to start, then sends
+// each step at its time and the final heal. ended reports that the
+// cluster finished before the schedule did.
+func (rn *runner) drive(ctx context.Context, steps []Step) (ended bool, err error) {
+	client, err := rn.dial(ctx)
+	if err != nil {
+		return false, err
+	}
+	jobStart, err := rn.jobStarted(ctx, client)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(rn.opt.Out, "chaos: the job started; run directory %s\n", rn.dir)
+	for _, s := range steps {
+		if !rn.until(ctx, jobStart.Add(s.At)) {
+			return true, nil
+		}
+		rn.act(ctx, client, jobStart, s)
+	}
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	end := rn.opt.Now()
+	if rn.sc.Duration > 0 {
+		end = jobStart.Add(rn.sc.Duration)
+	}
+	if !rn.until(ctx, end) {
+		return true, nil
+	}
+	rn.act(ctx, client, jobStart, Step{At: end.Sub(jobStart), Action: control.Action{Verb: "heal"}})
+	return false, nil
+}
+
+// Drive applies a scenario's schedule to a cluster someone else started
+// (`spate up --script`): it waits for the control API in dir and for the
+// job to start, sends each step at its time and a final heal, and returns
+// what the cluster said to each. done closes when the cluster finishes.
+// The scenario's cluster: block and checks are not used.
+func Drive(ctx context.Context, dir string, sc *Scenario, done <-chan struct{}, opt RunOptions) ([]ActionLog, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.After == nil {
+		opt.After = time.After
+	}
+	if opt.Out == nil {
+		opt.Out = io.Discard
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 50 * time.Millisecond
+	}
+	if opt.StartTimeout <= 0 {
+		opt.StartTimeout = time.Minute
+	}
+	rn := &runner{opt: opt, sc: sc, dir: dir, done: done}
+	_, err := rn.drive(ctx, Plan(sc, sc.Duration))
+	return rn.log, err
+}
+
 // runner is one Run's state; only Run's goroutine touches it, but for
 // waitErr, written before done is closed.
 type runner struct {
 	opt     RunOptions
 	sc      *Scenario
 	dir     string
-	done    chan struct{} // closed when the cluster has finished
+	done    <-chan struct{} // closed when the cluster has finished
 	waitErr error
 	log     []ActionLog
 	notes   []string

@@ -262,7 +262,7 @@ func TestParseBandwidth(t *testing.T) {
 
 // TestExamples: every shipped example parses and plans.
 func TestExamples(t *testing.T) {
-	files, err := filepath.Glob("testdata/examples/*.yaml")
+	files, err := filepath.Glob("../examples/*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
@@ -291,7 +291,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nschedule: []\n"))
 	f.Add([]byte("name: &a x\nschedule: *a\n"))
 	f.Add([]byte("name: x\nschedule:\n  - random: {seed: 1, mean: 1s, faults: [kill], until: 10s}\n"))
-	if files, _ := filepath.Glob("testdata/examples/*.yaml"); len(files) > 0 {
+	if files, _ := filepath.Glob("../examples/*.yaml"); len(files) > 0 {
 		for _, file := range files {
 			if b, err := os.ReadFile(file); err == nil {
 				f.Add(b)

@@ -38,6 +38,7 @@ type Config struct {
 	Heartbeat   time.Duration  `json:"heartbeat"`
 	Listen      string         `json:"listen"`
 	FlushMs     int            `json:"flush_ms"`
+	Respawn     bool           `json:"respawn"` // replace a lost local node with a fresh process
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -47,7 +48,7 @@ func DefaultConfig() Config {
 		Keys: traces.DefaultKeys, FT: "spate", Interval: "1s", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
-		Listen: "127.0.0.1:0", FlushMs: 5,
+		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true,
 	}
 }
 
@@ -80,6 +81,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "failure-detection timeout")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
+	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}

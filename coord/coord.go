@@ -38,6 +38,9 @@ type Options struct {
 	// Observe, if set, sees every event (from its own goroutine; lossy
 	// like every telemetry subscriber).
 	Observe func(events.Event)
+	// Started, if set, is called once the run directory and the control
+	// API are up, with the run directory.
+	Started func(dir string)
 }
 
 // Process is a spawned node process.
@@ -128,6 +131,9 @@ type Coordinator struct {
 	faults   map[int]*fault
 	faultSeq int
 	layer    *chaos.Layer // link faults on the coordinator's side of its links
+
+	coordAddr string // where nodes connect (respawned ones too)
+	respawns  int
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -250,6 +256,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
+	c.coordAddr = addr
 	c.info = RunInfo{Run: c.run, Started: c.opt.Now(), Config: c.cfg, Job: c.spec, Coord: addr}
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
@@ -265,6 +272,9 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		return err
 	}
 	defer stopControl()
+	if c.opt.Started != nil {
+		c.opt.Started(c.dir)
+	}
 	lctx, lcancel := context.WithCancel(context.Background())
 	defer lcancel()
 	go c.acceptLoop(lctx, ln)
@@ -512,10 +522,13 @@ func (c *Coordinator) joined() int {
 
 // join registers an authenticated node.
 func (c *Coordinator) join(ns *nodeState) error {
-	if c.plan != nil {
-		return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
-	}
 	old := c.nodes[ns.name]
+	if c.plan != nil {
+		if old == nil || old.state != "spawned" || old.sess != nil {
+			return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
+		}
+		return c.lateJoin(ns, old)
+	}
 	switch {
 	case old == nil && c.joined() >= c.cfg.Nodes:
 		return fmt.Errorf("node %q: the cluster already has %d nodes", ns.name, c.cfg.Nodes)
@@ -528,6 +541,49 @@ func (c *Coordinator) join(ns *nodeState) error {
 	c.nodes[ns.name] = ns
 	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
 	return nil
+}
+
+// lateJoin takes in a node the coordinator respawned while the job runs:
+// it hosts nothing yet, dials every live peer, and is there for the next
+// recovery to use.
+func (c *Coordinator) lateJoin(ns, old *nodeState) error {
+	ns.proc, ns.state, ns.lastBeat = old.proc, "joined", c.opt.Now()
+	c.nodes[ns.name] = ns
+	c.order = append(c.order, ns.name)
+	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
+	d := *c.plan
+	d.Late = true
+	d.Nodes = map[string]string{}
+	for _, name := range c.order {
+		if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+			d.Nodes[name] = n.listen
+		}
+	}
+	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen, "late": true},
+		"node %s joined the running job (pid %d); it hosts the next recoveries", ns.name, ns.pid)
+	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
+}
+
+// respawn starts a fresh local node process in place of a lost one.
+func (c *Coordinator) respawn(lost string) {
+	if !c.cfg.Respawn || c.draining || c.cfg.FT == "none" || c.coordAddr == "" {
+		return
+	}
+	if c.respawns >= 8*c.cfg.Local {
+		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned already (a crash loop?)", lost, c.respawns)
+		return
+	}
+	c.respawns++
+	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
+	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
+	if err != nil {
+		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
+		return
+	}
+	c.nodes[name] = &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
+		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
+	go func() { _ = proc.Wait(); c.exitc <- name }()
 }
 
 // deploy places every instance and sends the plan.
@@ -649,6 +705,9 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	}
 	ns.state = "lost"
 	defer func() { ns.stats = nil }() // after the rollback has read them
+	if ns.proc != nil {
+		defer c.respawn(ns.name)
+	}
 	if ns.sess != nil {
 		ns.sess.Close()
 	}

@@ -146,6 +146,7 @@ type recovery struct {
 	placed   time.Time
 	restored time.Time
 	target   int64 // watermark to reach to be caught up
+	lastWM   int64 // the instance's own watermark when its node was lost
 }
 
 // onCheckpointed accepts a durable checkpoint from the instance's current
@@ -288,7 +289,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 	for _, id := range ids {
 		r := c.recovering[id]
 		if r == nil {
-			r = &recovery{id: id, from: lost, detected: c.opt.Now()}
+			r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark}
 			c.recovering[id] = r
 		}
 		target := c.leastLoaded(lost)
@@ -381,6 +382,9 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	if r != nil {
 		r.restored = c.opt.Now()
 		r.target = c.upstreamWatermark(p.ID)
+		if len(c.spec.Inputs(c.spec.Op(p.Op))) == 0 {
+			r.target = r.lastWM // a source: back where it was when lost
+		}
 	}
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
 		// The old generation's file counts up to the restored checkpoint.

@@ -99,8 +99,7 @@ func (s *faultStore) corruptLatest(id job.InstanceID) (string, error) {
 
 // watchPeer redials a peer whose session ended while the node runs on: a
 // link reset or a dropped connection must not cut the data path for good.
-// The node whose name sorts first dials, as at deploy; the other waits to
-// be dialed. Once a new session is up, every link toward that peer
+// The node that dialed at deploy redials; the other waits to be dialed. Once a new session is up, every link toward that peer
 // reconnects and replays what the peer lacks.
 func (n *Node) watchPeer(ctx context.Context, name string, sess *yamux.Session) {
 	select {
@@ -108,15 +107,15 @@ func (n *Node) watchPeer(ctx context.Context, name string, sess *yamux.Session) 
 		return
 	case <-sess.CloseChan():
 	}
-	if n.peer(name) != sess || n.nodeName() > name {
-		return // replaced already, or the peer redials us
-	}
 	n.mu.Lock()
-	addr := ""
+	addr, dialer := "", n.dials[name]
 	if n.plan != nil {
 		addr = n.plan.Nodes[name]
 	}
 	n.mu.Unlock()
+	if n.peer(name) != sess || !dialer {
+		return // replaced already, or the peer redials us
+	}
 	if addr == "" {
 		return
 	}

@@ -98,7 +98,8 @@ type Node struct {
 	peerc  chan struct{}             // closed and replaced whenever peers changes
 	plan   *wire.Deploy
 	store  *faultStore
-	layer  *chaos.Layer // injected link faults on the peer links (faults.go)
+	layer  *chaos.Layer    // injected link faults on the peer links (faults.go)
+	dials  map[string]bool // peers this node dials (and redials)
 	insts  map[job.InstanceID]*instance
 	cancel context.CancelFunc
 }
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name, layer: layer,
-		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}),
+		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
 
 	ln, err := n.tr.Listen(cfg.Listen)
@@ -407,7 +408,10 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 			continue
 		}
 		want = append(want, name)
-		if me < name {
+		if me < name || d.Late {
+			n.mu.Lock()
+			n.dials[name] = true
+			n.mu.Unlock()
 			if err := n.dialPeer(ctx, name, addr); err != nil {
 				return err
 			}

@@ -136,6 +136,9 @@ type Deploy struct {
 	FT        string            `json:"ft"`          // spate, global or none
 	Interval  int64             `json:"interval_ms"` // checkpoint interval
 	FullEvery int               `json:"full_every"`  // every k-th checkpoint is full
+	// Late marks the plan sent to a node that joins a running job (a
+	// respawned one): it hosts nothing yet and dials every peer itself.
+	Late bool `json:"late,omitempty"`
 }
 
 // SourceSpec says how to open the job's input.

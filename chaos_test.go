@@ -94,3 +94,129 @@ func TestControlAPIOnARunningCluster(t *testing.T) {
 		t.Fatalf("status of a finished run: exit %d, want 2", code)
 	}
 }
+
+// chaosRun runs `spate chaos run` on a scenario written to a temp file and
+// returns its exit code, output and run directory.
+func chaosRun(t *testing.T, yaml string) (int, string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "scenario.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	code, out, errOut := spate(t, "chaos", "run", file, "--data", dir)
+	return code, out + errOut, dir
+}
+
+type chaosReport struct {
+	Verdict    string `json:"verdict"`
+	Lost       int    `json:"lost"`
+	Duplicated int    `json:"duplicated"`
+	Wrong      int    `json:"wrong"`
+	Faults     []struct {
+		Verb string `json:"verb"`
+	} `json:"faults"`
+	Actions []struct {
+		Action string `json:"action"`
+		OK     bool   `json:"ok"`
+		Text   string `json:"text"`
+	} `json:"actions"`
+}
+
+func readReport(t *testing.T, dir string) chaosReport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r chaosReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(html), "<svg") {
+		t.Fatalf("report.html: %v (%d bytes)", err, len(html))
+	}
+	return r
+}
+
+// TestChaosEveryFaultKind applies every kind of fault to a real cluster
+// from a scenario, under spate and global, and requires the verdict pass:
+// exactly-once held through all of them.
+func TestChaosEveryFaultKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	for _, ft := range []string{"spate", "global"} {
+		t.Run(ft, func(t *testing.T) {
+			code, out, dir := chaosRun(t, `name: every fault kind
+cluster:
+  nodes: 4
+  rate: 30000
+  keys: 2000
+  duration: 16s
+  ft: `+ft+`
+  interval: 300ms
+  timeout: 2s
+schedule:
+  - {at: 1s, fault: link, target: n2, latency: 30ms, jitter: 10ms, bandwidth: 2MB/s, for: 2s}
+  - {at: 2s, fault: link, target: n3, reset: true}
+  - {at: 3s, fault: store, target: count, slow: 100ms, for: 1s}
+  - {at: 4s, fault: store, target: n4, fail: true, for: 1s}
+  - {at: 5s, fault: partition, groups: [[n1, n2], [n3, n4]], oneway: true, for: 500ms}
+  - {at: 6s, fault: store, target: count/0, corrupt: true}
+  - {at: 6500ms, fault: kill, target: count/0}
+  - {at: 8s, fault: pause, target: n1, for: 500ms}
+  - {at: 9s, fault: partition, shape: majority, for: 3s}
+  - {at: 13s, fault: restart, target: one}
+checks:
+  - exactly_once
+`)
+			if code != 0 {
+				t.Fatalf("chaos run: exit %d\n%s", code, out)
+			}
+			r := readReport(t, dir)
+			if r.Verdict != "pass" || r.Lost+r.Duplicated+r.Wrong != 0 {
+				t.Fatalf("report: %+v", r)
+			}
+			for _, a := range r.Actions {
+				if !a.OK {
+					t.Errorf("action %s refused: %s", a.Action, a.Text)
+				}
+			}
+			mustVerify(t, dir, "after every fault kind")
+		})
+	}
+}
+
+// TestChaosScenarioThatMustFail: with --ft none a kill loses results; the
+// run exits 1 and the report counts them.
+func TestChaosScenarioThatMustFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	code, out, dir := chaosRun(t, `name: kill without fault tolerance
+cluster: {nodes: 3, rate: 30000, keys: 2000, duration: 8s, ft: none}
+schedule:
+  - {at: 3s, fault: kill, target: count}
+checks: [exactly_once]
+`)
+	if code != 1 {
+		t.Fatalf("chaos run: exit %d, want 1\n%s", code, out)
+	}
+	if r := readReport(t, dir); r.Verdict != "fail" || r.Lost == 0 {
+		t.Fatalf("report: verdict %s, %d lost; want fail with results lost", r.Verdict, r.Lost)
+	}
+}
+
+func TestChaosBadScenarioIsExit2WithItsLine(t *testing.T) {
+	code, out, _ := chaosRun(t, "name: bad\ncluster: {nodes: 3}\nschedule:\n  - at: 2s\n    fault: explode\n")
+	if code != 2 || !strings.Contains(out, "scenario.yaml:5:") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("exit %d, output %q: want exit 2 and one line naming scenario.yaml:5", code, out)
+	}
+	code, out, _ = chaosRun(t, "name: bad\ncluster:\n  nodes: 0\n")
+	if code != 2 || !strings.Contains(out, "scenario.yaml:3:") {
+		t.Fatalf("exit %d, output %q: want exit 2 naming scenario.yaml:3", code, out)
+	}
+}

@@ -269,7 +269,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		dur = d
 	}
 	switch a.Verb {
-	case "kill", "pause", "resume":
+	case "kill", "restart", "pause", "resume":
 		nodes, err := c.resolve(a.Target)
 		if err != nil {
 			return control.Result{}, fmt.Errorf("%s: %w", a.Verb, err)
@@ -292,7 +292,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "":
 		return control.Result{}, errors.New("no verb")
 	}
-	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, pause, resume, partition, link, store, heal, drain)", a.Verb)
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, heal, drain)", a.Verb)
 }
 
 // resolve names the nodes a target means: a node name, one, minority,
@@ -337,7 +337,7 @@ func (c *Coordinator) nodeInfos() []chaos.NodeInfo {
 
 // signal kills, pauses or resumes node processes.
 func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration) (control.Result, error) {
-	sig := map[string]syscall.Signal{"kill": syscall.SIGKILL, "pause": syscall.SIGSTOP, "resume": syscall.SIGCONT}[a.Verb]
+	sig := map[string]syscall.Signal{"kill": syscall.SIGKILL, "restart": syscall.SIGKILL, "pause": syscall.SIGSTOP, "resume": syscall.SIGCONT}[a.Verb]
 	var done []string
 	var errs []string
 	for _, name := range nodes {
@@ -355,6 +355,8 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 			continue
 		}
 		switch a.Verb {
+		case "restart":
+			c.restarts[name] = true // respawned when its loss is seen
 		case "pause":
 			c.paused[name] = true
 		case "resume":
@@ -370,7 +372,7 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 		text += " (skipped " + strings.Join(errs, "; ") + ")"
 	}
 	switch a.Verb {
-	case "kill":
+	case "kill", "restart":
 		c.endFault(c.startFault(a, done, 0))
 	case "resume":
 		c.endPausesOf(done)

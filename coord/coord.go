@@ -134,6 +134,7 @@ type Coordinator struct {
 
 	coordAddr string // where nodes connect (respawned ones too)
 	respawns  int
+	restarts  map[string]bool // nodes killed by `restart`: respawned whatever --respawn says
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -161,7 +162,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
-		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}}
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{}}
 	c.joinSeq.Store(int64(cfg.Local))
 	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
 		return "", err
@@ -566,7 +567,9 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) error {
 
 // respawn starts a fresh local node process in place of a lost one.
 func (c *Coordinator) respawn(lost string) {
-	if !c.cfg.Respawn || c.draining || c.cfg.FT == "none" || c.coordAddr == "" {
+	restart := c.restarts[lost]
+	delete(c.restarts, lost)
+	if (!restart && (!c.cfg.Respawn || c.cfg.FT == "none")) || c.draining || c.coordAddr == "" {
 		return
 	}
 	if c.respawns >= 8*c.cfg.Local {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"syscall"
 	"time"
@@ -89,7 +90,7 @@ func UpMain(args []string, stdout, stderr io.Writer) int {
 		client, err := control.Dial(dir)
 		if err == nil {
 			err = tui.Run(ctx, tui.Options{Events: evc, Control: client, Now: time.Now, In: os.Stdin, Out: stdout,
-				Title: "spate " + cfg.Job, RunDir: dir})
+				Title: filepath.Base(dir), RunDir: dir})
 		}
 		cancelUp() // q: the job drains
 		if err != nil {

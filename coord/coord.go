@@ -63,6 +63,9 @@ type nodeState struct {
 	state    string // joined, ready, lost, exited
 	proc     Process
 	stats    map[job.InstanceID]wire.InstanceStats
+	cpu      float64 // CPU seconds, from the last heartbeat
+	rss      int64
+	lastCPU  float64 // at the last metrics event
 }
 
 func (n *nodeState) send(m wire.Control) error {
@@ -134,7 +137,8 @@ type Coordinator struct {
 
 	coordAddr string // where nodes connect (respawned ones too)
 	respawns  int
-	restarts  map[string]bool // nodes killed by `restart`: respawned whatever --respawn says
+	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
+	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -676,6 +680,7 @@ func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time)
 	if ns.stats == nil {
 		ns.stats = map[job.InstanceID]wire.InstanceStats{}
 	}
+	ns.cpu, ns.rss = hb.CPU, hb.RSS
 	for _, s := range hb.Instances {
 		ns.stats[s.ID] = s
 	}
@@ -820,6 +825,62 @@ func (c *Coordinator) throughput() {
 	}
 	c.emit(events.Throughput, "", "", fields,
 		"%s records/s in, %s results/s out (total %s in); sink watermark %s%s", human(rin), human(rout), human(float64(in)), wmText, lagText)
+	c.metrics(dt)
+}
+
+// metrics reports, per node and per instance, what the dashboard shows:
+// CPU, memory, records in and out per second, backlog and backpressure.
+func (c *Coordinator) metrics(dt float64) {
+	if c.lastStats == nil {
+		c.lastStats = map[job.InstanceID]wire.InstanceStats{}
+	}
+	for _, name := range c.order {
+		ns := c.nodes[name]
+		if ns.state == "lost" || ns.state == "exited" || ns.stats == nil {
+			continue
+		}
+		var nin, nout float64
+		backlog := 0
+		ids := make([]job.InstanceID, 0, len(ns.stats))
+		for id := range ns.stats {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			s := ns.stats[id]
+			if p := c.placeOf[id]; p == nil || p.Node != name {
+				continue
+			}
+			prev, ok := c.lastStats[id]
+			var rin, rout float64
+			if ok && s.In >= prev.In && s.Out >= prev.Out {
+				rin, rout = float64(s.In-prev.In)/dt, float64(s.Out-prev.Out)/dt
+			}
+			c.lastStats[id] = s
+			nin, nout, backlog = nin+rin, nout+rout, backlog+s.Backlog
+			c.emit(events.Metrics, name, string(id), map[string]any{"in_rate": rin, "out_rate": rout, "backlog": s.Backlog,
+				"backpressure": pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
+		}
+		cpu := 0.0
+		if ns.lastCPU > 0 && ns.cpu >= ns.lastCPU {
+			cpu = 100 * (ns.cpu - ns.lastCPU) / dt
+		}
+		ns.lastCPU = ns.cpu
+		c.emit(events.Metrics, name, "", map[string]any{"cpu": cpu, "rss": ns.rss, "in_rate": nin, "out_rate": nout, "backlog": backlog},
+			"node %s: cpu %.0f%%, rss %s, %s in/s, %s out/s", name, cpu, bytesText(int(ns.rss)), human(nin), human(nout))
+	}
+}
+
+// pressure grades an input backlog (batches queued, of 64 places) as
+// Flink's dashboard does its backpressure.
+func pressure(backlog int) string {
+	switch {
+	case backlog >= 48:
+		return "HIGH"
+	case backlog >= 8:
+		return "LOW"
+	}
+	return "OK"
 }
 
 // sampleLag records the output lag of a paced run: how far the sinks'

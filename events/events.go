@@ -39,6 +39,7 @@ const (
 	FaultEnded       Kind = "fault_ended"
 	Healed           Kind = "healed"
 	Partition        Kind = "partition"
+	Metrics          Kind = "metrics"
 	Error            Kind = "error"
 )
 

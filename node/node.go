@@ -356,6 +356,7 @@ func (n *Node) heartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		hb := wire.Heartbeat{Node: n.nodeName()}
+		hb.CPU, hb.RSS = processUsage()
 		for _, in := range n.instances() {
 			hb.Instances = append(hb.Instances, in.stats())
 		}

@@ -183,6 +183,8 @@ type Event struct {
 type Heartbeat struct {
 	Node      string          `json:"node"`
 	Instances []InstanceStats `json:"instances"`
+	CPU       float64         `json:"cpu_s,omitempty"` // the process's CPU time so far, seconds
+	RSS       int64           `json:"rss,omitempty"`   // its resident memory, bytes
 }
 
 // InstanceStats are an instance's counters since it started.

@@ -395,7 +395,7 @@ func TestNodeJoinsWithToken(t *testing.T) {
 
 func TestDamagedRunDirectoryIsAClearError(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	if code, out, errOut := spate(t, "up", "--headless", "--timeout", "10s", "--nodes", "2", "--duration", "1s", "--rate", "20000", "--data", dir); code != 0 {
+	if code, out, errOut := spate(t, "up", "--headless", "--timeout", "10s", "--nodes", "2", "--duration", "1s", "--interval", "200ms", "--rate", "20000", "--data", dir); code != 0 {
 		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
 	}
 	manifest := filepath.Join(dir, "checkpoints", "MANIFEST.json")

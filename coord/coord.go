@@ -489,6 +489,14 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 	case m.ctl != nil:
 		switch m.ctl.Kind {
 		case wire.CtlReady:
+			if m.ctl.Error != "" && c.started {
+				// A respawned node that could not join: it hosts nothing yet.
+				c.emit(events.Error, m.node.name, "", nil, "respawned node %s could not join: %s", m.node.name, m.ctl.Error)
+				if m.node.proc != nil {
+					_ = m.node.proc.Kill()
+				}
+				return false, nil
+			}
 			if m.ctl.Error != "" {
 				return false, fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
 			}

@@ -62,6 +62,10 @@ func TestControlAPIOnARunningCluster(t *testing.T) {
 	}
 	c.waitEvent(events.NodeLost, victim)
 
+	if code, out, errOut := spate(t, "chaos", "checkpoint", "count", "--data", c.dir); code != 0 || !strings.Contains(out, "2 instances") {
+		t.Fatalf("chaos checkpoint count: exit %d: %s%s", code, out, errOut)
+	}
+	c.waitEvent(events.CheckpointRequested, "")
 	if code, _, errOut := spate(t, "chaos", "frobnicate", "n1", "--data", c.dir); code != 1 || !strings.Contains(errOut, "not a verb") {
 		t.Fatalf("unknown verb: exit %d: %s", code, errOut)
 	}
@@ -218,5 +222,56 @@ func TestChaosBadScenarioIsExit2WithItsLine(t *testing.T) {
 	code, out, _ = chaosRun(t, "name: bad\ncluster:\n  nodes: 0\n")
 	if code != 2 || !strings.Contains(out, "scenario.yaml:3:") {
 		t.Fatalf("exit %d, output %q: want exit 2 naming scenario.yaml:3", code, out)
+	}
+}
+
+// TestUpScriptAppliesTheSchedule: `spate up --script` drives an ordinary
+// run with a scenario's schedule.
+func TestUpScriptAppliesTheSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "s.yaml")
+	if err := os.WriteFile(file, []byte("name: script\nschedule:\n  - {at: 2s, fault: kill, target: count/0}\n  - {at: 3s, fault: pause, target: n1, for: 500ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	cmd, out := startUp(t, "--nodes", "3", "--duration", "8s", "--rate", "30000", "--keys", "2000", "--interval", "300ms", "--script", file, "--data", dir)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	c := &cluster{t: t, dir: dir}
+	var verbs []string
+	for _, e := range c.events() {
+		if e.Kind == events.FaultStarted {
+			verbs = append(verbs, e.Fields["verb"].(string))
+		}
+	}
+	if strings.Join(verbs, ",") != "kill,pause,heal" && strings.Join(verbs, ",") != "kill,pause" {
+		t.Fatalf("faults started: %v, want kill then pause", verbs)
+	}
+	c.waitEvent(events.NodeLost, "")
+	c.verifyOK()
+}
+
+// TestChaosRandomSoak: random kills, restarts, pauses, partitions, link
+// and store faults for a minute and a half; exactly-once must hold and
+// every recovery must finish. (examples/soak.yaml is the 10-minute one.)
+func TestChaosRandomSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process soak test")
+	}
+	code, out, dir := chaosRun(t, `name: random soak (CI)
+cluster: {nodes: 5, rate: 30000, keys: 5000, duration: 90s, ft: spate, interval: 500ms, timeout: 2s}
+schedule:
+  - random: {seed: 7, mean: 6s, faults: [kill, restart, pause, partition, link, store], for: 2s, target: one, from: 5s, until: 80s}
+checks: [exactly_once, all_recovered, {max_recovery: 10s}]
+`)
+	if code != 0 {
+		t.Fatalf("chaos run: exit %d\n%s", code, out)
+	}
+	if r := readReport(t, dir); r.Verdict != "pass" || len(r.Faults) < 5 {
+		t.Fatalf("report: verdict %s with %d faults", r.Verdict, len(r.Faults))
 	}
 }

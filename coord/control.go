@@ -17,6 +17,8 @@ import (
 	"spate/chaos"
 	"spate/control"
 	"spate/events"
+	"spate/job"
+	"spate/wire"
 )
 
 // The control API: the HTTP server (package control) runs on its own
@@ -281,6 +283,8 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		return c.link(a, dur)
 	case "store":
 		return c.storeFault(a, dur)
+	case "checkpoint":
+		return c.checkpointNow(a)
 	case "heal":
 		return c.heal(), nil
 	case "drain":
@@ -292,7 +296,47 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "":
 		return control.Result{}, errors.New("no verb")
 	}
-	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, heal, drain)", a.Verb)
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, checkpoint, heal, drain)", a.Verb)
+}
+
+// checkpointNow asks instances to checkpoint at once: `checkpoint` (all),
+// `checkpoint count` (an operator's instances), `checkpoint count#1`. With
+// --ft global it triggers the next global checkpoint.
+func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
+	switch {
+	case c.cfg.FT == "none":
+		return control.Result{}, errors.New("checkpoint: this run has no checkpoints (--ft none)")
+	case !c.started:
+		return control.Result{}, errors.New("checkpoint: the job has not started")
+	case c.cfg.FT == "global":
+		if a.Target != "" && a.Target != "all" {
+			return control.Result{}, errors.New("checkpoint: --ft global checkpoints the whole job; no target")
+		}
+		c.global.lastTrigger = time.Time{}
+		c.globalTick()
+		return control.Result{Text: fmt.Sprintf("global checkpoint %d triggered", c.global.pending)}, nil
+	}
+	var ids []job.InstanceID
+	byNode := map[string][]job.InstanceID{}
+	for _, p := range c.plan.Instances {
+		t := strings.Replace(a.Target, "/", "#", 1)
+		if a.Target == "" || a.Target == "all" || t == string(p.ID) || a.Target == p.Op {
+			if c.done[p.ID] == nil && !c.lost[p.ID] {
+				ids = append(ids, p.ID)
+				byNode[p.Node] = append(byNode[p.Node], p.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return control.Result{}, fmt.Errorf("checkpoint: target %q names no running instance", a.Target)
+	}
+	for node, list := range byNode {
+		if ns := c.nodes[node]; ns != nil && ns.sess != nil {
+			_ = ns.send(wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
+		}
+	}
+	c.emit(events.CheckpointRequested, "", "", map[string]any{"instances": ids}, "checkpoint requested of %d instances", len(ids))
+	return control.Result{Text: fmt.Sprintf("checkpoint requested of %d instances", len(ids))}, nil
 }
 
 // resolve names the nodes a target means: a node name, one, minority,

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"spate/chaos"
 	"sync"
@@ -242,6 +243,12 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 	case wire.CtlReroute:
 		if q := m.Reroute; q != nil {
 			n.reroute(ctx, *q)
+		}
+	case wire.CtlCheckpoint:
+		for _, in := range n.instances() {
+			if len(m.Instances) == 0 || slices.Contains(m.Instances, in.id) {
+				in.do(func() { in.ck.next = time.Time{} })
+			}
 		}
 	case wire.CtlFaults:
 		if m.Faults != nil {

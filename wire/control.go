@@ -56,7 +56,8 @@ const (
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
 	CtlBarrier      = "barrier"      // coordinator → node (--ft global): sources inject barrier Checkpoint.ID
 
-	CtlFaults = "faults" // coordinator → node: the complete set of injected faults to apply from now on
+	CtlFaults     = "faults"     // coordinator → node: the complete set of injected faults to apply from now on
+	CtlCheckpoint = "checkpoint" // coordinator → node: Instances (all when empty) checkpoint now, whatever their timers say
 )
 
 // Control is the envelope of every message on the control stream.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
-	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -126,6 +126,8 @@ type Coordinator struct {
 	paused   map[string]bool
 	faults   map[int]*fault
 	faultSeq int
+
+	tn tunerState // the interval tuner (tuner.go)
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -429,6 +431,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.throughput()
 			c.checkCaughtUp()
 			c.globalTick()
+			c.tunerTick()
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -538,6 +541,9 @@ func (c *Coordinator) deploy() error {
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
+	if err := c.tunerInit(); err != nil {
+		return err
+	}
 	for i := range d.Instances {
 		p := &d.Instances[i]
 		c.placeOf[p.ID] = p
@@ -595,6 +601,7 @@ func (c *Coordinator) start() {
 	c.lastTick = c.opt.Now()
 	started := c.lastTick
 	c.info.JobStart = &started
+	c.tunerStart()
 	for _, name := range c.order {
 		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlStart})
 	}
@@ -813,6 +820,7 @@ func (c *Coordinator) finish() error {
 			}
 		}
 	}
+	c.tunerFinish()
 	now := c.opt.Now()
 	c.info.Finished = &now
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {

@@ -162,6 +162,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		return
 	}
 	c.manifest.add(*cp)
+	c.tunerCheckpointed(cp)
 	if c.cfg.FT == "global" {
 		c.globalCheckpointed(cp)
 	}
@@ -286,6 +287,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		}
 	}()
 	for _, id := range ids {
+		c.tunerLost(id, lost)
 		r := c.recovering[id]
 		if r == nil {
 			r = &recovery{id: id, from: lost, detected: c.opt.Now()}
@@ -382,6 +384,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		r.restored = c.opt.Now()
 		r.target = c.upstreamWatermark(p.ID)
 	}
+	c.tunerRestored(p, r)
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
 		// The old generation's file counts up to the restored checkpoint.
 		old := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen-1)

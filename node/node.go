@@ -236,6 +236,10 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		if q := m.Reroute; q != nil {
 			n.reroute(ctx, *q)
 		}
+	case wire.CtlInterval:
+		if m.Interval != nil {
+			n.setInterval(*m.Interval)
+		}
 	case wire.CtlStop:
 		return true
 	}

@@ -54,6 +54,7 @@ const (
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
 	CtlBarrier      = "barrier"      // coordinator → node (--ft global): sources inject barrier Checkpoint.ID
+	CtlInterval     = "interval"     // coordinator → node: an instance's checkpoint interval from now on
 )
 
 // Control is the envelope of every message on the control stream.
@@ -68,6 +69,14 @@ type Control struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"` // CtlCheckpointed, CtlCompleted
 	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
 	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
+	Interval   *Interval   `json:"interval,omitempty"`   // CtlInterval
+}
+
+// Interval sets one instance's checkpoint interval (CtlInterval). The
+// instance's next checkpoint is due Ms after its previous one.
+type Interval struct {
+	Instance job.InstanceID `json:"instance"`
+	Ms       int64          `json:"ms"` // > 0
 }
 
 // Checkpoint describes one durable checkpoint of one instance.
@@ -83,6 +92,8 @@ type Checkpoint struct {
 	RawBytes  int            `json:"raw_bytes,omitempty"`
 	Bytes     int            `json:"bytes,omitempty"`
 	CaptureUs int64          `json:"capture_us,omitempty"` // the owner's stall
+	EncodeUs  int64          `json:"encode_us,omitempty"`  // encoding and compressing (CPU), part of persist
+	In        uint64         `json:"in,omitempty"`         // records this generation had processed at the capture
 	PersistUs int64          `json:"persist_us,omitempty"`
 	TotalUs   int64          `json:"total_us,omitempty"`
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
@@ -169,5 +180,7 @@ type InstanceStats struct {
 	Watermark int64          `json:"wm"`
 	Backlog   int            `json:"backlog"` // queued input messages
 	Positions map[int]uint64 `json:"positions,omitempty"`
-	Origin    *int64         `json:"origin,omitempty"` // sources: the event time their pacing started from
+	Origin    *int64         `json:"origin,omitempty"`  // sources: the event time their pacing started from
+	Gen       uint64         `json:"gen,omitempty"`     // the placement generation the counters belong to
+	BusyUs    int64          `json:"busy_us,omitempty"` // time spent processing input (sources: reading and emitting)
 }

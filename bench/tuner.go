@@ -98,25 +98,13 @@ func Measured(accts []coord.TunerAccount) Split {
 }
 
 // Predicted is the model's split for the same run: tuner.Params.Waste
-// evaluated per instance on the measured parameters (input rate, capacity,
-// mean checkpoint cost and persist time, the pooled failure rate and mean
+// evaluated per instance on its measured parameters (input rate, capacity,
+// mean checkpoint cost and persist time, its failure rate and mean
 // downtime per failure) at the intervals the policy set (the checkpoints
-// they ask for, and their time average for the replay).
+// they ask for, and their time average for the replay). The failure rate
+// is the instance's own: the benchmark kills count's nodes, so failures
+// fall on the busiest instances, not evenly.
 func Predicted(accts []coord.TunerAccount) Split {
-	var fails int
-	var exposure, down float64
-	for _, a := range accts {
-		fails += a.Failures
-		exposure += a.ExposureS
-		down += a.DowntimeS
-	}
-	f, perFailure := 0.0, 0.0
-	if exposure > 0 {
-		f = float64(fails) / exposure
-	}
-	if fails > 0 {
-		perFailure = down / float64(fails)
-	}
 	var s Split
 	for _, a := range accts {
 		mu := capacity(a)
@@ -125,7 +113,10 @@ func Predicted(accts []coord.TunerAccount) Split {
 		}
 		m := Measured([]coord.TunerAccount{a})
 		p := tuner.Params{Rate: float64(a.Processed-min(a.Replayed, a.Processed)) / a.ExposureS, Capacity: mu,
-			FailureRate: f, Restart: seconds(perFailure)}
+			FailureRate: float64(a.Failures) / a.ExposureS}
+		if a.Failures > 0 {
+			p.Restart = seconds(a.DowntimeS / float64(a.Failures))
+		}
 		if a.Checkpoints > 0 {
 			p.Cost.Base = seconds(a.CheckpointS / float64(a.Checkpoints))
 			p.Persist = seconds(a.PersistS / float64(a.Checkpoints))

@@ -11,6 +11,7 @@ import (
 
 	"spate/job"
 	"spate/traces"
+	"spate/tuner"
 )
 
 // Config is everything `spate up` needs; run.json records it so that a run
@@ -26,6 +27,7 @@ type Config struct {
 	Duration    time.Duration  `json:"duration"`
 	FT          string         `json:"ft"`
 	Interval    string         `json:"interval"`
+	Failures    string         `json:"failures,omitempty"` // the interval tuner's failure prior (tuner.OpenFailures)
 	Data        string         `json:"data"`
 	Events      string         `json:"events,omitempty"`
 	Seed        int64          `json:"seed"`
@@ -45,7 +47,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Nodes: 4, Local: -1, Job: "windowcount", Source: "gen:diurnal", Rate: 100000, Speedup: 1,
-		Keys: traces.DefaultKeys, FT: "spate", Interval: "1s", Seed: 1,
+		Keys: traces.DefaultKeys, FT: "spate", Interval: "auto", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
 		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true,
@@ -69,7 +71,8 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Keys, "keys", c.Keys, "distinct keys of the generator")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "run time (0 = until a finite source ends, or Ctrl-C)")
 	fs.StringVar(&c.FT, "ft", c.FT, "fault tolerance: spate, global or none")
-	fs.StringVar(&c.Interval, "interval", c.Interval, "checkpoint interval: auto or a duration")
+	fs.StringVar(&c.Interval, "interval", c.Interval, "checkpoint interval: auto (the load-aware tuner, per instance) or a fixed duration")
+	fs.StringVar(&c.Failures, "failures", c.Failures, "failure prior of --interval auto: poisson:MTBF, weibull:SHAPE,SCALE, lanl:PATH or fta:PATH (default: a 24h MTBF)")
 	fs.StringVar(&c.Data, "data", c.Data, "run directory (default ./spate-data/RUN-ID)")
 	fs.StringVar(&c.Events, "events", c.Events, "also write the events as JSON lines to this file")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the generator and of every random choice")
@@ -140,6 +143,11 @@ func (c *Config) Validate() error {
 			return bad("interval", "%q: want auto or a positive duration", c.Interval)
 		}
 	}
+	if c.Failures != "" {
+		if _, err := tuner.OpenFailures(c.Failures); err != nil {
+			return bad("failures", "%v", err)
+		}
+	}
 	for op := range c.Parallelism {
 		if op != "source" && op != "count" && op != "rollup" && op != "sink" {
 			return bad("parallelism", "unknown operator %q (have source, count, rollup, sink)", op)
@@ -152,7 +160,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// IntervalDuration is the checkpoint interval; auto starts at 1s.
+// IntervalDuration is the checkpoint interval; auto starts at 1s (the
+// live tuner's Initial) and the tuner moves it per instance from there.
 func (c *Config) IntervalDuration() time.Duration {
 	if d, err := time.ParseDuration(c.Interval); err == nil && d > 0 {
 		return d

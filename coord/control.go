@@ -223,10 +223,7 @@ func (c *Coordinator) status() control.Status {
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
 			in := control.Instance{ID: string(p.ID), Op: p.Op, Node: p.Node, Generation: p.Gen,
-				KeyGroups: []int{}, IntervalMs: c.cfg.IntervalDuration().Milliseconds()}
-			if c.cfg.FT == "none" {
-				in.IntervalMs = 0
-			}
+				KeyGroups: []int{}, IntervalMs: c.intervalOf(p.ID).Milliseconds()}
 			for _, r := range p.Ranges {
 				for g := r.Lo; g < r.Hi; g++ {
 					in.KeyGroups = append(in.KeyGroups, int(g))
@@ -287,6 +284,8 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		return c.checkpointNow(a)
 	case "heal":
 		return c.heal(), nil
+	case "interval":
+		return c.actInterval(a)
 	case "drain":
 		if !c.started {
 			return control.Result{}, errors.New("drain: the job has not started")
@@ -296,7 +295,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "":
 		return control.Result{}, errors.New("no verb")
 	}
-	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, checkpoint, heal, drain)", a.Verb)
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, checkpoint, interval, heal, drain)", a.Verb)
 }
 
 // checkpointNow asks instances to checkpoint at once: `checkpoint` (all),

@@ -139,6 +139,8 @@ type Coordinator struct {
 	respawns  int
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
+
+	tn tunerState // the interval tuner (tuner.go)
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -450,6 +452,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.throughput()
 			c.checkCaughtUp()
 			c.globalTick()
+			c.tunerTick()
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -615,6 +618,9 @@ func (c *Coordinator) deploy() error {
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
+	if err := c.tunerInit(); err != nil {
+		return err
+	}
 	for i := range d.Instances {
 		p := &d.Instances[i]
 		c.placeOf[p.ID] = p
@@ -672,6 +678,7 @@ func (c *Coordinator) start() {
 	c.lastTick = c.opt.Now()
 	started := c.lastTick
 	c.info.JobStart = &started
+	c.tunerStart()
 	for _, name := range c.order {
 		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlStart})
 	}
@@ -950,6 +957,7 @@ func (c *Coordinator) finish() error {
 			}
 		}
 	}
+	c.tunerFinish()
 	now := c.opt.Now()
 	c.info.Finished = &now
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {

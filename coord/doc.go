@@ -25,6 +25,11 @@
 // job back on any loss; with --ft none a loss is reported and the
 // downstreams treat the lost streams as ended.
 //
+// With --interval auto (the default) the interval tuner (tuner.go) sets
+// each instance's checkpoint interval from live measurements and reports
+// every decision as an interval event; the control action interval pins
+// an instance's interval by hand.
+//
 // The run ends when every instance has drained (or is lost): run.json then
 // records the final source positions, which fix the oracle's input for
 // VerifyRun. The coordinator itself is assumed to survive.

@@ -163,6 +163,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		return
 	}
 	c.manifest.add(*cp)
+	c.tunerCheckpointed(cp)
 	if c.cfg.FT == "global" {
 		c.globalCheckpointed(cp)
 	}
@@ -287,6 +288,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		}
 	}()
 	for _, id := range ids {
+		c.tunerLost(id, lost)
 		r := c.recovering[id]
 		if r == nil {
 			r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark}
@@ -386,6 +388,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 			r.target = r.lastWM // a source: back where it was when lost
 		}
 	}
+	c.tunerRestored(p, r)
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
 		// The old generation's file counts up to the restored checkpoint.
 		old := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen-1)

@@ -30,7 +30,7 @@ func (c *Coordinator) globalTick() {
 	if c.cfg.FT != "global" || !c.started || c.draining || g.rolling != nil {
 		return
 	}
-	iv := c.cfg.IntervalDuration()
+	iv := c.globalInterval()
 	if g.pending != 0 {
 		if now.Sub(g.since) > max(10*iv, 10*time.Second) {
 			c.emit(events.Error, "", "", map[string]any{"id": g.pending}, "global checkpoint %d abandoned: not every instance reported in time", g.pending)

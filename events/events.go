@@ -42,6 +42,8 @@ const (
 	Metrics             Kind = "metrics"
 	CheckpointRequested Kind = "checkpoint_requested"
 	Error               Kind = "error"
+	Interval            Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
+	TunerSummary        Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
 )
 
 // Event is one thing that happened in a run.

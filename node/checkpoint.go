@@ -23,6 +23,7 @@ type checkpointer struct {
 	spilling bool                         // the backup is spilling (reported)
 	chain    state.ChainState             // the current chain's sizes: when a full one pays
 	lastFile string                       // the newest file of the chain, what the next delta builds on
+	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
 }
 
 // wantFull decides whether the next checkpoint is a full one: every k-th,
@@ -37,6 +38,9 @@ func (c *checkpointer) wantFull(d *wire.Deploy) bool {
 }
 
 func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
+	if c.override > 0 {
+		return c.override
+	}
 	if d.Interval <= 0 {
 		return time.Second
 	}
@@ -75,6 +79,7 @@ type pendingCheckpoint struct {
 	parent   string         // deltas: the file it builds on
 	t0       time.Time
 	capture  time.Duration
+	in       uint64 // records processed at the capture
 }
 
 // capture takes checkpoint id at a batch boundary, on the instance's
@@ -154,7 +159,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0), parent: parent}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load()}
 }
 
 // persisted runs on the instance's goroutine once a checkpoint is written.
@@ -200,6 +205,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	if err == nil {
 		data, err = state.Encode(snap)
 	}
+	encoded := time.Since(t1)
 	name := state.FileName(snap.Instance, snap.Gen, snap.ID, snap.Full)
 	if err == nil {
 		err = in.n.store.Put(name, data)
@@ -212,7 +218,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	}
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
 		Instance: in.id, Gen: snap.Gen, ID: snap.ID, Full: snap.Full, Base: snap.Base, Parent: snap.Parent, File: name,
-		Keys: keys, RawBytes: snap.RawSize(), Bytes: len(data), CaptureUs: pc.capture.Microseconds(), PersistUs: done.Sub(t1).Microseconds(),
+		Keys: keys, RawBytes: snap.RawSize(), Bytes: len(data), CaptureUs: pc.capture.Microseconds(), EncodeUs: encoded.Microseconds(), In: pc.in, PersistUs: done.Sub(t1).Microseconds(),
 		TotalUs: done.Sub(pc.t0).Microseconds(), SinkFile: pc.meta.SinkFile, SinkLen: pc.meta.SinkLen, Positions: pc.pos}})
 	return nil
 }

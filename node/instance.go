@@ -78,6 +78,7 @@ type instance struct {
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
 	curWM                                     atomic.Int64
+	busyNs                                    atomic.Int64 // time spent processing input
 	origin                                    atomic.Int64 // sources: first event time (pacing origin)
 	posMu                                     sync.Mutex
 	positions                                 map[int]uint64
@@ -265,7 +266,8 @@ func (in *instance) lost(ids []job.InstanceID) {
 }
 
 func (in *instance) stats() wire.InstanceStats {
-	s := wire.InstanceStats{ID: in.id, In: in.nIn.Load(), Out: in.nOut.Load(), Watermark: in.curWM.Load(), Backlog: len(in.in)}
+	s := wire.InstanceStats{ID: in.id, In: in.nIn.Load(), Out: in.nOut.Load(), Watermark: in.curWM.Load(), Backlog: len(in.in),
+		Gen: in.place.Gen, BusyUs: in.busyNs.Load() / 1000}
 	if in.kind == job.KindSource {
 		in.posMu.Lock()
 		s.Positions = make(map[int]uint64, len(in.positions))
@@ -287,12 +289,14 @@ func (in *instance) runKeyed(ctx context.Context) {
 	for {
 		select {
 		case m := <-in.in:
+			t0 := time.Now()
 			if in.handle(m) && !in.finished {
 				in.finish()
 			}
 			if len(in.in) == 0 {
 				in.flushAll()
 			}
+			in.busy(t0)
 		case f := <-in.ctlc:
 			f()
 		case now := <-tick.C:

@@ -244,6 +244,10 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		if q := m.Reroute; q != nil {
 			n.reroute(ctx, *q)
 		}
+	case wire.CtlInterval:
+		if m.Interval != nil {
+			n.setInterval(*m.Interval)
+		}
 	case wire.CtlCheckpoint:
 		for _, in := range n.instances() {
 			if len(m.Instances) == 0 || slices.Contains(m.Instances, in.id) {

@@ -337,6 +337,7 @@ func (in *instance) runSource(ctx context.Context) {
 			}
 		}
 		in.publishPositions()
+		in.busy(now)
 		if live == 0 {
 			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
 			in.endSource()

@@ -42,6 +42,10 @@
 //	                          emit d (with d.Reason()); if d.Changed { set id's interval to d.Interval }
 //	                      }
 //
+// The live driver is the coordinator (coord/tuner.go, `--interval auto`);
+// MODEL.md, section 12, says what it feeds the controller and how
+// `spate bench tuner` measures the result.
+//
 // A Controller is not safe for concurrent use. A Sim is immutable once
 // made, and Run may be called from several goroutines at once.
 //

@@ -58,6 +58,7 @@ const (
 
 	CtlFaults     = "faults"     // coordinator → node: the complete set of injected faults to apply from now on
 	CtlCheckpoint = "checkpoint" // coordinator → node: Instances (all when empty) checkpoint now, whatever their timers say
+	CtlInterval   = "interval"   // coordinator → node: an instance's checkpoint interval from now on
 )
 
 // Control is the envelope of every message on the control stream.
@@ -73,6 +74,7 @@ type Control struct {
 	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
 	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
 	Faults     *Faults     `json:"faults,omitempty"`     // CtlFaults
+	Interval   *Interval   `json:"interval,omitempty"`   // CtlInterval
 }
 
 // Faults is every fault a node must apply now, replacing what it applied
@@ -92,6 +94,13 @@ type StoreFault struct {
 	Fail   bool  `json:"fail,omitempty"`    // each write fails
 }
 
+// Interval sets one instance's checkpoint interval (CtlInterval). The
+// instance's next checkpoint is due Ms after its previous one.
+type Interval struct {
+	Instance job.InstanceID `json:"instance"`
+	Ms       int64          `json:"ms"` // > 0
+}
+
 // Checkpoint describes one durable checkpoint of one instance.
 type Checkpoint struct {
 	Instance  job.InstanceID `json:"instance"`
@@ -105,6 +114,8 @@ type Checkpoint struct {
 	RawBytes  int            `json:"raw_bytes,omitempty"`
 	Bytes     int            `json:"bytes,omitempty"`
 	CaptureUs int64          `json:"capture_us,omitempty"` // the owner's stall
+	EncodeUs  int64          `json:"encode_us,omitempty"`  // encoding and compressing (CPU), part of persist
+	In        uint64         `json:"in,omitempty"`         // records this generation had processed at the capture
 	PersistUs int64          `json:"persist_us,omitempty"`
 	TotalUs   int64          `json:"total_us,omitempty"`
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
@@ -196,5 +207,7 @@ type InstanceStats struct {
 	Watermark int64          `json:"wm"`
 	Backlog   int            `json:"backlog"` // queued input messages
 	Positions map[int]uint64 `json:"positions,omitempty"`
-	Origin    *int64         `json:"origin,omitempty"` // sources: the event time their pacing started from
+	Origin    *int64         `json:"origin,omitempty"`  // sources: the event time their pacing started from
+	Gen       uint64         `json:"gen,omitempty"`     // the placement generation the counters belong to
+	BusyUs    int64          `json:"busy_us,omitempty"` // time spent processing input (sources: reading and emitting)
 }

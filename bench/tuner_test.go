@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"spate/coord"
+)
+
+func TestMeasuredSplitsTime(t *testing.T) {
+	// 10,000 records in 2s of processing: 5,000/s. 1,000 of them were
+	// replays: 0.2s. Checkpoints cost 0.3s, downtime 0.5s.
+	a := coord.TunerAccount{Processed: 10_000, Replayed: 1_000, BusyS: 2, CheckpointS: 0.3, DowntimeS: 0.5}
+	s := Measured([]coord.TunerAccount{a})
+	want := Split{Useful: 1.8, Checkpoint: 0.3, Replay: 0.2, Downtime: 0.5}
+	if !near(s.Useful, want.Useful) || !near(s.Replay, want.Replay) || s.Checkpoint != want.Checkpoint || s.Downtime != want.Downtime {
+		t.Fatalf("Measured = %+v, want %+v", s, want)
+	}
+	if f := s.Fraction(); !near(f, 1.8/2.8) {
+		t.Errorf("Fraction = %v, want %v", f, 1.8/2.8)
+	}
+	if f := (Split{}).Fraction(); f != 0 {
+		t.Errorf("empty Fraction = %v, want 0", f)
+	}
+	// No processing measured: nothing converts records to time.
+	if s := Measured([]coord.TunerAccount{{Replayed: 5}}); s.Replay != 0 || s.Useful != 0 {
+		t.Errorf("no capacity: %+v", s)
+	}
+}
+
+func TestPredictedMatchesTheModelOnAConsistentRun(t *testing.T) {
+	// One instance for 100s at 1,000/s with capacity 10,000/s (ρ = 0.1),
+	// a 1s interval (100 checkpoints of 10ms, persist 0), failures: 2 in
+	// 100s, each 0.25s down. The model's replay per failure is ρ·T/2 =
+	// 0.05s: 500 records at 10,000/s.
+	a := coord.TunerAccount{Processed: 100_000 + 1_000, Replayed: 1_000, BusyS: 10.1, CheckpointS: 1, Checkpoints: 100,
+		DowntimeS: 0.5, Failures: 2, ExposureS: 100, MeanIntervalS: 1, PlannedCkpts: 100}
+	p, m := Predicted([]coord.TunerAccount{a}), Measured([]coord.TunerAccount{a})
+	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || !near(p.Replay, 0.1) || !near(p.Useful, 10) {
+		t.Fatalf("Predicted = %+v", p)
+	}
+	if e := PredictionError(map[string]float64{"x": p.Fraction()}, map[string]float64{"x": m.Fraction()}); e > 1e-9 {
+		t.Errorf("prediction error %v on a run that follows the model", e)
+	}
+	if e := PredictionError(map[string]float64{"a": 0.9, "b": 0.5}, map[string]float64{"a": 0.88, "b": 0.6, "c": 1}); !near(e, 0.1) {
+		t.Errorf("PredictionError = %v, want 0.1 (the largest, over shared policies)", e)
+	}
+}
+
+func TestYoungFromTheAutoRun(t *testing.T) {
+	accts := []coord.TunerAccount{
+		{CheckpointS: 0.2, Checkpoints: 20, ExposureS: 50, Failures: 1},
+		{CheckpointS: 0.2, Checkpoints: 20, ExposureS: 50, Failures: 1},
+	}
+	iv, c, m := youngFrom(accts)
+	if c != 10*time.Millisecond || m != 50*time.Second {
+		t.Fatalf("cost %v, MTBF %v; want 10ms, 50s", c, m)
+	}
+	if want := time.Second; iv != want { // sqrt(2 · 0.01 · 50)
+		t.Errorf("Young = %v, want %v", iv, want)
+	}
+	if iv, _, _ := youngFrom(accts[:0]); iv != 0 {
+		t.Errorf("no measurements: %v, want 0", iv)
+	}
+}
+
+func TestKillTimesAreSpreadAndSeeded(t *testing.T) {
+	dur := 20 * time.Second
+	a, b := killTimes(dur, 3, 1), killTimes(dur, 3, 1)
+	for k := range a {
+		lo := dur/10 + dur*8/10/3*time.Duration(k)
+		if a[k] != b[k] || a[k] < lo || a[k] >= lo+dur*8/10/3 {
+			t.Fatalf("kill times %v (again %v): kill %d outside its slot from %v", a, b, k, lo)
+		}
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }

@@ -1,0 +1,468 @@
+package coord
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"spate/control"
+	"spate/events"
+	"spate/job"
+	"spate/tuner"
+	"spate/wire"
+)
+
+// The interval tuner on the live cluster (--interval auto). The event
+// loop feeds a tuner.Controller with what the nodes report: per instance,
+// the records processed and the time spent processing them (heartbeats),
+// each checkpoint's records, dirty keys, cost and persist time
+// (onCheckpointed), each failure's detection, restart and load times
+// (recover, onRestored). About once a second it ticks the controller,
+// emits every decision as an `interval` event and sends each changed
+// interval to the node hosting the instance (wire.CtlInterval). Time is
+// the coordinator's injected clock, relative to the job's start.
+//
+// Whatever the interval policy, with --ft spate the same measurements are
+// summed per instance into a TunerAccount, emitted at the end of the run
+// (event tuner_summary): `spate bench tuner` computes the useful fraction
+// from it (tuner/MODEL.md, "Live validation").
+
+// LiveTunerConfig is the controller's configuration on a live cluster:
+// tuner.DefaultConfig with bounds and pace for a lab cluster whose runs
+// last minutes, not months. failures, if not empty, is a failure source
+// (tuner.OpenFailures) whose MTBF is the failure-rate prior.
+func LiveTunerConfig(failures string) (tuner.Config, error) {
+	tc := tuner.DefaultConfig()
+	tc.Min = 200 * time.Millisecond
+	tc.Max = 30 * time.Second
+	tc.Initial = time.Second // what the nodes start with: Config.IntervalDuration for auto
+	tc.Every = 5 * time.Second
+	tc.HalfLife = 30 * time.Second
+	tc.MaxBackup = 200_000 // tuples one interval may leave to replay (and the upstream backup to hold)
+	tc.Cost = tuner.CostModel{Base: 5 * time.Millisecond}
+	tc.Detect, tc.Restart, tc.Load = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	if failures != "" {
+		f, err := tuner.OpenFailures(failures)
+		if err != nil {
+			return tc, err
+		}
+		tc.PriorMTBF = f.MTBF()
+	}
+	return tc, tc.Validate()
+}
+
+// TunerAccount is what one instance did over a run, all its generations
+// together: the measurements behind the live useful fraction.
+type TunerAccount struct {
+	Instance      job.InstanceID `json:"instance"`
+	Processed     uint64         `json:"processed"`    // records processed, re-processing after failures included
+	Replayed      uint64         `json:"replayed"`     // records a failed generation had processed since the checkpoint its successor restored
+	BusyS         float64        `json:"busy_s"`       // time spent processing them
+	CheckpointS   float64        `json:"checkpoint_s"` // checkpoint cost: capture stalls plus encoding, completed checkpoints
+	Checkpoints   int            `json:"checkpoints"`
+	PersistS      float64        `json:"persist_s"`  // capture to durable, summed
+	DowntimeS     float64        `json:"downtime_s"` // per failure: last heartbeat to restored (detect, restart, load)
+	Failures      int            `json:"failures"`
+	ExposureS     float64        `json:"exposure_s"`          // time from the job's start to the instance's drain
+	MeanIntervalS float64        `json:"mean_interval_s"`     // the interval in force, averaged over time
+	PlannedCkpts  float64        `json:"planned_checkpoints"` // ∫ dt / interval: the checkpoints the intervals ask for
+}
+
+// tunerState is the coordinator's side of the interval tuner; the event
+// loop owns it.
+type tunerState struct {
+	ctl     *tuner.Controller // --interval auto with --ft spate; nil otherwise
+	fixed   time.Duration     // the interval a fixed policy keeps
+	t0      time.Time         // the job's start: the controller's origin
+	last    time.Time         // the previous tick
+	insts   map[job.InstanceID]*tunedInst
+	buf     []tuner.Decision
+	global  time.Duration // --ft global: the barrier period
+	enabled bool          // --ft spate: intervals and accounts per instance
+}
+
+// tunedInst is one instance as the tuner follows it.
+type tunedInst struct {
+	gen        uint64 // the generation the counters below belong to (0: none seen yet)
+	in         uint64
+	busyUs     int64
+	at         time.Time
+	capGen     uint64 // the generation and records at its latest checkpoint capture
+	capIn      uint64
+	iv         time.Duration // the interval in force
+	pinned     bool          // set by hand: the controller's decisions are not applied
+	lostBeat   time.Time     // the lost node's last heartbeat, for the detection time
+	ivIntegral float64       // ∫ interval dt, seconds²
+	acct       TunerAccount
+}
+
+// tunerInit prepares the tuner when the job is deployed.
+func (c *Coordinator) tunerInit() error {
+	t := &c.tn
+	t.insts = map[job.InstanceID]*tunedInst{}
+	t.fixed = c.cfg.IntervalDuration()
+	t.global = t.fixed
+	t.enabled = c.cfg.FT == "spate"
+	if c.cfg.Interval != "auto" || c.cfg.FT == "none" {
+		return nil
+	}
+	tc, err := LiveTunerConfig(c.cfg.Failures)
+	if err != nil {
+		return fmt.Errorf("%w: --failures: %v", ErrUsage, err)
+	}
+	if c.cfg.FT == "global" {
+		// One barrier period for the whole job, from the static model
+		// evaluated once on the configured assumptions (a busy job, ρ = 1):
+		// Young's interval with the assumed cost and the prior MTBF.
+		p := tuner.Params{Rate: 1, Capacity: 1, Cost: tc.Cost, FailureRate: 1 / tc.PriorMTBF.Seconds(),
+			Detect: tc.Detect, Restart: tc.Restart, Load: tc.Load, Persist: tc.Persist}
+		t.global = p.Optimal(tc.Min, tc.Max)
+		c.emit(events.Interval, "", "", map[string]any{"instance": "global", "interval_ms": t.global.Milliseconds(),
+			"reason": "static model at start (--ft global: one barrier period for the job)", "inputs": inputFields(p, 0)},
+			"global checkpoint period %v: the static model once at start, on the assumed cost %v and prior MTBF %v", t.global, tc.Cost.Base, tc.PriorMTBF)
+		return nil
+	}
+	t.ctl, err = tuner.NewController(tc)
+	return err
+}
+
+func (c *Coordinator) tunerInst(id job.InstanceID) *tunedInst {
+	ti := c.tn.insts[id]
+	if ti == nil {
+		ti = &tunedInst{iv: c.tn.fixed, acct: TunerAccount{Instance: id}}
+		c.tn.insts[id] = ti
+	}
+	return ti
+}
+
+// rel is the controller's time: since the job's start.
+func (c *Coordinator) rel(now time.Time) time.Duration {
+	return max(now.Sub(c.tn.t0), 0)
+}
+
+// tunerStart starts the clock when the job starts.
+func (c *Coordinator) tunerStart() {
+	c.tn.t0 = c.opt.Now()
+	c.tn.last = c.tn.t0
+}
+
+// globalInterval is the barrier period of --ft global.
+func (c *Coordinator) globalInterval() time.Duration {
+	if c.tn.global > 0 {
+		return c.tn.global
+	}
+	return c.cfg.IntervalDuration()
+}
+
+// intervalOf is the interval in force for an instance (0 with --ft none).
+func (c *Coordinator) intervalOf(id job.InstanceID) time.Duration {
+	switch {
+	case c.cfg.FT == "none":
+		return 0
+	case c.cfg.FT == "global":
+		return c.globalInterval()
+	}
+	if ti := c.tn.insts[id]; ti != nil {
+		return ti.iv
+	}
+	return c.tn.fixed
+}
+
+// tunerTick feeds the controller the counters of the last second, ticks
+// it, and applies and reports its decisions.
+func (c *Coordinator) tunerTick() {
+	t := &c.tn
+	if !t.enabled || !c.started || c.plan == nil {
+		return
+	}
+	now := c.opt.Now()
+	dt := now.Sub(t.last)
+	if dt < time.Second {
+		return
+	}
+	t.last = now
+	at := c.rel(now)
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] != nil || c.lost[p.ID] {
+			continue
+		}
+		ti := c.tunerInst(p.ID)
+		ti.acct.ExposureS += dt.Seconds()
+		ti.ivIntegral += dt.Seconds() * ti.iv.Seconds()
+		ti.acct.PlannedCkpts += dt.Seconds() / ti.iv.Seconds()
+		ns := c.nodes[p.Node]
+		s, ok := ns.stats[p.ID]
+		if !ok || s.Gen != p.Gen {
+			continue
+		}
+		if ti.gen != s.Gen || s.In < ti.in || s.BusyUs < ti.busyUs {
+			ti.gen, ti.in, ti.busyUs, ti.at = s.Gen, s.In, s.BusyUs, now
+			continue
+		}
+		span := now.Sub(ti.at)
+		dIn, dBusy := s.In-ti.in, s.BusyUs-ti.busyUs
+		ti.in, ti.busyUs, ti.at = s.In, s.BusyUs, now
+		if t.ctl == nil || span <= 0 {
+			continue
+		}
+		_ = t.ctl.ObserveLoad(p.ID, at, float64(dIn), span)
+		if dIn > 0 && dBusy > 0 {
+			_ = t.ctl.ObserveCapacity(p.ID, at, float64(dIn)/(float64(dBusy)/1e6))
+		}
+	}
+	if t.ctl == nil {
+		return
+	}
+	t.buf = t.ctl.Tick(at, t.buf[:0])
+	for _, d := range t.buf {
+		ti := c.tunerInst(d.Instance)
+		if ti.pinned || c.done[d.Instance] != nil || c.lost[d.Instance] {
+			continue
+		}
+		if d.Changed {
+			ti.iv = d.Interval
+			c.sendInterval(d.Instance)
+		}
+		c.emitDecision(d)
+	}
+}
+
+// sendInterval tells the node hosting id its interval.
+func (c *Coordinator) sendInterval(id job.InstanceID) {
+	p := c.placeOf[id]
+	ti := c.tn.insts[id]
+	if p == nil || ti == nil {
+		return
+	}
+	if ns := c.nodes[p.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" && ns.sess != nil {
+		_ = ns.send(wire.Control{Kind: wire.CtlInterval, Interval: &wire.Interval{Instance: id, Ms: max(ti.iv.Milliseconds(), 1)}})
+	}
+}
+
+// inputFields are a decision's model inputs as event fields.
+func inputFields(p tuner.Params, interval time.Duration) map[string]any {
+	mtbf := math.Inf(1)
+	if p.FailureRate > 0 {
+		mtbf = 1 / p.FailureRate
+	}
+	f := map[string]any{
+		"rate": p.Rate, "capacity": p.Capacity, "util": p.Util(),
+		"cost_base_ms": ms(p.Cost.Base), "cost_per_key_us": p.Cost.PerKey * 1e6, "state_keys": p.Cost.StateKeys,
+		"failure_rate": p.FailureRate, "detect_ms": ms(p.Detect), "restart_ms": ms(p.Restart), "load_ms": ms(p.Load),
+		"persist_ms": ms(p.Persist),
+	}
+	if !math.IsInf(mtbf, 1) {
+		f["mtbf_s"] = mtbf
+	}
+	if interval > 0 {
+		f["checkpoint_cost_ms"] = p.Cost.Seconds(p.Rate*interval.Seconds()) * 1000
+	}
+	return f
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// emitDecision reports one decision as an interval event.
+func (c *Coordinator) emitDecision(d tuner.Decision) {
+	node := ""
+	if p := c.placeOf[d.Instance]; p != nil {
+		node = p.Node
+	}
+	reason := d.Reason()
+	c.emit(events.Interval, node, string(d.Instance), map[string]any{
+		"instance": string(d.Instance), "interval_ms": d.Interval.Milliseconds(), "reason": reason,
+		"inputs": inputFields(d.Inputs, d.Interval), "previous_ms": d.Previous.Milliseconds(),
+		"optimum_ms": d.Optimum.Milliseconds(), "changed": d.Changed, "why": d.Why.String(),
+		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds()},
+		"%s interval %s", d.Instance, reason)
+}
+
+// tunerCheckpointed takes in a complete checkpoint.
+func (c *Coordinator) tunerCheckpointed(cp *wire.Checkpoint) {
+	if !c.tn.enabled {
+		return
+	}
+	ti := c.tunerInst(cp.Instance)
+	tuples := cp.In
+	if ti.capGen == cp.Gen && cp.In >= ti.capIn {
+		tuples = cp.In - ti.capIn
+	}
+	ti.capGen, ti.capIn = cp.Gen, cp.In
+	cost := time.Duration(cp.CaptureUs+cp.EncodeUs) * time.Microsecond
+	persist := time.Duration(cp.TotalUs) * time.Microsecond
+	ti.acct.Checkpoints++
+	ti.acct.CheckpointS += cost.Seconds()
+	ti.acct.PersistS += persist.Seconds()
+	if c.tn.ctl == nil {
+		return
+	}
+	n := float64(tuples)
+	if cp.Full {
+		n = 0 // a full checkpoint writes every key: a point of the cost line, not of the dirty curve
+	}
+	_ = c.tn.ctl.ObserveCheckpoint(cp.Instance, c.rel(c.opt.Now()), tuner.Checkpoint{Tuples: n, Dirty: float64(cp.Keys), Cost: cost, Persist: persist})
+}
+
+// tunerLost folds the lost generation of id into its account: what it
+// processed, and what of it its successor will process again (since the
+// checkpoint it will restore). It runs before recover places id anew.
+func (c *Coordinator) tunerLost(id job.InstanceID, lost string) {
+	p := c.placeOf[id]
+	if !c.tn.enabled || p == nil {
+		return
+	}
+	ti := c.tunerInst(id)
+	ns := c.nodes[lost]
+	var in uint64
+	var busy int64
+	if s, ok := ns.stats[id]; ok && s.Gen == p.Gen {
+		in, busy = s.In, s.BusyUs
+	}
+	ti.acct.Processed += in
+	ti.acct.BusyS += float64(busy) / 1e6
+	var base uint64
+	if _, cps := c.manifest.restorable(id); len(cps) > 0 && cps[0].Gen == p.Gen && cps[0].In <= in {
+		base = cps[0].In
+	}
+	ti.acct.Replayed += in - base
+	ti.acct.Failures++
+	ti.gen, ti.lostBeat = 0, ns.lastBeat
+}
+
+// tunerRestored takes in a finished restore: the recovery's phase times,
+// and the interval the new instance must use.
+func (c *Coordinator) tunerRestored(p *wire.Placement, r *recovery) {
+	if !c.tn.enabled {
+		return
+	}
+	ti := c.tunerInst(p.ID)
+	c.sendInterval(p.ID)
+	if r == nil {
+		return
+	}
+	detect := max(r.detected.Sub(ti.lostBeat), 0)
+	if ti.lostBeat.IsZero() {
+		detect = 0
+	}
+	rec := tuner.Recovery{Detect: detect, Restart: max(r.placed.Sub(r.detected), 0), Load: max(r.restored.Sub(r.placed), 0)}
+	ti.acct.DowntimeS += (rec.Detect + rec.Restart + rec.Load).Seconds()
+	if c.tn.ctl != nil {
+		_ = c.tn.ctl.ObserveFailure(p.ID, c.rel(r.restored), rec)
+	}
+}
+
+// tunerFinish emits every instance's account (event tuner_summary).
+func (c *Coordinator) tunerFinish() {
+	if !c.tn.enabled || c.plan == nil {
+		return
+	}
+	var accts []TunerAccount
+	for _, p := range c.plan.Instances {
+		ti := c.tunerInst(p.ID)
+		a := ti.acct
+		if d := c.done[p.ID]; d != nil {
+			a.Processed += d.In
+		}
+		if ns := c.nodes[p.Node]; ns != nil {
+			if s, ok := ns.stats[p.ID]; ok && s.Gen == p.Gen {
+				a.BusyS += float64(s.BusyUs) / 1e6
+			}
+		}
+		if a.ExposureS > 0 {
+			a.MeanIntervalS = ti.ivIntegral / a.ExposureS
+		}
+		accts = append(accts, a)
+	}
+	policy := c.cfg.Interval
+	c.emit(events.TunerSummary, "", "", map[string]any{"interval": policy, "instances": accts},
+		"interval tuner summary (--interval %s): %s", policy, summaryText(accts))
+}
+
+func summaryText(accts []TunerAccount) string {
+	var busy, ck, down float64
+	var fails, cps int
+	var rep uint64
+	for _, a := range accts {
+		busy += a.BusyS
+		ck += a.CheckpointS
+		down += a.DowntimeS
+		fails += a.Failures
+		cps += a.Checkpoints
+		rep += a.Replayed
+	}
+	return fmt.Sprintf("%d checkpoints costing %.3fs, %d failures (%.3fs down, %d records replayed), %.3fs processing", cps, ck, fails, down, rep, busy)
+}
+
+// actInterval is the control action `interval TARGET interval=DURATION|auto`:
+// it pins the interval of the target's instances (an instance, an
+// operator or all), or gives them back to the tuner.
+func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
+	v, ok := a.Args["interval"]
+	if !ok {
+		return control.Result{}, errors.New("interval: want interval=DURATION or interval=auto")
+	}
+	var d time.Duration
+	if v != "auto" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+			return control.Result{}, fmt.Errorf("interval: %q is not a positive duration or auto", v)
+		}
+	}
+	switch {
+	case c.cfg.FT == "none":
+		return control.Result{}, errors.New("interval: this run takes no checkpoints (--ft none)")
+	case c.cfg.FT == "global":
+		return control.Result{}, errors.New("interval: --ft global has one barrier period for the whole job, not one per instance")
+	case c.plan == nil:
+		return control.Result{}, errors.New("interval: the job is not deployed yet")
+	}
+	target := strings.Replace(a.Target, "/", "#", 1)
+	var ids []job.InstanceID
+	for _, p := range c.plan.Instances {
+		if target == "all" || string(p.ID) == target || p.Op == target {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return control.Result{}, fmt.Errorf("interval: target %q names no instance or operator of this job (or all)", a.Target)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var names []string
+	for _, id := range ids {
+		ti := c.tunerInst(id)
+		prev := ti.iv
+		reason := "set by hand"
+		if d > 0 {
+			ti.iv, ti.pinned = d, true
+		} else {
+			ti.pinned = false
+			ti.iv = c.tn.fixed
+			if c.tn.ctl != nil {
+				ti.iv = c.tn.ctl.Interval(id)
+				reason = "set by hand: back to auto, the tuner's interval"
+			} else {
+				reason = "set by hand: back to the run's --interval"
+			}
+			if ti.iv <= 0 {
+				ti.iv = c.tn.fixed
+			}
+		}
+		c.sendInterval(id)
+		names = append(names, string(id))
+		node := ""
+		if p := c.placeOf[id]; p != nil {
+			node = p.Node
+		}
+		c.emit(events.Interval, node, string(id), map[string]any{"instance": string(id), "interval_ms": ti.iv.Milliseconds(),
+			"previous_ms": prev.Milliseconds(), "reason": reason, "pinned": ti.pinned, "inputs": map[string]any{}},
+			"%s interval %v -> %v: %s", id, prev, ti.iv, reason)
+	}
+	what := v
+	if d > 0 {
+		what = d.String()
+	}
+	return control.Result{Text: fmt.Sprintf("interval %s for %s", what, strings.Join(names, ","))}, nil
+}

@@ -255,3 +255,38 @@ func (c *cluster) manifest() map[string][]struct{ File string } {
 	}
 	return m.Instances
 }
+
+// TestSourceLostBeforeItsFirstCheckpoint: a source restored without a
+// checkpoint keeps its predecessor's pacing clock (so it catches up) and,
+// at the drain, reads at least as far as its predecessor had got (so what
+// the downstreams applied is inside the final positions).
+func TestSourceLostBeforeItsFirstCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	c, wait := startFT(t, "spate", 3, "--interval", "60s", "--duration", "7s")
+	victim := c.host("source#0")
+	// Late in the run: a source restarted with a fresh clock would end the
+	// run short of where its predecessor had got.
+	waitFor(t, 60*time.Second, "5 seconds of the job", func() (bool, string) {
+		n := 0
+		for _, e := range c.events() {
+			if e.Kind == events.Throughput {
+				n++
+			}
+		}
+		return n >= 5, fmt.Sprintf("%d throughput events", n)
+	})
+	c.signal(victim, syscall.SIGKILL)
+	c.waitEvent(events.NodeLost, victim)
+	waitFor(t, 60*time.Second, "source#0 to catch up", func() (bool, string) {
+		for _, e := range c.events() {
+			if e.Kind == events.RecoveryDone && e.Instance == "source#0" {
+				return true, ""
+			}
+		}
+		return false, "no recovery_done for source#0"
+	})
+	wait()
+	c.verifyOK()
+}

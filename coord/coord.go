@@ -137,6 +137,7 @@ type Coordinator struct {
 
 	coordAddr string // where nodes connect (respawned ones too)
 	respawns  int
+	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
@@ -698,6 +699,12 @@ func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time)
 	ns.cpu, ns.rss = hb.CPU, hb.RSS
 	for _, s := range hb.Instances {
 		ns.stats[s.ID] = s
+		for part, pos := range s.Positions {
+			if c.srcHigh == nil {
+				c.srcHigh = map[int]uint64{}
+			}
+			c.srcHigh[part] = max(c.srcHigh[part], pos)
+		}
 	}
 }
 
@@ -795,7 +802,7 @@ func (c *Coordinator) drain(why string) {
 	c.emit(events.DrainStarted, "", "", nil, "draining (%s): sources stop, every open window fires, sinks flush", why)
 	for _, name := range c.order {
 		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
-			_ = ns.send(wire.Control{Kind: wire.CtlDrain})
+			_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
 		}
 	}
 }

@@ -305,7 +305,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np}
+		rs := &wire.Restore{Place: np, Clock: c.pacingClock(lost, id)}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]
@@ -420,6 +420,19 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
 		}
 	}
+}
+
+// pacingClock is the pacing clock a source instance last reported from
+// node, or nil.
+func (c *Coordinator) pacingClock(node string, id job.InstanceID) *wire.PacingClock {
+	ns := c.nodes[node]
+	if ns == nil {
+		return nil
+	}
+	if s, ok := ns.stats[id]; ok && s.Origin != nil && s.StartMs != 0 {
+		return &wire.PacingClock{Origin: *s.Origin, StartMs: s.StartMs}
+	}
+	return nil
 }
 
 // upstreamWatermark is the lowest watermark of id's upstream instances now:

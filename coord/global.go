@@ -109,7 +109,7 @@ func (c *Coordinator) rollback(lost string) {
 		"rolling the whole job back to %s: every instance restarts, the sources read %d records again", what, again)
 	plan := append([]wire.Placement(nil), c.plan.Instances...)
 	for _, p := range plan {
-		rs := &wire.Restore{Place: p, Hold: true, Plan: plan}
+		rs := &wire.Restore{Place: p, Hold: true, Plan: plan, Clock: c.pacingClock(p.Node, p.ID)}
 		if cp, ok := c.manifest.byID[p.ID][g.complete]; ok && g.complete > 0 {
 			rs.Chain = []string{cp.File}
 		}

@@ -52,6 +52,7 @@ type instance struct {
 	startOnce  sync.Once
 	drainc     chan struct{}
 	drainOnce  sync.Once
+	drainTo    map[int]uint64 // set before drainc closes
 	quit       chan struct{}
 	quitOnce   sync.Once
 
@@ -80,6 +81,7 @@ type instance struct {
 	curWM                                     atomic.Int64
 	busyNs                                    atomic.Int64 // time spent processing input
 	origin                                    atomic.Int64 // sources: first event time (pacing origin)
+	startMs                                   atomic.Int64 // sources: when origin was due (Unix ms)
 	posMu                                     sync.Mutex
 	positions                                 map[int]uint64
 }
@@ -253,8 +255,15 @@ func (in *instance) start(ctx context.Context) {
 	})
 }
 
-func (in *instance) drain() { in.drainOnce.Do(func() { close(in.drainc) }) }
-func (in *instance) stop()  { in.quitOnce.Do(func() { close(in.quit) }) }
+// drain ends the instance's input: a source stops reading once every
+// partition has reached until (what an earlier generation of it read).
+func (in *instance) drain(until map[int]uint64) {
+	in.drainOnce.Do(func() {
+		in.drainTo = until
+		close(in.drainc)
+	})
+}
+func (in *instance) stop() { in.quitOnce.Do(func() { close(in.quit) }) }
 
 // lost treats the streams from the given instances as ended (--ft none).
 func (in *instance) lost(ids []job.InstanceID) {
@@ -277,6 +286,7 @@ func (in *instance) stats() wire.InstanceStats {
 		in.posMu.Unlock()
 		if o := in.origin.Load(); o != job.MaxWatermark {
 			s.Origin = &o
+			s.StartMs = in.startMs.Load()
 		}
 	}
 	return s

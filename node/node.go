@@ -216,7 +216,7 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		}
 	case wire.CtlDrain:
 		for _, in := range n.instances() {
-			in.drain()
+			in.drain(m.Until)
 		}
 	case wire.CtlLost:
 		for _, in := range n.instances() {
@@ -290,6 +290,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 				answer.Fellback = true
 			}
 		}
+	}
+	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
+		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
 	}
 	msg := wire.Control{Kind: wire.CtlRestored, Restore: &answer}
 	if err != nil {

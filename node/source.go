@@ -77,6 +77,7 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 	if restored != nil && restored.StartMs != 0 {
 		s.origin, s.start = restored.Origin, time.UnixMilli(restored.StartMs)
 		in.origin.Store(s.origin)
+		in.startMs.Store(restored.StartMs)
 	}
 	pt := in.ports[0]
 	for _, p := range in.place.Partitions {
@@ -275,11 +276,15 @@ func (in *instance) runSource(ctx context.Context) {
 		}
 		return s.origin + int64(float64(now.Sub(s.start).Milliseconds())*speed)
 	}
+	draining := false
 	for {
 		select {
 		case <-in.drainc:
-			in.endSource()
-			return
+			if in.drainReached() {
+				in.endSource()
+				return
+			}
+			draining = true // read on, unpaced, to where an earlier generation got
 		case <-in.quit:
 			return
 		case <-ctx.Done():
@@ -291,10 +296,13 @@ func (in *instance) runSource(ctx context.Context) {
 		}
 		now := time.Now()
 		limit := allowed(now)
+		if draining {
+			limit = job.MaxWatermark
+		}
 		live, waiting := 0, false
 		nextDue := int64(job.MaxWatermark)
 		for _, ps := range s.parts {
-			if ps.ended {
+			if ps.ended || draining && ps.pos >= in.drainTo[ps.p] {
 				continue
 			}
 			live++
@@ -317,6 +325,7 @@ func (in *instance) runSource(ctx context.Context) {
 					if s.origin == job.MaxWatermark {
 						s.origin, s.start = rec.Time, now
 						in.origin.Store(rec.Time)
+						in.startMs.Store(now.UnixMilli())
 						limit = allowed(now)
 					}
 				}
@@ -338,6 +347,10 @@ func (in *instance) runSource(ctx context.Context) {
 		}
 		in.publishPositions()
 		in.busy(now)
+		if live == 0 && draining {
+			in.endSource()
+			return
+		}
 		if live == 0 {
 			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
 			in.endSource()
@@ -366,6 +379,17 @@ func (in *instance) runSource(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// drainReached reports whether every partition has ended or reached
+// where the drain says it must.
+func (in *instance) drainReached() bool {
+	for _, ps := range in.src.parts {
+		if !ps.ended && ps.pos < in.drainTo[ps.p] {
+			return false
+		}
+	}
+	return true
 }
 
 func (in *instance) publishPositions() {

@@ -74,7 +74,11 @@ type Control struct {
 	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
 	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
 	Faults     *Faults     `json:"faults,omitempty"`     // CtlFaults
-	Interval   *Interval   `json:"interval,omitempty"`   // CtlInterval
+	// Until, with CtlDrain: sources read each partition at least this far
+	// before they end (the farthest any generation of them got), so that
+	// what downstreams applied is all inside the final positions.
+	Until    map[int]uint64 `json:"until,omitempty"`
+	Interval *Interval      `json:"interval,omitempty"` // CtlInterval
 }
 
 // Faults is every fault a node must apply now, replacing what it applied
@@ -133,6 +137,16 @@ type Restore struct {
 	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
 	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
 	Plan     []Placement `json:"plan,omitempty"`     // every instance's placement, when several moved at once
+	// Clock is a source's pacing clock, for a restore without a
+	// checkpoint: the restored source keeps the pace of the one it
+	// replaces, so it catches up instead of lagging for good.
+	Clock *PacingClock `json:"clock,omitempty"`
+}
+
+// PacingClock says that event time Origin was due at wall time StartMs.
+type PacingClock struct {
+	Origin  int64 `json:"origin"`
+	StartMs int64 `json:"start_ms"`
 }
 
 // Deploy is the plan a node runs: the whole job and every instance's place.
@@ -207,7 +221,8 @@ type InstanceStats struct {
 	Watermark int64          `json:"wm"`
 	Backlog   int            `json:"backlog"` // queued input messages
 	Positions map[int]uint64 `json:"positions,omitempty"`
-	Origin    *int64         `json:"origin,omitempty"`  // sources: the event time their pacing started from
-	Gen       uint64         `json:"gen,omitempty"`     // the placement generation the counters belong to
-	BusyUs    int64          `json:"busy_us,omitempty"` // time spent processing input (sources: reading and emitting)
+	Origin    *int64         `json:"origin,omitempty"`   // sources: the event time their pacing started from
+	StartMs   int64          `json:"start_ms,omitempty"` // sources: the wall time (Unix ms) Origin was due
+	Gen       uint64         `json:"gen,omitempty"`      // the placement generation the counters belong to
+	BusyUs    int64          `json:"busy_us,omitempty"`  // time spent processing input (sources: reading and emitting)
 }

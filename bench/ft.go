@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -151,8 +152,8 @@ func percentile(xs []float64, q float64) float64 {
 }
 
 // recoveryTime is how long after the kill the output lag took to be back
-// to normal (at most the pre-kill p99 plus 200 ms) and stay there for a
-// second.
+// to normal (at most the pre-kill p99 plus a quarter, and at least 50 ms
+// more) and stay there for a second.
 func recoveryTime(ri *coord.RunInfo, killAt int64, warm time.Duration) (float64, bool) {
 	var before []float64
 	for _, s := range ri.Lag {
@@ -160,7 +161,8 @@ func recoveryTime(ri *coord.RunInfo, killAt int64, warm time.Duration) (float64,
 			before = append(before, float64(s[1]))
 		}
 	}
-	normal := percentile(before, 0.99) + 200
+	p99 := percentile(before, 0.99)
+	normal := p99 + max(50, p99/4)
 	var since int64 = -1
 	for _, s := range ri.Lag {
 		if s[0] < killAt {
@@ -286,6 +288,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 
 // Recovery is the result of `spate bench recovery`.
 type Recovery struct {
+	Rate      float64            `json:"rate"` // the offered load, records/s
 	RecoveryS map[string]float64 `json:"recovery_s"`
 	Replayed  map[string]float64 `json:"replayed"`
 	Ratio     map[string]float64 `json:"ratio"`
@@ -300,9 +303,11 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 20*time.Second, "run time of each run")
 	killAt := fs.Duration("kill", 8*time.Second, "when the worker is killed, after the job started")
 	keys := fs.Int("keys", 100_000, "distinct keys (state size)")
-	rate := fs.Float64("rate", 100_000, "records/s")
+	rate := fs.Float64("rate", 0, "records/s (0: --load times the capacity measured first)")
+	load := fs.Float64("load", 0.6, "with --rate 0, the offered load as a fraction of the measured capacity")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	victim := fs.String("victim", "count#0", "the instance whose node is killed")
+	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period: the resolution of the output-lag samples")
 	keep := fs.String("data", "", "keep the run directories under this directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -313,14 +318,29 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer cleanup()
+	if *rate <= 0 {
+		// Recovery time depends on the spare capacity left for catching
+		// up, so the load is set relative to what this machine can do.
+		cfg := benchConfig(root, "capacity", 0, "none")
+		cfg.Rate, cfg.Duration, cfg.Keys = 0, 6*time.Second, *keys
+		r, err := clusterRun(cfg, 0, "", false)
+		if err != nil {
+			fmt.Fprintln(stderr, "spate bench recovery: capacity:", err)
+			return 1
+		}
+		*rate = math.Round(*load * r.rps)
+		if !*asJSON {
+			fmt.Fprintf(stdout, "capacity %s records/s (--ft none, unpaced); offered load %.0f%% of it: %s records/s\n", si(r.rps), 100**load, si(*rate))
+		}
+	}
 	fts := []string{"spate", "global"}
 	rec := map[string][]float64{}
 	rep := map[string][]float64{}
-	res := Recovery{RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
+	res := Recovery{Rate: *rate, RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
 	for i := range *rounds {
 		for _, ft := range fts {
 			cfg := benchConfig(root, "rec", i, ft)
-			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = *rate, *dur, *keys, interval.String(), *heartbeat
 			r, err := clusterRun(cfg, *killAt, *victim, true)
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench recovery:", err)

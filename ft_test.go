@@ -290,3 +290,39 @@ func TestSourceLostBeforeItsFirstCheckpoint(t *testing.T) {
 	wait()
 	c.verifyOK()
 }
+
+// TestRecoveryFromACompactedChain: the coordinator compacts long delta
+// chains in the background; a recovery then restores from the compacted
+// file, and the output is still exact.
+func TestRecoveryFromACompactedChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos test")
+	}
+	c, wait := startFT(t, "spate", 3, "--interval", "200ms")
+	victim := c.host("count#0")
+	waitFor(t, 60*time.Second, "a compaction of count#0 and a checkpoint after it", func() (bool, string) {
+		compacted := false
+		for _, e := range c.events() {
+			if e.Kind == events.CheckpointCompacted && e.Instance == "count#0" {
+				compacted = true
+			} else if compacted && e.Kind == events.Checkpoint && e.Instance == "count#0" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("compacted: %v", compacted)
+	})
+	c.signal(victim, syscall.SIGKILL)
+	e := c.waitEvent(events.RecoveryPlaced, "")
+	for _, ev := range c.events() {
+		if ev.Kind == events.RecoveryPlaced && ev.Instance == "count#0" {
+			e = &ev
+		}
+	}
+	chain, _ := e.Fields["chain"].([]any)
+	if len(chain) == 0 || len(chain) >= 4 || !strings.HasSuffix(fmt.Sprint(chain[0]), "-full.ckpt") {
+		t.Errorf("count#0 restored from %v: want a compacted full file and fewer than 4 files", chain)
+	}
+	c.waitEvent(events.RecoveryDone, "")
+	wait()
+	c.verifyOK()
+}

@@ -142,6 +142,9 @@ type Coordinator struct {
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
 	tn tunerState // the interval tuner (tuner.go)
+
+	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
+	compactc   chan compaction
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -169,7 +172,8 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
-		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{}}
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256)}
 	c.joinSeq.Store(int64(cfg.Local))
 	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
 		return "", err
@@ -459,6 +463,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.handleCtl(r)
 		case id := <-c.liftc:
 			c.lift(id)
+		case r := <-c.compactc:
+			c.compacted(r)
 		case <-joinDeadline.C:
 			if c.plan == nil {
 				return fmt.Errorf("only %d of %d nodes joined within 30s (see %s)", c.joined(), c.cfg.Nodes, filepath.Join(c.dir, "logs"))

@@ -44,6 +44,10 @@ func (m *Manifest) add(c wire.Checkpoint) {
 func (m *Manifest) chain(c wire.Checkpoint) (files []string, ok bool) {
 	by := m.byID[c.Instance]
 	for {
+		if c.Compacted != "" {
+			files = append(files, c.Compacted)
+			break
+		}
 		files = append(files, c.File)
 		if c.Full {
 			break
@@ -58,6 +62,24 @@ func (m *Manifest) chain(c wire.Checkpoint) (files []string, ok bool) {
 		files[i], files[j] = files[j], files[i]
 	}
 	return files, true
+}
+
+// compacted records that checkpoint id of inst is also in file, one full
+// snapshot; false if the checkpoint is no longer in the manifest.
+func (m *Manifest) compacted(inst job.InstanceID, id uint64, file string) bool {
+	c, ok := m.byID[inst][id]
+	if !ok {
+		return false
+	}
+	c.Compacted = file
+	m.byID[inst][id] = c
+	for i := range m.Instances[inst] {
+		if m.Instances[inst][i].ID == id {
+			m.Instances[inst][i].Compacted = file
+		}
+	}
+	m.files[inst][file] = true
+	return true
 }
 
 // restorable returns the chains of the latest two restorable checkpoints of
@@ -171,6 +193,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()
+	c.maybeCompact(*cp)
 	kind := "delta"
 	if cp.Full {
 		kind = "full"
@@ -254,7 +277,7 @@ func (c *Coordinator) manifestWritten(w manifestWrite) {
 		for _, f := range a.drop {
 			_ = c.store.Delete(f)
 		}
-		if a.node.state != "lost" && a.node.state != "exited" {
+		if a.node != nil && a.node.state != "lost" && a.node.state != "exited" {
 			_ = a.node.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
 		}
 	}
@@ -319,7 +342,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		// start is a fallback too.
 		rs.Scratch = len(chains) == 1
 		r.placed = c.opt.Now()
-		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost},
+		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost, "chain": rs.Chain},
 			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
 		// Sent once every lost instance is placed, with the whole plan, so
 		// that each new owner knows where the others went.

@@ -62,3 +62,26 @@ func TestManifestKeepsAPinnedCheckpoint(t *testing.T) {
 		t.Fatal("the pinned checkpoint was forgotten")
 	}
 }
+
+func TestManifestCompactedChain(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	for _, c := range []wire.Checkpoint{cp(1, true, 0), cp(2, false, 1), cp(3, false, 2), cp(4, false, 3)} {
+		m.add(c)
+	}
+	if !m.compacted("count#0", 4, "c4-compacted") {
+		t.Fatal("compacted(4) = false for a checkpoint in the manifest")
+	}
+	if m.compacted("count#0", 9, "c9-compacted") {
+		t.Fatal("compacted(9) = true for a checkpoint not in the manifest")
+	}
+	m.add(cp(5, false, 4))
+	chains, _ := m.restorable("count#0")
+	want := [][]string{{"c4-compacted", "c5-delta"}, {"c4-compacted"}}
+	if !reflect.DeepEqual(chains, want) {
+		t.Fatalf("restorable = %v, want %v", chains, want)
+	}
+	drop := m.collect("count#0")
+	if !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta", "c4-delta"}) {
+		t.Fatalf("collect dropped %v: the compacted file replaces the whole chain", drop)
+	}
+}

@@ -41,6 +41,7 @@ const (
 	Partition           Kind = "partition"
 	Metrics             Kind = "metrics"
 	CheckpointRequested Kind = "checkpoint_requested"
+	CheckpointCompacted Kind = "checkpoint_compacted"
 	Error               Kind = "error"
 	Interval            Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
 	TunerSummary        Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime

@@ -125,6 +125,10 @@ type Checkpoint struct {
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
 	SinkLen   int64          `json:"sink_len,omitempty"`  // sinks: its committed length
 	Positions map[int]uint64 `json:"positions,omitempty"` // sources: partition → records read at the checkpoint
+	// Compacted, in the coordinator's manifest only: one full snapshot
+	// equal to the chain up to this checkpoint, written in the background;
+	// a restore reads it instead of the chain.
+	Compacted string `json:"compacted,omitempty"`
 }
 
 // Restore asks a node to host a failed instance from its checkpoints.

@@ -1,0 +1,113 @@
+package coord
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"spate/backup"
+	"spate/events"
+	"spate/state"
+	"spate/wire"
+)
+
+// Background compaction (--ft spate): once the chain that restores an
+// instance's latest complete checkpoint has compactAt files or more, the
+// coordinator folds it, off its event loop, into one full snapshot of that
+// checkpoint (state merged, sections of the latest, upstream-backup marks
+// compacted into a full mark) and records it in the manifest. A recovery
+// then reads one file instead of the chain; the chain's files go when no
+// restorable checkpoint needs them. One compaction per instance at a time.
+
+// compactAt is the chain length that triggers a compaction.
+const compactAt = 4
+
+// compaction is a finished background compaction.
+type compaction struct {
+	cp    wire.Checkpoint
+	file  string
+	files int
+	bytes int
+	took  time.Duration
+	err   error
+}
+
+// maybeCompact starts a compaction of the chain of cp if it is long enough.
+func (c *Coordinator) maybeCompact(cp wire.Checkpoint) {
+	if c.cfg.FT != "spate" || c.compacting[cp.Instance] || c.draining {
+		return
+	}
+	files, ok := c.manifest.chain(c.manifest.byID[cp.Instance][cp.ID])
+	if !ok || len(files) < compactAt {
+		return
+	}
+	c.compacting[cp.Instance] = true
+	store := c.store
+	go func() {
+		t0 := time.Now()
+		r := compaction{cp: cp, files: len(files)}
+		r.file, r.bytes, r.err = compactChain(store, cp, files)
+		r.took = time.Since(t0)
+		c.compactc <- r
+	}()
+}
+
+// compactChain merges the files of a chain into one full snapshot and
+// stores it. It runs on its own goroutine.
+func compactChain(store state.Store, cp wire.Checkpoint, files []string) (string, int, error) {
+	snaps := make([]*state.Snapshot, 0, len(files))
+	for _, f := range files {
+		b, err := store.Get(f)
+		if err != nil {
+			return "", 0, fmt.Errorf("%s: %w", f, err)
+		}
+		s, err := state.Decode(b)
+		if err != nil {
+			return "", 0, fmt.Errorf("%s: %w", f, err)
+		}
+		snaps = append(snaps, s)
+	}
+	merged, err := state.Merge(snaps)
+	if err != nil {
+		return "", 0, err
+	}
+	for name := range merged.Sections {
+		if !strings.HasPrefix(name, "backup.") {
+			continue
+		}
+		var marks [][]byte
+		for _, s := range snaps {
+			marks = append(marks, s.Sections[name])
+		}
+		full, err := backup.Compact(marks)
+		if err != nil {
+			return "", 0, fmt.Errorf("section %s: %w", name, err)
+		}
+		merged.Sections[name] = full
+	}
+	data, err := state.Encode(merged)
+	if err != nil {
+		return "", 0, err
+	}
+	name := state.FileName(string(cp.Instance), cp.Gen, cp.ID, true)
+	return name, len(data), store.Put(name, data)
+}
+
+// compacted takes in a finished compaction, on the event loop.
+func (c *Coordinator) compacted(r compaction) {
+	delete(c.compacting, r.cp.Instance)
+	if r.err != nil {
+		c.emit(events.Error, "", string(r.cp.Instance), nil, "compaction of %s up to checkpoint %d failed: %v", r.cp.Instance, r.cp.ID, r.err)
+		return
+	}
+	if !c.manifest.compacted(r.cp.Instance, r.cp.ID, r.file) {
+		_ = c.store.Delete(r.file) // its checkpoint was collected meanwhile
+		return
+	}
+	drop := c.manifest.collect(r.cp.Instance, c.global.complete)
+	c.mw.version++
+	c.mw.acks = append(c.mw.acks, manifestAck{version: c.mw.version, drop: drop})
+	c.writeManifest()
+	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), map[string]any{"id": r.cp.ID, "files": r.files, "bytes": r.bytes, "ms": r.took.Milliseconds()},
+		"chain of %d files up to checkpoint %d of %s compacted into one (%s) in %v", r.files, r.cp.ID, r.cp.Instance, bytesText(r.bytes), r.took.Round(time.Millisecond))
+}

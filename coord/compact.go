@@ -12,15 +12,16 @@ import (
 )
 
 // Background compaction (--ft spate): once the chain that restores an
-// instance's latest complete checkpoint has compactAt files or more, the
-// coordinator folds it, off its event loop, into one full snapshot of that
+// instance's latest complete checkpoint has compactAt files or more (six:
+// about once per chain of ten checkpoints, so it costs about a tenth of
+// the full checkpoints' work), the coordinator folds it, off its event loop, into one full snapshot of that
 // checkpoint (state merged, sections of the latest, upstream-backup marks
 // compacted into a full mark) and records it in the manifest. A recovery
 // then reads one file instead of the chain; the chain's files go when no
 // restorable checkpoint needs them. One compaction per instance at a time.
 
 // compactAt is the chain length that triggers a compaction.
-const compactAt = 4
+const compactAt = 6
 
 // compaction is a finished background compaction.
 type compaction struct {

@@ -298,7 +298,8 @@ func TestRecoveryFromACompactedChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test")
 	}
-	c, wait := startFT(t, "spate", 3, "--interval", "200ms")
+	// Many keys and few dirty per interval: long delta chains.
+	c, wait := startFT(t, "spate", 3, "--interval", "200ms", "--keys", "1000000")
 	victim := c.host("count#0")
 	waitFor(t, 90*time.Second, "a compaction of count#0 and a checkpoint after it", func() (bool, string) {
 		compacted := false

@@ -26,7 +26,8 @@ type run struct {
 	verified  bool
 	mu        sync.Mutex
 	evs       []events.Event
-	killAtMs  int64 // ms after the job started; 0: no kill
+	killAtMs  int64   // ms after the job started; 0: no kill
+	cpuPerRec float64 // CPU µs the node processes spent per record read
 	replayed  uint64
 	lastFull  map[string][2]float64 // per instance: bytes and keys of its latest full checkpoint
 	deltaFull []float64             // a delta's bytes / its instance's latest full's bytes
@@ -120,6 +121,9 @@ func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool
 		n += v
 	}
 	r.rps = float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds()
+	if n > 0 {
+		r.cpuPerRec = ri.NodeCPU * 1e6 / float64(n)
+	}
 	r.verified = true
 	if verify {
 		rep, err := coord.VerifyRun(dir)
@@ -199,9 +203,14 @@ func tempRoot(keep string) (string, func(), error) {
 
 // Overhead is the result of `spate bench overhead`.
 type Overhead struct {
-	RPS       map[string]float64 `json:"rps"`
-	P99Ms     map[string]float64 `json:"p99_ms"`
-	Ratio     map[string]float64 `json:"ratio"`
+	RPS   map[string]float64 `json:"rps"`
+	P99Ms map[string]float64 `json:"p99_ms"`
+	Ratio map[string]float64 `json:"ratio"`
+	// CPU µs per record of the node processes in the throughput runs: on
+	// a shared machine, far steadier than records/s; CPURatio is none's
+	// over each's, the fraction of its work a configuration keeps useful.
+	CPUPerRec map[string]float64 `json:"cpu_us_per_record"`
+	CPURatio  map[string]float64 `json:"cpu_ratio"`
 	DeltaFull float64            `json:"delta_over_full_bytes"` // spate, count: median of a delta's bytes over its instance's latest full
 	DirtyKeys float64            `json:"delta_keys_fraction"`   // and of the keys it wrote over the full's keys
 	Verified  bool               `json:"verified"`
@@ -230,8 +239,10 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	fts := []string{"none", "spate", "global"}
 	rps := map[string][]float64{}
 	p99 := map[string][]float64{}
+	cpu := map[string][]float64{}
 	var deltaFull, keyFrac []float64
-	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
+	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{},
+		CPUPerRec: map[string]float64{}, CPURatio: map[string]float64{}, Verified: true}
 	for i := range *rounds {
 		for _, ft := range fts {
 			cfg := benchConfig(root, "tput", i, ft)
@@ -243,6 +254,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 			}
 			res.Verified = res.Verified && r.verified
 			rps[ft] = append(rps[ft], r.rps)
+			cpu[ft] = append(cpu[ft], r.cpuPerRec)
 
 			cfg = benchConfig(root, "lat", i, ft)
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
@@ -257,15 +269,17 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 				keyFrac = append(keyFrac, r.keyFrac...)
 			}
 			if !*asJSON {
-				fmt.Fprintf(stdout, "round %d %-6s %s records/s, p99 output lag %.0f ms\n", i+1, ft, si(rps[ft][i]), p99[ft][i])
+				fmt.Fprintf(stdout, "round %d %-6s %s records/s, %.2f CPU µs/record, p99 output lag %.0f ms\n", i+1, ft, si(rps[ft][i]), cpu[ft][i], p99[ft][i])
 			}
 		}
 	}
 	for _, ft := range fts {
-		res.RPS[ft], res.P99Ms[ft] = median(rps[ft]), median(p99[ft])
+		res.RPS[ft], res.P99Ms[ft], res.CPUPerRec[ft] = median(rps[ft]), median(p99[ft]), median(cpu[ft])
 	}
 	res.Ratio["spate/none"] = res.RPS["spate"] / res.RPS["none"]
 	res.Ratio["global/none"] = res.RPS["global"] / res.RPS["none"]
+	res.CPURatio["spate/none"] = res.CPUPerRec["none"] / res.CPUPerRec["spate"]
+	res.CPURatio["global/none"] = res.CPUPerRec["none"] / res.CPUPerRec["global"]
 	if len(deltaFull) > 0 {
 		res.DeltaFull, res.DirtyKeys = median(deltaFull), median(keyFrac)
 	}
@@ -274,8 +288,9 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "overhead (%d nodes, %d keys, interval %v, %v runs, %d rounds, medians):\n", 4, *keys, *interval, *dur, *rounds)
 		for _, ft := range fts {
-			fmt.Fprintf(stdout, "  %-6s %s records/s   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.P99Ms[ft], si(*rate))
+			fmt.Fprintf(stdout, "  %-6s %s records/s   %.2f CPU µs/record   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.CPUPerRec[ft], res.P99Ms[ft], si(*rate))
 		}
+		fmt.Fprintf(stdout, "  CPU efficiency against none: spate %.3f   global %.3f\n", res.CPURatio["spate/none"], res.CPURatio["global/none"])
 		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f\n  count's delta checkpoints: %.1f%% of a full one's bytes, writing %.1f%% of its keys (latency runs)\n",
 			res.Ratio["spate/none"], res.Ratio["global/none"], 100*res.DeltaFull, 100*res.DirtyKeys)
 	}

@@ -973,6 +973,9 @@ func (c *Coordinator) finish() error {
 	c.tunerFinish()
 	now := c.opt.Now()
 	c.info.Finished = &now
+	for _, ns := range c.nodes {
+		c.info.NodeCPU += ns.cpu
+	}
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}

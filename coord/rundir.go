@@ -30,8 +30,9 @@ type RunInfo struct {
 	Job       job.Spec       `json:"job"`
 	Coord     string         `json:"coord,omitempty"` // the coordinator's address
 	Positions map[int]uint64 `json:"positions,omitempty"`
-	Complete  bool           `json:"complete"`         // every source partition reported its final position
-	Lag       [][2]int64     `json:"lag_ms,omitempty"` // paced runs: (ms since the job started, output lag in ms), every heartbeat period
+	Complete  bool           `json:"complete"`             // every source partition reported its final position
+	Lag       [][2]int64     `json:"lag_ms,omitempty"`     // paced runs: (ms since the job started, output lag in ms), every heartbeat period
+	NodeCPU   float64        `json:"node_cpu_s,omitempty"` // CPU seconds the node processes used, as last reported
 }
 
 // NewRunID returns a fresh run id: time plus random suffix.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -68,6 +69,16 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Log = log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	// A worker holds state, in-flight batches and upstream backup: trade
+	// memory for garbage-collector time (the default, 100, spends a tenth
+	// of a worker's CPU marking), under a soft limit. GOGC and GOMEMLIMIT
+	// in the environment win.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(2 << 30)
+	}
 	// SPATE_CPUPROFILE=DIR writes DIR/NAME.prof: where a node's time goes.
 	if dir := os.Getenv("SPATE_CPUPROFILE"); dir != "" {
 		if f, err := os.Create(filepath.Join(dir, cfg.Name+".prof")); err == nil {

@@ -53,21 +53,7 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 	if opt.Start == nil || opt.Verify == nil {
 		return ExitNotRun, "", errors.New("chaos: RunOptions needs Start and Verify")
 	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
-	if opt.After == nil {
-		opt.After = time.After
-	}
-	if opt.Out == nil {
-		opt.Out = io.Discard
-	}
-	if opt.Poll <= 0 {
-		opt.Poll = 50 * time.Millisecond
-	}
-	if opt.StartTimeout <= 0 {
-		opt.StartTimeout = time.Minute
-	}
+	opt.defaults()
 	steps := Plan(sc, sc.Duration)
 	fmt.Fprintf(opt.Out, "chaos: %s: %d steps over %v\n", sc.Name, len(steps), sc.Duration)
 
@@ -170,27 +156,32 @@ func (rn *runner) drive(ctx context.Context, steps []Step) (ended bool, err erro
 	return false, nil
 }
 
+// defaults fills in the clock, the output and the polling of o.
+func (o *RunOptions) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Poll <= 0 {
+		o.Poll = 50 * time.Millisecond
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = time.Minute
+	}
+}
+
 // Drive applies a scenario's schedule to a cluster someone else started
 // (`spate up --script`): it waits for the control API in dir and for the
 // job to start, sends each step at its time and a final heal, and returns
 // what the cluster said to each. done closes when the cluster finishes.
 // The scenario's cluster: block and checks are not used.
 func Drive(ctx context.Context, dir string, sc *Scenario, done <-chan struct{}, opt RunOptions) ([]ActionLog, error) {
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
-	if opt.After == nil {
-		opt.After = time.After
-	}
-	if opt.Out == nil {
-		opt.Out = io.Discard
-	}
-	if opt.Poll <= 0 {
-		opt.Poll = 50 * time.Millisecond
-	}
-	if opt.StartTimeout <= 0 {
-		opt.StartTimeout = time.Minute
-	}
+	opt.defaults()
 	rn := &runner{opt: opt, sc: sc, dir: dir, done: done}
 	_, err := rn.drive(ctx, Plan(sc, sc.Duration))
 	return rn.log, err

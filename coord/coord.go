@@ -141,7 +141,8 @@ type Coordinator struct {
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
-	tn tunerState // the interval tuner (tuner.go)
+	tn  tunerState // the interval tuner (tuner.go)
+	eds edsState   // live rescales (rescale.go)
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -454,6 +455,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.checkCaughtUp()
 			c.globalTick()
 			c.tunerTick()
+			c.edsTick()
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -518,6 +520,10 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			}
 		case wire.CtlRestored:
 			c.onRestored(m.node, m.ctl)
+		case wire.CtlRescale:
+			if m.ctl.Rescale != nil {
+				c.onRescale(m.node, m.ctl.Rescale)
+			}
 		case wire.CtlEvent:
 			if e := m.ctl.Event; e != nil {
 				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
@@ -759,6 +765,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
 			"node %s lost: %s; recovering %v", ns.name, why, ids)
 		c.recover(ns.name, ids)
+		c.edsNodeLost(ns.name)
 		return
 	}
 	for _, id := range ids {

@@ -129,3 +129,19 @@ func TestScaleNewOwnerKilled(t *testing.T) {
 	wait()
 	c.verifyOK()
 }
+
+func TestScaleOldOwnerKilledDuringTheMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process rescale test")
+	}
+	c, wait := startFT(t, "spate", 4, "--duration", "14s")
+	c.waitEvent(events.Checkpoint, "")
+	old := c.host("count#1")
+	c.scale("count", 4)
+	c.signal(old, syscall.SIGKILL) // before, during or just after its release
+	c.waitEvent(events.RecoveryRestored, "")
+	c.waitCount("rescale_done", 1)
+	c.checkOwners("count", 4)
+	wait()
+	c.verifyOK()
+}

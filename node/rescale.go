@@ -66,11 +66,24 @@ type heldRec struct {
 // firstWait measures a moved slice's pause: from its capture to the first
 // record of each of its key groups applied here.
 type firstWait struct {
-	id   uint64
-	op   string
-	rs   []job.Range
-	want map[job.KeyGroup]bool
-	last time.Time
+	id    uint64
+	op    string
+	rs    []job.Range
+	want  map[job.KeyGroup]bool
+	last  time.Time
+	since time.Time // the load
+}
+
+// firstQuiet is how long after a load the pause is reported from the key
+// groups that got records, if some got none (a sparse range).
+const firstQuiet = 2 * time.Second
+
+// reportFirst sends the pause measurement of a load.
+func (in *instance) reportFirst() {
+	f := in.rs.first
+	in.rs.first = nil
+	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
+		ID: f.id, Step: wire.RescaleFirst, Op: f.op, Instance: in.id, Gen: in.place.Gen, Ranges: f.rs, AtMs: f.last.UnixMilli()}})
 }
 
 // gapHolding reports whether records wait for their predecessors: with
@@ -85,9 +98,7 @@ func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
 		delete(f.want, kg)
 		f.last = time.Now()
 		if len(f.want) == 0 {
-			in.rs.first = nil
-			_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
-				ID: f.id, Step: wire.RescaleFirst, Op: f.op, Instance: in.id, Gen: in.place.Gen, Ranges: f.rs, AtMs: f.last.UnixMilli()}})
+			in.reportFirst()
 		}
 	}
 }
@@ -163,6 +174,9 @@ const heldTooLong = 5 * time.Second
 func (in *instance) rescaleTick(ctx context.Context, now time.Time) {
 	if in.rs.release != nil {
 		in.tryRelease(ctx)
+	}
+	if f := in.rs.first; f != nil && !f.last.IsZero() && now.Sub(f.since) > firstQuiet {
+		in.reportFirst()
 	}
 	if n := in.rs.nheld.Load(); n > 0 && !in.rs.reported && now.Sub(in.rs.heldSince) > heldTooLong {
 		in.rs.reported = true
@@ -546,7 +560,7 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		if in, err = newInstance(n, n.plan, &place); err == nil {
 			in.rs.hold, in.rs.fresh = true, true
 			if err = in.loadSlice(r.File, r.Ranges, true); err == nil {
-				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges)}
+				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
 				answer.Gen, answer.After = in.place.Gen, in.ck.lastID
 				n.mu.Lock()
 				n.insts[place.ID] = in
@@ -574,7 +588,7 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 					f.want[kg] = true
 				}
 			} else {
-				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges)}
+				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
 			}
 			answer.Gen, answer.After = in.place.Gen, in.ck.lastID
 		}

@@ -145,3 +145,21 @@ func TestScaleOldOwnerKilledDuringTheMove(t *testing.T) {
 	wait()
 	c.verifyOK()
 }
+
+func TestScaleByRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process rescale test")
+	}
+	c, wait := startFT(t, "spate", 4, "--duration", "16s", "--rescale", "restart")
+	c.waitEvent(events.Checkpoint, "")
+	c.scale("count", 4)
+	done := c.waitCount("rescale_done", 1)
+	t.Logf("restart 2→4: %s", done.Text)
+	c.checkOwners("count", 4)
+	c.scale("count", 2)
+	done = c.waitCount("rescale_done", 2)
+	t.Logf("restart 4→2: %s", done.Text)
+	c.checkOwners("count", 2)
+	wait()
+	c.verifyOK()
+}

@@ -29,6 +29,7 @@ type edsState struct {
 	rates  map[job.InstanceID]float64     // records in per second, per instance (the load of a plan)
 	lastIn map[job.InstanceID]uint64
 	lastAt time.Time
+	restart *restartOp // --rescale restart in flight (restart.go)
 }
 
 // rescaleOp is the rescale in flight.
@@ -101,9 +102,11 @@ func (c *Coordinator) scale(a control.Action) (control.Result, error) {
 		return control.Result{}, errors.New("scale: the job has not started")
 	case c.draining:
 		return control.Result{}, errors.New("scale: the job is draining")
+	case c.eds.restart != nil:
+		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
 	case c.eds.cur != nil:
 		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart":
+	case c.cfg.Rescale == "restart" && c.cfg.FT == "spate":
 		return c.scaleRestart(op, n)
 	case c.cfg.FT != "spate":
 		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
@@ -402,7 +405,7 @@ func (c *Coordinator) rescaleAdvance() {
 func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
 	p := c.placeOf[mv.from]
 	ns := c.nodes[p.Node]
-	if ns == nil || ns.state == "lost" || ns.state == "exited" || c.recovering[mv.from] != nil {
+	if rec := c.recovering[mv.from]; ns == nil || ns.state == "lost" || ns.state == "exited" || (rec != nil && rec.restored.IsZero()) {
 		return // sent again once it is restored
 	}
 	minWM, ok := r.holds[mv.to]
@@ -460,6 +463,7 @@ func (c *Coordinator) reindex() {
 
 // edsCheckpointed counts the complete checkpoints that hold moved slices.
 func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
+	c.restartCheckpointed(cp)
 	list := c.eds.slices[cp.Instance]
 	if len(list) == 0 {
 		return
@@ -513,6 +517,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // new owner restored with its slices has loaded them; an old owner that
 // had not released yet is asked again.
 func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
+	c.restartRestored(p)
 	for _, s := range c.eds.slices[p.ID] {
 		if restoredID <= s.load.After {
 			s.load.After = restoredID // its checkpoints from now on hold the slice
@@ -562,6 +567,7 @@ func (c *Coordinator) edsTick() {
 		c.eds.lastAt = now
 	}
 	c.rescaleSettled()
+	c.restartTick()
 }
 
 // subtract removes r from rs (canonical: sorted, coalesced).
@@ -596,9 +602,4 @@ func union(rs []job.Range, r job.Range) []job.Range {
 		k++
 	}
 	return out[:k]
-}
-
-// scaleRestart is the --rescale restart baseline (restart.go).
-func (c *Coordinator) scaleRestart(op string, n int) (control.Result, error) {
-	return control.Result{}, errors.New("scale: --rescale restart is not built yet")
 }

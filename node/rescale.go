@@ -265,14 +265,32 @@ func (in *instance) tryRelease(ctx context.Context) {
 // instance holds nothing else yet, so its watermark becomes the capture's
 // (the lowest of its slices').
 func (in *instance) loadSlice(file string, rs []job.Range, setWM bool) error {
-	data, err := in.n.store.Get(file)
-	if err != nil {
-		return fmt.Errorf("slice %v: %w", rs, err)
+	return in.loadSliceChain([]string{file}, rs, setWM)
+}
+
+// loadSliceChain is loadSlice from a checkpoint's chain: the full file,
+// then its deltas (--rescale restart re-splits from every instance's
+// latest complete checkpoint).
+func (in *instance) loadSliceChain(files []string, rs []job.Range, setWM bool) error {
+	file := files[len(files)-1]
+	snaps := make([]*state.Snapshot, 0, len(files))
+	for _, f := range files {
+		data, err := in.n.store.Get(f)
+		if err != nil {
+			return fmt.Errorf("slice %v: %w", rs, err)
+		}
+		s, err := state.Decode(data)
+		if err != nil {
+			return fmt.Errorf("slice %v: %s: %w", rs, f, err)
+		}
+		snaps = append(snaps, s)
 	}
-	snap, err := state.Decode(data)
+	merged, err := state.Merge(snaps)
 	if err != nil {
 		return fmt.Errorf("slice %v: %s: %w", rs, file, err)
 	}
+	snap := snaps[len(snaps)-1]
+	snap = &state.Snapshot{Groups: merged.Groups, Sections: snap.Sections}
 	kgs := keyGroupsOf(rs)
 	if in.stateful != nil {
 		var groups []state.GroupData
@@ -331,15 +349,17 @@ func (in *instance) loadSlice(file string, rs []job.Range, setWM bool) error {
 			}
 		}
 	}
-	if setWM {
-		var meta ckptMeta
-		if err := json.Unmarshal(snap.Sections["meta"], &meta); err != nil {
-			return fmt.Errorf("slice %v: %s: meta: %w", rs, file, err)
-		}
-		if in.wm == job.NoWatermark || meta.Watermark < in.wm {
-			in.wm = meta.Watermark
-			in.curWM.Store(meta.Watermark)
-		}
+	// The watermark: a fresh instance (nothing but slices) takes the
+	// slices' lowest; any other goes down to the slice's if it is ahead
+	// (it has not sent it on: a held receiver or one being restored), so
+	// that no record of the slice still to come is behind it.
+	var meta ckptMeta
+	if err := json.Unmarshal(snap.Sections["meta"], &meta); err != nil {
+		return fmt.Errorf("slice %v: %s: meta: %w", rs, file, err)
+	}
+	if (setWM && in.wm == job.NoWatermark) || (in.wm != job.NoWatermark && meta.Watermark < in.wm) {
+		in.wm = meta.Watermark
+		in.curWM.Store(meta.Watermark)
 	}
 	for _, kg := range kgs {
 		in.owned[kg] = true
@@ -539,6 +559,10 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 			in.call(ctx, func() { in.commit(ctx, r.Op, r.Plan) })
 		}
 		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+	case wire.RescaleFull:
+		for _, in := range n.instances() {
+			in.do(func() { in.ck.base, in.ck.next = 0, time.Time{} }) // the next checkpoint, now, is full
+		}
 	case wire.RescaleUnhold:
 		for _, id := range r.Hold {
 			if in := n.instance(id); in != nil {
@@ -638,7 +662,11 @@ func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
 		}
 	}
 	for _, s := range load {
-		if err := in.loadSlice(s.File, s.Ranges, fresh); err != nil {
+		chain := s.Chain
+		if len(chain) == 0 {
+			chain = []string{s.File}
+		}
+		if err := in.loadSliceChain(chain, s.Ranges, fresh); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ const (
 	RescaleCommit    = "commit"    // coordinator → every node: the operator's placements from now on; upstreams re-route and replay
 	RescaleCommitted = "committed" // node → coordinator: every local upstream has re-routed
 	RescaleUnhold    = "unhold"    // coordinator → receiver's node: every upstream re-routed; the watermark may move again
+	RescaleFull      = "full"      // coordinator → every node (--rescale restart): every instance takes a full checkpoint now
 	RescaleFirst     = "first"     // new owner → coordinator: every key group of Ranges has applied a record (AtMs: the last of them)
 )
 
@@ -47,6 +48,7 @@ type Rescale struct {
 // owner's capture File, restricted to Ranges.
 type SliceLoad struct {
 	File   string      `json:"file"`
+	Chain  []string    `json:"chain,omitempty"` // instead of File: a checkpoint's chain (full, then deltas)
 	Ranges []job.Range `json:"ranges"`
 	After  uint64      `json:"after"`
 }

@@ -252,6 +252,10 @@ func (c *Coordinator) leastLoadedFor(extra map[string]int) string {
 
 // onRescale handles a node's answer to a step.
 func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
+	if m.Step == wire.RescaleStopped && ns.state != "lost" && c.eds.restart != nil && c.eds.restart.id == m.ID {
+		c.restartStopped(ns.name)
+		return
+	}
 	r := c.eds.cur
 	if ns.state == "lost" || r == nil || m.ID != r.id {
 		return
@@ -541,6 +545,7 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 
 // edsNodeLost stops waiting for a lost node's answers.
 func (c *Coordinator) edsNodeLost(name string) {
+	c.restartStopped(name)
 	if r := c.eds.cur; r != nil && r.waiting[name] {
 		delete(r.waiting, name)
 		c.rescaleAdvance()

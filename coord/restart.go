@@ -34,6 +34,7 @@ type restartOp struct {
 	stopped  time.Time
 	restored map[job.InstanceID]bool // instances not restored yet
 	running  time.Time                // every instance restored
+	waiting  map[string]bool          // nodes stopping their instances
 }
 
 // scaleRestart starts a --rescale restart of op to n instances.
@@ -84,6 +85,31 @@ func (c *Coordinator) restartCheckpointed(cp *wire.Checkpoint) {
 		}
 	}
 	if len(r.want) == 0 {
+		c.restartStop(r)
+	}
+}
+
+// restartStop stops every instance of the job; the restores follow once
+// every node has stopped its own (so that no restored instance talks to
+// an old one).
+func (c *Coordinator) restartStop(r *restartOp) {
+	r.stopped = c.opt.Now()
+	r.waiting = map[string]bool{}
+	for _, name := range c.liveNodes() {
+		r.waiting[name] = true
+		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStop, Op: r.op}})
+	}
+}
+
+// restartStopped counts the nodes that stopped their instances.
+func (c *Coordinator) restartStopped(name string) {
+	r := c.eds.restart
+	if r == nil || r.waiting == nil || !r.waiting[name] {
+		return
+	}
+	delete(r.waiting, name)
+	if len(r.waiting) == 0 {
+		r.waiting = nil
 		c.restartAll(r)
 	}
 }
@@ -91,7 +117,6 @@ func (c *Coordinator) restartCheckpointed(cp *wire.Checkpoint) {
 // restartAll stops and restores every instance, the rescaled operator's
 // with the new assignment.
 func (c *Coordinator) restartAll(r *restartOp) {
-	r.stopped = c.opt.Now()
 	c.emit(events.Kind("rescale_captured"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "bytes": r.bytes, "mode": "restart",
 		"ms": r.stopped.Sub(r.asked).Milliseconds(), "id": r.id},
 		"rescale %d: every instance has a full checkpoint (%s); the job stops and restarts", r.id, bytesText(r.bytes))

@@ -563,6 +563,14 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		for _, in := range n.instances() {
 			in.do(func() { in.ck.base, in.ck.next = 0, time.Time{} }) // the next checkpoint, now, is full
 		}
+	case wire.RescaleStop:
+		n.mu.Lock()
+		for id, in := range n.insts {
+			in.stop()
+			delete(n.insts, id)
+		}
+		n.mu.Unlock()
+		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleStopped, Op: r.Op})
 	case wire.RescaleUnhold:
 		for _, id := range r.Hold {
 			if in := n.instance(id); in != nil {

@@ -18,6 +18,8 @@ const (
 	RescaleCommitted = "committed" // node → coordinator: every local upstream has re-routed
 	RescaleUnhold    = "unhold"    // coordinator → receiver's node: every upstream re-routed; the watermark may move again
 	RescaleFull      = "full"      // coordinator → every node (--rescale restart): every instance takes a full checkpoint now
+	RescaleStop      = "stop"      // coordinator → every node (--rescale restart): stop every instance (the restores follow)
+	RescaleStopped   = "stopped"   // node → coordinator: every local instance is stopped
 	RescaleFirst     = "first"     // new owner → coordinator: every key group of Ranges has applied a record (AtMs: the last of them)
 )
 

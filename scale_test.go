@@ -163,3 +163,23 @@ func TestScaleByRestart(t *testing.T) {
 	wait()
 	c.verifyOK()
 }
+
+// TestAutoscaleFollowsTheLoad: under a light load the auto-scaler takes
+// count (and rollup) in, by events that give their inputs and reasons,
+// through the live rescale path; the output stays exact.
+func TestAutoscaleFollowsTheLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process rescale test")
+	}
+	c, wait := startFT(t, "spate", 4, "--duration", "14s", "--autoscale", "--parallelism", "count=3")
+	e := c.waitEvent("autoscale", "")
+	for _, k := range []string{"op", "from", "to", "reason", "true_rate", "input_rate", "backlog"} {
+		if _, ok := e.Fields[k]; !ok {
+			t.Fatalf("autoscale event without %s: %v", k, e.Fields)
+		}
+	}
+	done := c.waitCount("rescale_done", 1)
+	t.Logf("%s; %s", e.Text, done.Text)
+	wait()
+	c.verifyOK()
+}

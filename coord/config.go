@@ -40,7 +40,7 @@ type Config struct {
 	Heartbeat   time.Duration  `json:"heartbeat"`
 	Listen      string         `json:"listen"`
 	FlushMs     int            `json:"flush_ms"`
-	Respawn     bool           `json:"respawn"` // replace a lost local node with a fresh process
+	Respawn     bool           `json:"respawn"`             // replace a lost local node with a fresh process
 	Rescale     string         `json:"rescale,omitempty"`   // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
 	Autoscale   bool           `json:"autoscale,omitempty"` // the DS2-style auto-scaler acts through the same scale path
 }

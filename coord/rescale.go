@@ -23,13 +23,14 @@ import (
 
 // edsState is the coordinator's rescale bookkeeping.
 type edsState struct {
-	cur    *rescaleOp
-	seq    uint64
-	slices map[job.InstanceID][]*sliceRef // moved slices an instance restores from their capture until its own checkpoints hold them
-	rates  map[job.InstanceID]float64     // records in per second, per instance (the load of a plan)
-	lastIn map[job.InstanceID]uint64
-	lastAt time.Time
-	restart *restartOp // --rescale restart in flight (restart.go)
+	cur     *rescaleOp
+	seq     uint64
+	slices  map[job.InstanceID][]*sliceRef // moved slices an instance restores from their capture until its own checkpoints hold them
+	rates   map[job.InstanceID]float64     // records in per second, per instance (the load of a plan)
+	lastIn  map[job.InstanceID]uint64
+	lastAt  time.Time
+	restart *restartOp     // --rescale restart in flight (restart.go)
+	auto    autoscaleState // --autoscale (autoscale.go)
 }
 
 // rescaleOp is the rescale in flight.
@@ -573,6 +574,7 @@ func (c *Coordinator) edsTick() {
 	}
 	c.rescaleSettled()
 	c.restartTick()
+	c.autoscaleTick()
 }
 
 // subtract removes r from rs (canonical: sorted, coalesced).

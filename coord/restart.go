@@ -33,8 +33,8 @@ type restartOp struct {
 	bytes    int
 	stopped  time.Time
 	restored map[job.InstanceID]bool // instances not restored yet
-	running  time.Time                // every instance restored
-	waiting  map[string]bool          // nodes stopping their instances
+	running  time.Time               // every instance restored
+	waiting  map[string]bool         // nodes stopping their instances
 }
 
 // scaleRestart starts a --rescale restart of op to n instances.

@@ -157,6 +157,9 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	base := func(name string, i int, ft string) coord.Config {
 		cfg := benchConfig(root, name, i, ft)
 		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+		// Kills are seen at once (the connection closes); a long timeout
+		// keeps a saturated 2-core machine from declaring live nodes dead.
+		cfg.Timeout = 5 * time.Second
 		return cfg
 	}
 	for i := range *rounds {

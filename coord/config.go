@@ -40,7 +40,9 @@ type Config struct {
 	Heartbeat   time.Duration  `json:"heartbeat"`
 	Listen      string         `json:"listen"`
 	FlushMs     int            `json:"flush_ms"`
-	Respawn     bool           `json:"respawn"` // replace a lost local node with a fresh process
+	Respawn     bool           `json:"respawn"`             // replace a lost local node with a fresh process
+	Rescale     string         `json:"rescale,omitempty"`   // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
+	Autoscale   bool           `json:"autoscale,omitempty"` // the DS2-style auto-scaler acts through the same scale path
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -50,7 +52,7 @@ func DefaultConfig() Config {
 		Keys: traces.DefaultKeys, FT: "spate", Interval: "auto", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
-		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true,
+		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, Rescale: "eds",
 	}
 }
 
@@ -85,6 +87,8 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
+	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")
+	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -113,6 +117,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: --%s: %s", ErrUsage, flag, fmt.Sprintf(format, args...))
 	}
 	switch {
+	case c.Rescale != "" && c.Rescale != "eds" && c.Rescale != "restart":
+		return bad("rescale", "%q: want eds or restart", c.Rescale)
 	case c.Nodes < 1 || c.Nodes > 64:
 		return bad("nodes", "%d out of range 1..64", c.Nodes)
 	case c.Local < 0 || c.Local > c.Nodes:

@@ -286,6 +286,8 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		return c.heal(), nil
 	case "interval":
 		return c.actInterval(a)
+	case "scale":
+		return c.scale(a)
 	case "drain":
 		if !c.started {
 			return control.Result{}, errors.New("drain: the job has not started")
@@ -295,7 +297,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "":
 		return control.Result{}, errors.New("no verb")
 	}
-	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, checkpoint, interval, heal, drain)", a.Verb)
+	return control.Result{}, fmt.Errorf("%s: not a verb this cluster knows (kill, restart, pause, resume, partition, link, store, checkpoint, interval, scale, heal, drain)", a.Verb)
 }
 
 // checkpointNow asks instances to checkpoint at once: `checkpoint` (all),

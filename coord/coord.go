@@ -141,7 +141,8 @@ type Coordinator struct {
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
-	tn tunerState // the interval tuner (tuner.go)
+	tn  tunerState // the interval tuner (tuner.go)
+	eds edsState   // live rescales (rescale.go)
 
 	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
 	compactc   chan compaction
@@ -458,6 +459,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.checkCaughtUp()
 			c.globalTick()
 			c.tunerTick()
+			c.edsTick()
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -524,6 +526,10 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			}
 		case wire.CtlRestored:
 			c.onRestored(m.node, m.ctl)
+		case wire.CtlRescale:
+			if m.ctl.Rescale != nil {
+				c.onRescale(m.node, m.ctl.Rescale)
+			}
 		case wire.CtlEvent:
 			if e := m.ctl.Event; e != nil {
 				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
@@ -765,6 +771,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
 			"node %s lost: %s; recovering %v", ns.name, why, ids)
 		c.recover(ns.name, ids)
+		c.edsNodeLost(ns.name)
 		return
 	}
 	for _, id := range ids {

@@ -189,7 +189,8 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if c.cfg.FT == "global" {
 		c.globalCheckpointed(cp)
 	}
-	drop := c.manifest.collect(cp.Instance, c.global.complete)
+	c.edsCheckpointed(cp)
+	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete)...)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()
@@ -341,13 +342,15 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 		// behalf yet: the upstreams still hold everything, so an empty
 		// start is a fallback too.
 		rs.Scratch = len(chains) == 1
+		var fresh []wire.Placement
+		rs.Slices, rs.HoldWM, fresh = c.edsRestore(id)
 		r.placed = c.opt.Now()
 		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost, "chain": rs.Chain},
 			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
 		// Sent once every lost instance is placed, with the whole plan, so
 		// that each new owner knows where the others went.
 		sends = append(sends, func() {
-			rs.Plan = append([]wire.Placement(nil), c.plan.Instances...)
+			rs.Plan = append(append([]wire.Placement(nil), c.plan.Instances...), fresh...)
 			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
 		})
 	}
@@ -443,6 +446,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
 		}
 	}
+	c.edsRestored(p, rs.ID)
 }
 
 // pacingClock is the pacing clock a source instance last reported from

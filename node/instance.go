@@ -75,6 +75,7 @@ type instance struct {
 	ck        checkpointer
 	align     aligner
 	finished  bool
+	rs        rescaleState // live rescales (rescale.go)
 
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
@@ -267,16 +268,18 @@ func (in *instance) stop() { in.quitOnce.Do(func() { close(in.quit) }) }
 
 // lost treats the streams from the given instances as ended (--ft none).
 func (in *instance) lost(ids []job.InstanceID) {
-	for _, id := range ids {
-		if i, ok := in.inputIndex[id]; ok {
-			go in.deliver(context.Background(), inMsg{from: i, kind: msgLost, gen: ^uint64(0)})
+	in.do(func() { // inputIndex belongs to the instance goroutine (rescales add inputs)
+		for _, id := range ids {
+			if i, ok := in.inputIndex[id]; ok {
+				go in.deliver(context.Background(), inMsg{from: i, kind: msgLost, gen: ^uint64(0)})
+			}
 		}
-	}
+	})
 }
 
 func (in *instance) stats() wire.InstanceStats {
 	s := wire.InstanceStats{ID: in.id, In: in.nIn.Load(), Out: in.nOut.Load(), Watermark: in.curWM.Load(), Backlog: len(in.in),
-		Gen: in.place.Gen, BusyUs: in.busyNs.Load() / 1000}
+		Gen: in.place.Gen, BusyUs: in.busyNs.Load() / 1000, Held: int(in.rs.nheld.Load())}
 	if in.kind == job.KindSource {
 		in.posMu.Lock()
 		s.Positions = make(map[int]uint64, len(in.positions))
@@ -317,6 +320,7 @@ func (in *instance) runKeyed(ctx context.Context) {
 			in.fired.maybeReport(in, false)
 			if !in.finished {
 				in.maybeCheckpoint(now)
+				in.rescaleTick(ctx, now)
 			}
 		case <-in.quit:
 			return
@@ -368,10 +372,11 @@ func (in *instance) advance() {
 	for _, w := range in.wms {
 		low = min(low, w)
 	}
-	if low <= in.wm {
+	if low <= in.wm || in.heldWM() {
 		return
 	}
 	in.wm = low
+	in.rs.fresh = false
 	before := in.nOut.Load()
 	in.op.Advance(low, in)
 	if in.kind == job.KindRollup {
@@ -386,6 +391,7 @@ func (in *instance) advance() {
 func (in *instance) applyBatch(payload []byte) error {
 	var lastP job.Producer
 	var last []uint64
+	gaps := in.gapHolding()
 	return wire.DecodeBatch(payload, func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
 		if int(kg) >= len(in.owned) || !in.owned[kg] {
 			in.nStray.Add(1)
@@ -395,13 +401,20 @@ func (in *instance) applyBatch(payload []byte) error {
 			last = in.dedupOf(p)
 			lastP = p
 		}
-		if seq <= last[kg] {
+		switch {
+		case seq <= last[kg]:
 			in.nDup.Add(1)
-			return nil
+		case seq == last[kg]+1 || !gaps:
+			last[kg] = seq
+			in.applyRecord(kg, rec)
+			if in.rs.nheld.Load() > 0 {
+				in.fillGap(p, kg, last)
+			}
+		default:
+			// Its predecessor is still on its way (a move reordered two
+			// streams): it waits (rescale.go).
+			in.holdRecord(p, kg, seq, rec)
 		}
-		last[kg] = seq
-		in.nIn.Add(1)
-		in.op.Process(kg, rec, in)
 		return nil
 	})
 }

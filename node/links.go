@@ -127,14 +127,22 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 			return fmt.Errorf("%s is not on this node", l.place.ID)
 		}
 		l.local = target
+		idx, known := -1, false
 		ok := target.call(ctx, func() {
-			resume = target.acceptInput(l.fromIdx, in.place.Gen, func(ps []wire.Position) {
-				in.do(func() { in.applyTrim(pi, l, ps) })
-			})
+			// Our input number there, by id: a rescale appends inputs.
+			if idx, known = target.inputIndex[in.id]; known {
+				resume = target.acceptInput(idx, in.place.Gen, func(ps []wire.Position) {
+					in.do(func() { in.applyTrim(pi, l, ps) })
+				})
+			}
 		})
 		if !ok {
 			return fmt.Errorf("%s is gone", l.place.ID)
 		}
+		if !known {
+			return fmt.Errorf("%s is not an input of %s", in.id, l.place.ID)
+		}
+		l.fromIdx = idx
 	} else {
 		sess := in.n.peer(l.place.Node)
 		if sess == nil {

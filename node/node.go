@@ -255,6 +255,10 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		if q := m.Reroute; q != nil {
 			n.reroute(ctx, *q)
 		}
+	case wire.CtlRescale:
+		if m.Rescale != nil {
+			n.rescale(ctx, m.Rescale)
+		}
 	case wire.CtlInterval:
 		if m.Interval != nil {
 			n.setInterval(*m.Interval)
@@ -302,6 +306,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 			}
 		}
 	}
+	if err == nil && in.src == nil {
+		err = in.restoreSlices(r, answer.ID) // rescale.go
+	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
 	}
@@ -329,8 +336,10 @@ func (n *Node) setPlacement(q wire.Placement) {
 	for i := range n.plan.Instances {
 		if n.plan.Instances[i].ID == q.ID {
 			n.plan.Instances[i] = q
+			return
 		}
 	}
+	n.plan.Instances = append(n.plan.Instances, q) // a new instance of a rescale
 }
 
 // reroute tells every local instance that q moved.
@@ -594,23 +603,25 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 		fail(h.To, fmt.Errorf("stream %s -> %s: no such instance here", h.From, h.To))
 		return
 	}
-	from, ok := in.inputIndex[h.From]
-	if !ok {
-		fail(h.To, fmt.Errorf("stream %s -> %s: %s is not an input of %s", h.From, h.To, h.From, h.To))
-		return
-	}
 	// Resume: tell the sender how far we got, fencing older generations.
 	// The back channel is locked until the resume frame is out, so that no
 	// trim can overtake it.
 	back := newRemoteBack(st)
 	back.mu.Lock()
 	var resume []wire.Position
-	accepted := false
-	ok = in.call(ctx, func() {
-		if h.Gen >= in.inputGen[from] {
+	accepted, known := false, false
+	var from int
+	ok := in.call(ctx, func() {
+		// The input numbers belong to the instance goroutine: a rescale adds inputs.
+		if from, known = in.inputIndex[h.From]; known && h.Gen >= in.inputGen[from] {
 			resume, accepted = in.acceptInput(from, h.Gen, back.send), true
 		}
 	})
+	if ok && !known {
+		back.mu.Unlock()
+		fail(h.To, fmt.Errorf("stream %s -> %s: %s is not an input of %s", h.From, h.To, h.From, h.To))
+		return
+	}
 	if !ok || !accepted {
 		back.mu.Unlock()
 		if ok {

@@ -79,6 +79,7 @@ type Control struct {
 	// what downstreams applied is all inside the final positions.
 	Until    map[int]uint64 `json:"until,omitempty"`
 	Interval *Interval      `json:"interval,omitempty"` // CtlInterval
+	Rescale  *Rescale       `json:"rescale,omitempty"`  // CtlRescale
 }
 
 // Faults is every fault a node must apply now, replacing what it applied
@@ -145,6 +146,11 @@ type Restore struct {
 	// checkpoint: the restored source keeps the pace of the one it
 	// replaces, so it catches up instead of lagging for good.
 	Clock *PacingClock `json:"clock,omitempty"`
+	// Slices are moved slices to load after the checkpoint (rescale), and
+	// HoldWM says the instance is a receiver of a rescale in flight: its
+	// watermark stays put until CtlRescale unhold.
+	Slices []SliceLoad `json:"slices,omitempty"`
+	HoldWM bool        `json:"hold_wm,omitempty"`
 }
 
 // PacingClock says that event time Origin was due at wall time StartMs.
@@ -229,4 +235,5 @@ type InstanceStats struct {
 	StartMs   int64          `json:"start_ms,omitempty"` // sources: the wall time (Unix ms) Origin was due
 	Gen       uint64         `json:"gen,omitempty"`      // the placement generation the counters belong to
 	BusyUs    int64          `json:"busy_us,omitempty"`  // time spent processing input (sources: reading and emitting)
+	Held      int            `json:"held,omitempty"`     // records held behind a gap in their (producer, key group) numbers
 }

@@ -1,0 +1,50 @@
+package backup
+
+import (
+	"testing"
+
+	"spate/job"
+)
+
+func TestJumpContinuesAndRestores(t *testing.T) {
+	b, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, kg := job.MakeProducer(1, 5), job.KeyGroup(3)
+	rec := job.Record{Key: []byte("k"), Time: 1, Value: 1}
+	for s := uint64(1); s <= 3; s++ {
+		if err := b.Append(p, kg, s, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m1, err := b.MarkFull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Jump(p, kg, 10)
+	if err := b.Append(p, kg, 11, rec); err != nil {
+		t.Fatalf("append after jump: %v", err)
+	}
+	if b.Low(p, kg) != 10 || b.High(p, kg) != 11 {
+		t.Fatalf("low %d high %d, want 10 11", b.Low(p, kg), b.High(p, kg))
+	}
+	m2 := b.Mark()
+	r, err := Restore(DefaultConfig(), [][]byte{m1, m2})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	var got []uint64
+	if err := r.Replay(kg, map[job.Producer]uint64{p: 10}, func(_ job.Producer, _ job.KeyGroup, seq uint64, _ job.Record) error {
+		got = append(got, seq)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != 11 {
+		t.Fatalf("replayed %v, want [11]", got)
+	}
+	if err := r.Append(p, kg, 12, rec); err != nil {
+		t.Fatalf("append after restore: %v", err)
+	}
+}

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"spate/control"
+	"spate/coord"
+	"spate/events"
+)
+
+// Scaling is the result of `spate bench scaling`.
+type Scaling struct {
+	// PauseS is the longest time a record waited because of a live
+	// scale-out of count 2→4 under load, as the bump of the output lag:
+	// the largest lag from the scale command until the rescale is over
+	// (eds: until the kill) less the p99 lag before it. Rounds also has
+	// rescale_done's pause_ms (eds: capture → the new owner's first
+	// record of the last of its key groups; restart: every instance
+	// stopped → every one restored).
+	PauseS map[string]float64 `json:"pause_s"`
+	// RecoveryS is how long the output lag takes to be normal again after
+	// the node of the new instance count#2 is killed right after the
+	// scale-out (eds: local recovery from the post-scaling status), and
+	// after a kill at the same time with --ft global (checkpoint: the
+	// whole job back to its last global checkpoint, Flink's recovery; it
+	// runs without the scale-out, which could only add to it).
+	RecoveryS map[string]float64 `json:"recovery_s"`
+	// OverheadRatio is steady-state throughput (--rate 0) of count scaled
+	// live 2→4 at the start over count fixed at 4 from the start.
+	OverheadRatio float64              `json:"overhead_ratio"`
+	Rounds        map[string][]float64 `json:"rounds"`
+	Verified      bool                 `json:"verified"`
+}
+
+// scaleRun is one run with a live scale of count at scaleAt, and
+// optionally the new instance's node killed once the rescale is done.
+type scaleRun struct {
+	r        *run
+	pauseMs  float64
+	killAtMs int64
+	err      error
+}
+
+func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*scaleRun, error) {
+	sr := &scaleRun{r: &run{}, killAtMs: -1}
+	var mu sync.Mutex
+	pids, hosts := map[string]int{}, map[string]string{}
+	var started time.Time
+	var dir string
+	obs := func(e events.Event) {
+		sr.r.observe(e)
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case events.NodeSpawned:
+			if f, ok := e.Fields["pid"].(int); ok {
+				pids[e.Node] = f
+			}
+		case events.InstancePlaced, events.RecoveryPlaced, "rescale_moved":
+			hosts[e.Instance] = e.Node
+		case events.JobStarted:
+			started = e.Time
+			d := dir
+			go func() {
+				time.Sleep(scaleAt) // the benchmark's schedule, not a synchronisation
+				c, err := control.Dial(d)
+				if err == nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					var res control.Result
+					res, err = c.Act(ctx, control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": fmt.Sprint(to)}})
+					cancel()
+					if err == nil && !res.OK {
+						err = fmt.Errorf("%s", res.Text)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					sr.err = err
+					mu.Unlock()
+				}
+			}()
+		case "rescale_done":
+			if v, ok := e.Fields["pause_ms"].(int64); ok {
+				sr.pauseMs = float64(v)
+			} else if v, ok := e.Fields["pause_ms"].(float64); ok {
+				sr.pauseMs = v
+			}
+			if kill && sr.killAtMs < 0 {
+				if pid := pids[hosts["count#2"]]; pid > 0 {
+					sr.killAtMs = time.Since(started).Milliseconds()
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
+	started0 := func(d string) { mu.Lock(); dir = d; mu.Unlock() }
+	d, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs, Started: started0})
+	if err != nil {
+		return nil, err
+	}
+	ri, err := coord.ReadRunInfo(d)
+	if err != nil {
+		return nil, err
+	}
+	if ri.JobStart == nil || ri.Finished == nil {
+		return nil, fmt.Errorf("%s: run did not finish", d)
+	}
+	sr.r.info = ri
+	var n uint64
+	for _, v := range ri.Positions {
+		n += v
+	}
+	sr.r.rps = float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds()
+	rep, verr := coord.VerifyRun(d)
+	sr.r.verified = verr == nil && rep.OK()
+	if !sr.r.verified {
+		fmt.Fprintf(os.Stderr, "spate bench: %s did not verify: %v %v\n", d, rep.String(), verr)
+	}
+	return sr, sr.err
+}
+
+func scalingMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench scaling", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration")
+	dur := fs.Duration("duration", 16*time.Second, "run time of the pause and recovery runs")
+	tput := fs.Duration("tput", 10*time.Second, "run time of the throughput runs")
+	scaleAtF := fs.Duration("scale", 5*time.Second, "when count scales 2→4, after the job started")
+	keys := fs.Int("keys", 100_000, "distinct keys (state size)")
+	rate := fs.Float64("rate", 50_000, "records/s of the pause and recovery runs")
+	interval := fs.Duration("interval", time.Second, "checkpoint interval")
+	keep := fs.String("data", "", "keep the run directories under this directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	scaleAt := *scaleAtF
+	root, cleanup, err := tempRoot(*keep)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench:", err)
+		return 2
+	}
+	defer cleanup()
+	res := Scaling{PauseS: map[string]float64{}, RecoveryS: map[string]float64{}, Rounds: map[string][]float64{}, Verified: true}
+	fail := func(what string, err error) int {
+		fmt.Fprintf(stderr, "spate bench scaling: %s: %v\n", what, err)
+		return 1
+	}
+	base := func(name string, i int, ft string) coord.Config {
+		cfg := benchConfig(root, name, i, ft)
+		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+		// Kills are seen at once (the connection closes); a long timeout
+		// keeps a saturated 2-core machine from declaring live nodes dead.
+		cfg.Timeout = 5 * time.Second
+		return cfg
+	}
+	for i := range *rounds {
+		// eds: live scale-out, then the new instance's node killed.
+		cfg := base("eds", i, "spate")
+		sr, err := scalingRun(cfg, scaleAt, 4, true)
+		if err != nil {
+			return fail("eds run", err)
+		}
+		res.Verified = res.Verified && sr.r.verified
+		t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second)
+		if !ok || sr.killAtMs < 0 {
+			t = (*dur).Seconds() - float64(max(sr.killAtMs, 0))/1000
+		}
+		res.Rounds["pause_eds"] = append(res.Rounds["pause_eds"], lagBump(sr.r.info, scaleAt.Milliseconds(), sr.killAtMs, 2*time.Second))
+		res.Rounds["pause_ms_eds"] = append(res.Rounds["pause_ms_eds"], sr.pauseMs)
+		res.Rounds["recovery_eds"] = append(res.Rounds["recovery_eds"], t)
+		edsKill := sr.killAtMs
+
+		// restart: the Flink way.
+		cfg = base("restart", i, "spate")
+		cfg.Rescale = "restart"
+		sr, err = scalingRun(cfg, scaleAt, 4, false)
+		if err != nil {
+			return fail("restart run", err)
+		}
+		res.Verified = res.Verified && sr.r.verified
+		res.Rounds["pause_restart"] = append(res.Rounds["pause_restart"], lagBump(sr.r.info, scaleAt.Milliseconds(), scaleAt.Milliseconds()+6000, 2*time.Second))
+		res.Rounds["pause_ms_restart"] = append(res.Rounds["pause_ms_restart"], sr.pauseMs)
+
+		// checkpoint: a kill at the same time, the whole job rolled back.
+		cfg = base("ckpt", i, "global")
+		killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+500)) * time.Millisecond
+		r, err := clusterRun(cfg, killAt, "count#0", true)
+		if err != nil {
+			return fail("checkpoint run", err)
+		}
+		res.Verified = res.Verified && r.verified
+		t, ok = recoveryTime(r.info, r.killAtMs, 2*time.Second)
+		if !ok {
+			t = (*dur - killAt).Seconds()
+		}
+		res.Rounds["recovery_checkpoint"] = append(res.Rounds["recovery_checkpoint"], t)
+
+		// overhead: throughput with count scaled live 2→4 against fixed at 4.
+		cfg = base("sliced", i, "spate")
+		cfg.Rate, cfg.Duration = 0, *tput
+		sr, err = scalingRun(cfg, time.Second, 4, false)
+		if err != nil {
+			return fail("sliced run", err)
+		}
+		res.Verified = res.Verified && sr.r.verified
+		cfg = base("fixed", i, "spate")
+		cfg.Rate, cfg.Duration = 0, *tput
+		cfg.Parallelism = map[string]int{"source": 2, "count": 4, "rollup": 2, "sink": 2}
+		fr, err := clusterRun(cfg, 0, "", true)
+		if err != nil {
+			return fail("fixed run", err)
+		}
+		res.Verified = res.Verified && fr.verified
+		res.Rounds["overhead"] = append(res.Rounds["overhead"], sr.r.rps/fr.rps)
+		if !*asJSON {
+			n := len(res.Rounds["overhead"]) - 1
+			fmt.Fprintf(stdout, "round %d: pause eds %.3fs restart %.3fs; recovery eds %.2fs checkpoint %.2fs; throughput sliced/fixed %.3f\n", i+1,
+				res.Rounds["pause_eds"][n], res.Rounds["pause_restart"][n], res.Rounds["recovery_eds"][n], res.Rounds["recovery_checkpoint"][n], res.Rounds["overhead"][n])
+		}
+	}
+	res.PauseS["eds"], res.PauseS["restart"] = median(res.Rounds["pause_eds"]), median(res.Rounds["pause_restart"])
+	res.RecoveryS["eds"], res.RecoveryS["checkpoint"] = median(res.Rounds["recovery_eds"]), median(res.Rounds["recovery_checkpoint"])
+	res.OverheadRatio = median(res.Rounds["overhead"])
+	if *asJSON {
+		_ = json.NewEncoder(stdout).Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "scaling (4 nodes, count 2→4 at %v, %s records/s, %d keys, %d rounds, medians):\n", scaleAt, si(*rate), *keys, *rounds)
+		fmt.Fprintf(stdout, "  pause     eds %.3fs   restart %.3fs   (restart/eds %.1fx)\n", res.PauseS["eds"], res.PauseS["restart"], res.PauseS["restart"]/max(res.PauseS["eds"], 1e-3))
+		fmt.Fprintf(stdout, "  recovery  eds %.2fs   checkpoint %.2fs   (checkpoint/eds %.1fx)\n", res.RecoveryS["eds"], res.RecoveryS["checkpoint"], res.RecoveryS["checkpoint"]/max(res.RecoveryS["eds"], 1e-3))
+		fmt.Fprintf(stdout, "  overhead  throughput sliced/fixed %.3f\n", res.OverheadRatio)
+	}
+	if !res.Verified {
+		fmt.Fprintln(stdout, "  WARNING: a run failed verification")
+		return 1
+	}
+	return 0
+}
+
+// lagBump is how far the output lag rose over its normal (the p99 after
+// warm-up, before from) between from and to (ms after the job started;
+// to < 0: the end), in seconds.
+func lagBump(ri *coord.RunInfo, from, to int64, warm time.Duration) float64 {
+	var before []float64
+	peak := 0.0
+	for _, s := range ri.Lag {
+		switch {
+		case s[0] >= warm.Milliseconds() && s[0] < from:
+			before = append(before, float64(s[1]))
+		case s[0] >= from && (to < 0 || s[0] <= to):
+			peak = max(peak, float64(s[1]))
+		}
+	}
+	return max(peak-percentile(before, 0.99), 0) / 1000
+}

@@ -1,0 +1,612 @@
+package coord
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"spate/control"
+	"spate/events"
+	"spate/job"
+	eds "spate/slices"
+	"spate/wire"
+)
+
+// Live rescale with elastic data slices, the coordinator's side. The
+// protocol is in PROTOCOL.md, "Live rescale"; the node's side in
+// node/rescale.go. One rescale runs at a time; the event loop owns all of
+// this.
+
+// edsState is the coordinator's rescale bookkeeping.
+type edsState struct {
+	cur     *rescaleOp
+	seq     uint64
+	slices  map[job.InstanceID][]*sliceRef // moved slices an instance restores from their capture until its own checkpoints hold them
+	rates   map[job.InstanceID]float64     // records in per second, per instance (the load of a plan)
+	lastIn  map[job.InstanceID]uint64
+	lastAt  time.Time
+	restart *restartOp     // --rescale restart in flight (restart.go)
+	auto    autoscaleState // --autoscale (autoscale.go)
+}
+
+// rescaleOp is the rescale in flight.
+type rescaleOp struct {
+	id       uint64
+	op       string
+	from, to int
+	plan     eds.Plan
+	moves    []*move
+	phase    string          // prepare, release, commit, settle
+	waiting  map[string]bool // nodes whose answer the phase waits for
+	holds    map[job.InstanceID]int64
+	recv     []job.InstanceID // every receiver (new and existing)
+	fresh    []wire.Placement // new instances not in the plan yet
+	created  map[job.InstanceID]bool
+	started  time.Time
+	rerouted time.Time
+	load     []float64
+}
+
+// move is one Move of the plan being carried out.
+type move struct {
+	r        job.Range
+	from, to job.InstanceID
+	phase    string // releasing, loading, loaded
+	file     string
+	ckpt     uint64
+	wm       int64
+	bytes    int
+	atMs     int64 // capture time
+	firstMs  int64 // the last of its key groups' first record at the new owner
+	slice    *sliceRef
+}
+
+// sliceRef is a moved slice an instance must load at its restore while
+// its own checkpoints do not hold it: until two of them are complete
+// (the latest and the fallback), the capture stays pinned.
+type sliceRef struct {
+	load  wire.SliceLoad
+	owner job.InstanceID // whose checkpoint the capture is
+	ckpt  uint64
+	done  int // complete checkpoints of the new owner holding it
+}
+
+func (e *edsState) init() {
+	if e.slices == nil {
+		e.slices = map[job.InstanceID][]*sliceRef{}
+		e.rates = map[job.InstanceID]float64{}
+		e.lastIn = map[job.InstanceID]uint64{}
+	}
+}
+
+// scale is the "scale" verb: `spate scale OP N`.
+func (c *Coordinator) scale(a control.Action) (control.Result, error) {
+	c.eds.init()
+	op := a.Target
+	n, err := strconv.Atoi(a.Args["n"])
+	if err != nil || n < 1 {
+		return control.Result{}, fmt.Errorf("scale: n: %q is not a positive number", a.Args["n"])
+	}
+	oi := c.spec.Op(op)
+	switch {
+	case oi < 0:
+		return control.Result{}, fmt.Errorf("scale: no operator %q", op)
+	case c.spec.Ops[oi].Kind != job.KindCount && c.spec.Ops[oi].Kind != job.KindRollup:
+		return control.Result{}, fmt.Errorf("scale: %s is a %s; only keyed operators (count, rollup) rescale", op, c.spec.Ops[oi].Kind)
+	case n > c.spec.Groups:
+		return control.Result{}, fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
+	case !c.started:
+		return control.Result{}, errors.New("scale: the job has not started")
+	case c.draining:
+		return control.Result{}, errors.New("scale: the job is draining")
+	case c.eds.restart != nil:
+		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
+	case c.eds.cur != nil:
+		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
+	case c.cfg.Rescale == "restart" && c.cfg.FT == "spate":
+		return c.scaleRestart(op, n)
+	case c.cfg.FT != "spate":
+		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
+	case len(c.recovering) > 0:
+		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")
+	}
+	res, err := c.startRescale(op, n, "requested")
+	if err != nil {
+		return control.Result{}, fmt.Errorf("scale: %w", err)
+	}
+	return res, nil
+}
+
+// assignment is op's current assignment: its instances with key groups,
+// which are always indices 0..N-1 (a rescale in removes the highest).
+func (c *Coordinator) assignment(op string) (eds.Assignment, []job.InstanceID, error) {
+	var act []wire.Placement
+	for _, p := range c.plan.Instances {
+		if p.Op == op && len(p.Ranges) > 0 {
+			act = append(act, p)
+		}
+	}
+	sort.Slice(act, func(i, j int) bool { return act[i].Index < act[j].Index })
+	ranges := make([][]job.Range, len(act))
+	ids := make([]job.InstanceID, len(act))
+	for i, p := range act {
+		if p.Index != i {
+			return eds.Assignment{}, nil, fmt.Errorf("%s: instance indices are not 0..%d", op, len(act)-1)
+		}
+		ranges[i], ids[i] = p.Ranges, p.ID
+	}
+	a, err := eds.NewAssignment(op, c.spec.Groups, ranges)
+	return a, ids, err
+}
+
+// loadOf spreads each instance's measured input rate evenly over its key
+// groups (per-key-group counts are not measured); nil when nothing is
+// measured yet (uniform).
+func (c *Coordinator) loadOf(a eds.Assignment, ids []job.InstanceID) []float64 {
+	load := make([]float64, a.Groups)
+	any := false
+	for i, rs := range a.Ranges {
+		width := 0
+		for _, r := range rs {
+			width += int(r.Hi - r.Lo)
+		}
+		rate := c.eds.rates[ids[i]]
+		if rate > 0 {
+			any = true
+		}
+		for _, r := range rs {
+			for g := r.Lo; g < r.Hi; g++ {
+				load[g] = rate / float64(width)
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return load
+}
+
+// liveNodes are the nodes that can take part in a step.
+func (c *Coordinator) liveNodes() []string {
+	var out []string
+	for _, name := range c.order {
+		if ns := c.nodes[name]; ns != nil && ns.state != "lost" && ns.state != "exited" && ns.sess != nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// startRescale plans op onto n instances and sends the prepare step.
+func (c *Coordinator) startRescale(op string, n int, why string) (control.Result, error) {
+	old, ids, err := c.assignment(op)
+	if err != nil {
+		return control.Result{}, err
+	}
+	load := c.loadOf(old, ids)
+	plan, err := eds.Rescale(old, n, load)
+	if err != nil {
+		return control.Result{}, err
+	}
+	if len(plan.Moves) == 0 {
+		return control.Result{Text: fmt.Sprintf("%s already has %d instances; nothing moves", op, n)}, nil
+	}
+	c.eds.seq++
+	r := &rescaleOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, phase: "prepare", holds: map[job.InstanceID]int64{},
+		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load}
+	var hold []job.InstanceID
+	placed := map[string]int{}
+	for _, m := range plan.Moves {
+		mv := &move{r: m.Range, from: job.MakeInstanceID(op, m.From), to: job.MakeInstanceID(op, m.To), phase: "releasing"}
+		r.moves = append(r.moves, mv)
+		if slices.Contains(r.recv, mv.to) {
+			continue
+		}
+		r.recv = append(r.recv, mv.to)
+		if c.placeOf[mv.to] != nil {
+			hold = append(hold, mv.to)
+			continue
+		}
+		node := c.leastLoadedFor(placed)
+		placed[node]++
+		r.fresh = append(r.fresh, wire.Placement{ID: mv.to, Op: op, Index: m.To, Node: node, Gen: 1})
+	}
+	r.waiting = map[string]bool{}
+	for _, name := range c.liveNodes() {
+		r.waiting[name] = true
+	}
+	c.eds.cur = r
+	moves := make([]string, len(plan.Moves))
+	for i, m := range plan.Moves {
+		moves[i] = fmt.Sprintf("%v %s→%s", m.Range, job.MakeInstanceID(op, m.From), job.MakeInstanceID(op, m.To))
+	}
+	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": moves, "load": load,
+		"key_groups": plan.Moved(), "max_load_before": plan.OldMaxLoad, "max_load_after": plan.MaxLoad, "why": why, "id": r.id},
+		"rescale %d of %s (%s): %v", r.id, op, why, plan)
+	for name := range r.waiting {
+		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: op, Plan: r.fresh, Hold: hold}})
+	}
+	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, old.N(), n, plan.Moved(), len(plan.Moves))}, nil
+}
+
+// leastLoadedFor is the live node hosting the fewest instances, counting
+// those placed by the plan in the making.
+func (c *Coordinator) leastLoadedFor(extra map[string]int) string {
+	load := map[string]int{}
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] == nil && !c.lost[p.ID] {
+			load[p.Node]++
+		}
+	}
+	best := ""
+	for _, name := range c.liveNodes() {
+		if best == "" || load[name]+extra[name] < load[best]+extra[best] {
+			best = name
+		}
+	}
+	return best
+}
+
+// onRescale handles a node's answer to a step.
+func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
+	if m.Step == wire.RescaleStopped && ns.state != "lost" && c.eds.restart != nil && c.eds.restart.id == m.ID {
+		c.restartStopped(ns.name)
+		return
+	}
+	r := c.eds.cur
+	if ns.state == "lost" || r == nil || m.ID != r.id {
+		return
+	}
+	switch m.Step {
+	case wire.RescalePrepared:
+		if r.phase != "prepare" {
+			return
+		}
+		for id, wm := range m.Holds {
+			r.holds[id] = wm
+		}
+		delete(r.waiting, ns.name)
+		c.rescaleAdvance()
+	case wire.RescaleCaptured:
+		c.onCaptured(ns, r, m)
+	case wire.RescaleLoaded:
+		p := c.placeOf[m.Instance]
+		if p == nil || p.Node != ns.name || p.Gen != m.Gen {
+			return
+		}
+		if m.Error != "" {
+			c.emit(events.Error, ns.name, string(m.Instance), nil, "rescale %d: %s could not load %v: %s", r.id, m.Instance, m.Ranges, m.Error)
+			return
+		}
+		for _, mv := range r.moves {
+			if mv.to == m.Instance && mv.phase == "loading" && slices.Contains(m.Ranges, mv.r) {
+				c.moveLoaded(r, mv, m.After, ns.name)
+			}
+		}
+		c.rescaleAdvance()
+	case wire.RescaleCommitted:
+		if r.phase != "commit" {
+			return
+		}
+		delete(r.waiting, ns.name)
+		c.rescaleAdvance()
+	case wire.RescaleFirst:
+		for _, mv := range r.moves {
+			if mv.to == m.Instance && slices.Contains(m.Ranges, mv.r) {
+				mv.firstMs = m.AtMs
+			}
+		}
+	}
+}
+
+// onCaptured commits a move: from the durable capture on, the range is
+// the new owner's (its recovery point is the capture).
+func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+	p := c.placeOf[m.Instance]
+	if p == nil || p.Node != ns.name || p.Gen != m.Gen {
+		return // a zombie's capture: the release is sent again to the restored owner
+	}
+	var mv *move
+	for _, x := range r.moves {
+		if x.from == m.Instance && x.phase == "releasing" && slices.Contains(m.Ranges, x.r) {
+			mv = x
+		}
+	}
+	if mv == nil {
+		return
+	}
+	mv.phase, mv.file, mv.ckpt, mv.wm, mv.bytes, mv.atMs = "loading", m.File, m.CkptID, m.WM, m.Bytes, m.AtMs
+	p.Ranges = subtract(p.Ranges, mv.r)
+	var place *wire.Placement
+	if q := c.placeOf[mv.to]; q != nil {
+		q.Ranges = union(q.Ranges, mv.r)
+	} else {
+		for _, f := range r.fresh {
+			if f.ID == mv.to {
+				f.Ranges = []job.Range{mv.r}
+				c.plan.Instances = append(c.plan.Instances, f)
+				c.reindex()
+			}
+		}
+	}
+	q := c.placeOf[mv.to]
+	if !r.created[mv.to] && slices.ContainsFunc(r.fresh, func(f wire.Placement) bool { return f.ID == mv.to }) {
+		cp := *q
+		place = &cp
+		r.created[mv.to] = true
+	}
+	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.ckpt}
+	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
+	c.emit(events.Kind("rescale_captured"), ns.name, string(mv.from), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
+		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "id": r.id},
+		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
+	if tn := c.nodes[q.Node]; tn != nil && tn.state != "lost" && tn.state != "exited" {
+		_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
+			Ranges: []job.Range{mv.r}, File: mv.file, Place: place}})
+	}
+	// else: the owner's node is lost; its recovery restores it with the slice.
+}
+
+// moveLoaded records that a move's new owner holds the slice.
+func (c *Coordinator) moveLoaded(r *rescaleOp, mv *move, after uint64, node string) {
+	mv.phase = "loaded"
+	mv.slice.load.After = after
+	c.emit(events.Kind("rescale_moved"), node, string(mv.to), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
+		"to": string(mv.to), "after": after, "id": r.id},
+		"rescale %d: %s loaded %v from %s", r.id, mv.to, mv.r, mv.file)
+}
+
+// rescaleAdvance moves the rescale to its next phase when the current one is over.
+func (c *Coordinator) rescaleAdvance() {
+	r := c.eds.cur
+	if r == nil {
+		return
+	}
+	switch r.phase {
+	case "prepare":
+		if len(r.waiting) > 0 {
+			return
+		}
+		r.phase = "release"
+		for _, mv := range r.moves {
+			c.sendRelease(r, mv)
+		}
+	case "release":
+		for _, mv := range r.moves {
+			if mv.phase != "loaded" {
+				return
+			}
+		}
+		r.phase = "commit"
+		r.waiting = map[string]bool{}
+		for _, name := range c.liveNodes() {
+			r.waiting[name] = true
+		}
+		plan := c.placementsOf(r.op)
+		for name := range r.waiting {
+			_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCommit, Op: r.op, Plan: plan}})
+		}
+	case "commit":
+		if len(r.waiting) > 0 {
+			return
+		}
+		r.phase = "settle"
+		r.rerouted = c.opt.Now()
+		c.emit(events.Kind("rescale_rerouted"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "id": r.id,
+			"ms": r.rerouted.Sub(r.started).Milliseconds()},
+			"rescale %d: every upstream of %s re-routes by the new plan and replayed what the new owners lacked", r.id, r.op)
+		for _, name := range c.liveNodes() {
+			_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
+		}
+		c.rescaleSettled()
+	}
+}
+
+// sendRelease asks a move's old owner to release its range.
+func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
+	p := c.placeOf[mv.from]
+	ns := c.nodes[p.Node]
+	if rec := c.recovering[mv.from]; ns == nil || ns.state == "lost" || ns.state == "exited" || (rec != nil && rec.restored.IsZero()) {
+		return // sent again once it is restored
+	}
+	minWM, ok := r.holds[mv.to]
+	if !ok {
+		minWM = job.NoWatermark
+	}
+	_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRelease, Op: r.op, Instance: mv.from,
+		Gen: p.Gen, Ranges: []job.Range{mv.r}, MinWM: minWM}})
+}
+
+// rescaleSettled ends the rescale once every new owner has a complete
+// checkpoint holding its slices (and has applied a record of each key
+// group, or 10 s have passed).
+func (c *Coordinator) rescaleSettled() {
+	r := c.eds.cur
+	if r == nil || r.phase != "settle" {
+		return
+	}
+	bytes, pause := 0, int64(-1)
+	late := c.opt.Now().Sub(r.rerouted) > 10*time.Second
+	for _, mv := range r.moves {
+		if mv.slice.done == 0 || (mv.firstMs == 0 && !late) {
+			return
+		}
+		bytes += mv.bytes
+		if mv.firstMs > 0 {
+			pause = max(pause, mv.firstMs-mv.atMs)
+		}
+	}
+	now := c.opt.Now()
+	c.emit(events.Kind("rescale_done"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "bytes_moved": bytes, "bytes": bytes,
+		"pause_ms": pause, "moves": len(r.moves), "total_ms": now.Sub(r.started).Milliseconds(), "id": r.id},
+		"rescale %d of %s %d→%d done in %v: %s moved, longest key-group pause %dms", r.id, r.op, r.from, r.to,
+		now.Sub(r.started).Round(time.Millisecond), bytesText(bytes), pause)
+	c.eds.cur = nil
+}
+
+// placementsOf lists every placement of op (a copy).
+func (c *Coordinator) placementsOf(op string) []wire.Placement {
+	var out []wire.Placement
+	for _, p := range c.plan.Instances {
+		if p.Op == op {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reindex points placeOf at the plan's placements again (after an append).
+func (c *Coordinator) reindex() {
+	for i := range c.plan.Instances {
+		c.placeOf[c.plan.Instances[i].ID] = &c.plan.Instances[i]
+	}
+}
+
+// edsCheckpointed counts the complete checkpoints that hold moved slices.
+func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
+	c.restartCheckpointed(cp)
+	list := c.eds.slices[cp.Instance]
+	if len(list) == 0 {
+		return
+	}
+	kept := list[:0]
+	for _, s := range list {
+		if cp.ID > s.load.After && s.load.After != math.MaxUint64 {
+			s.done++
+		}
+		if s.done < 2 {
+			kept = append(kept, s)
+		}
+	}
+	c.eds.slices[cp.Instance] = kept
+	c.rescaleSettled()
+}
+
+// edsPinned lists the checkpoints of id that moved slices still need.
+func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
+	var out []uint64
+	for _, list := range c.eds.slices {
+		for _, s := range list {
+			if s.owner == id {
+				out = append(out, s.ckpt)
+			}
+		}
+	}
+	return out
+}
+
+// edsRestore is what a restore of id needs from rescales: the slices its
+// checkpoints may not hold, whether it must hold its watermark, and the
+// new instances of the rescale in flight (so a restored downstream takes
+// them as inputs).
+func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fresh []wire.Placement) {
+	for _, s := range c.eds.slices[id] {
+		sl = append(sl, s.load)
+	}
+	if r := c.eds.cur; r != nil {
+		hold = slices.Contains(r.recv, id) && r.phase != "settle"
+		for _, f := range r.fresh {
+			if c.placeOf[f.ID] == nil {
+				fresh = append(fresh, f)
+			}
+		}
+	}
+	return sl, hold, fresh
+}
+
+// edsRestored carries a rescale on after a participant was restored: a
+// new owner restored with its slices has loaded them; an old owner that
+// had not released yet is asked again.
+func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
+	c.restartRestored(p)
+	for _, s := range c.eds.slices[p.ID] {
+		if restoredID <= s.load.After {
+			s.load.After = restoredID // its checkpoints from now on hold the slice
+			s.done = 0
+		}
+	}
+	r := c.eds.cur
+	if r == nil {
+		return
+	}
+	for _, mv := range r.moves {
+		switch {
+		case mv.to == p.ID && mv.phase == "loading":
+			c.moveLoaded(r, mv, restoredID, p.Node)
+		case mv.from == p.ID && mv.phase == "releasing" && r.phase == "release":
+			c.sendRelease(r, mv)
+		}
+	}
+	c.rescaleAdvance()
+}
+
+// edsNodeLost stops waiting for a lost node's answers.
+func (c *Coordinator) edsNodeLost(name string) {
+	c.restartStopped(name)
+	if r := c.eds.cur; r != nil && r.waiting[name] {
+		delete(r.waiting, name)
+		c.rescaleAdvance()
+	}
+}
+
+// edsTick samples the input rates once a second and settles a rescale
+// waiting for its first records.
+func (c *Coordinator) edsTick() {
+	c.eds.init()
+	now := c.opt.Now()
+	if dt := now.Sub(c.eds.lastAt).Seconds(); dt >= 1 && c.plan != nil {
+		for _, ns := range c.nodes {
+			for id, s := range ns.stats {
+				if p := c.placeOf[id]; p == nil || p.Node != ns.name {
+					continue
+				}
+				if prev, ok := c.eds.lastIn[id]; ok && s.In >= prev && !c.eds.lastAt.IsZero() {
+					c.eds.rates[id] = float64(s.In-prev) / dt
+				}
+				c.eds.lastIn[id] = s.In
+			}
+		}
+		c.eds.lastAt = now
+	}
+	c.rescaleSettled()
+	c.restartTick()
+	c.autoscaleTick()
+}
+
+// subtract removes r from rs (canonical: sorted, coalesced).
+func subtract(rs []job.Range, r job.Range) []job.Range {
+	var out []job.Range
+	for _, x := range rs {
+		if x.Hi <= r.Lo || x.Lo >= r.Hi {
+			out = append(out, x)
+			continue
+		}
+		if x.Lo < r.Lo {
+			out = append(out, job.Range{Lo: x.Lo, Hi: r.Lo})
+		}
+		if x.Hi > r.Hi {
+			out = append(out, job.Range{Lo: r.Hi, Hi: x.Hi})
+		}
+	}
+	return out
+}
+
+// union adds r to rs (canonical: sorted, coalesced).
+func union(rs []job.Range, r job.Range) []job.Range {
+	out := append(append([]job.Range(nil), rs...), r)
+	sort.Slice(out, func(i, j int) bool { return out[i].Lo < out[j].Lo })
+	k := 0
+	for _, x := range out {
+		if k > 0 && out[k-1].Hi >= x.Lo {
+			out[k-1].Hi = max(out[k-1].Hi, x.Hi)
+			continue
+		}
+		out[k] = x
+		k++
+	}
+	return out[:k]
+}

@@ -1,0 +1,684 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"spate/job"
+	"spate/state"
+	"spate/wire"
+)
+
+// Live rescale, the node's side (coord/PROTOCOL.md, "Live rescale"). An
+// instance takes part in a rescale of operator OP as
+//
+//   - an old owner A: it releases a range R (release): at a batch boundary,
+//     once no checkpoint is in flight and its watermark has reached the
+//     receiver's, it takes a full checkpoint (its chain's new base, which
+//     is the slice's durable capture), stops owning R at once (records of
+//     R that still reach it are strays, dropped: the new owner gets them
+//     by replay), drops R's state and reports the capture once durable;
+//   - a receiver B: new (created by load from A's capture) or existing;
+//     it holds its watermark from the prepare (or its creation) until
+//     every upstream has re-routed R to it (unhold), so that no record of
+//     R replayed late can be behind it;
+//   - an upstream of OP: at commit it re-routes by the new placements and
+//     reconnects every link that gained key groups, which replays from the
+//     receiver's positions;
+//   - a downstream of OP: at prepare it takes the new instances as inputs
+//     (their watermark is "none yet", so its own cannot pass what they
+//     will send), and at commit it adds their producers, whose trims it
+//     sends from then on.
+//
+// Records of a (producer, key group) can reach a downstream out of order
+// only across a move (B's first outputs may overtake A's last ones on
+// another stream); numbers are dense, so applyBatch holds a record whose
+// predecessor has not been applied yet until it comes (gap holding).
+
+// rescaleState is an instance's part in rescales; the instance goroutine
+// owns it, except nheld (read by heartbeats).
+type rescaleState struct {
+	hold      bool                  // a receiver: the watermark stays put
+	fresh     bool                  // created by a rescale and never advanced: a load may lower its watermark
+	held      map[heldKey][]heldRec // records waiting for their predecessor
+	nheld     atomic.Int64
+	heldSince time.Time
+	reported  bool          // a held_records event is out
+	release   *wire.Rescale // a release waiting for its moment
+	first     *firstWait
+}
+
+type heldKey struct {
+	p  job.Producer
+	kg job.KeyGroup
+}
+
+type heldRec struct {
+	seq uint64
+	rec job.Record
+}
+
+// firstWait measures a moved slice's pause: from its capture to the first
+// record of each of its key groups applied here.
+type firstWait struct {
+	id    uint64
+	op    string
+	rs    []job.Range
+	want  map[job.KeyGroup]bool
+	last  time.Time
+	since time.Time // the load
+}
+
+// firstQuiet is how long after a load the pause is reported from the key
+// groups that got records, if some got none (a sparse range).
+const firstQuiet = 2 * time.Second
+
+// reportFirst sends the pause measurement of a load.
+func (in *instance) reportFirst() {
+	f := in.rs.first
+	in.rs.first = nil
+	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
+		ID: f.id, Step: wire.RescaleFirst, Op: f.op, Instance: in.id, Gen: in.place.Gen, Ranges: f.rs, AtMs: f.last.UnixMilli()}})
+}
+
+// gapHolding reports whether records wait for their predecessors: with
+// --ft spate numbers are dense and every gap fills (by replay at worst).
+func (in *instance) gapHolding() bool { return in.plan.FT == "spate" }
+
+// applyRecord applies one record of an owned key group.
+func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
+	in.nIn.Add(1)
+	in.op.Process(kg, rec, in)
+	if f := in.rs.first; f != nil && f.want[kg] {
+		delete(f.want, kg)
+		f.last = time.Now()
+		if len(f.want) == 0 {
+			in.reportFirst()
+		}
+	}
+}
+
+// holdRecord keeps a record whose predecessor has not been applied yet.
+func (in *instance) holdRecord(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) {
+	if in.rs.held == nil {
+		in.rs.held = map[heldKey][]heldRec{}
+	}
+	k := heldKey{p, kg}
+	q := in.rs.held[k]
+	i := sort.Search(len(q), func(i int) bool { return q[i].seq >= seq })
+	if i < len(q) && q[i].seq == seq {
+		in.nDup.Add(1)
+		return
+	}
+	rec.Key = append([]byte(nil), rec.Key...)
+	rec.Data = append([]byte(nil), rec.Data...)
+	q = slices.Insert(q, i, heldRec{seq: seq, rec: rec})
+	in.rs.held[k] = q
+	if in.rs.nheld.Add(1) == 1 {
+		in.rs.heldSince = time.Now()
+	}
+}
+
+// fillGap applies the held records of (p, kg) that now follow last[kg].
+func (in *instance) fillGap(p job.Producer, kg job.KeyGroup, last []uint64) {
+	k := heldKey{p, kg}
+	q := in.rs.held[k]
+	n := 0
+	for n < len(q) && q[n].seq <= last[kg]+1 {
+		h := q[n]
+		n++
+		if h.seq <= last[kg] {
+			in.nDup.Add(1)
+			continue
+		}
+		last[kg] = h.seq
+		in.applyRecord(kg, h.rec)
+	}
+	if n == 0 {
+		return
+	}
+	if n == len(q) {
+		delete(in.rs.held, k)
+	} else {
+		in.rs.held[k] = q[n:]
+	}
+	if in.rs.nheld.Add(-int64(n)) == 0 {
+		in.rs.heldSince = time.Time{}
+		if in.rs.reported {
+			in.rs.reported = false
+			in.n.event("held_records", in.id, map[string]any{"held": 0}, "%s: every held record applied; no gap left", in.id)
+		}
+	}
+}
+
+// dropHeld forgets the held records of key groups this instance gives up.
+func (in *instance) dropHeld(owned func(job.KeyGroup) bool) {
+	for k, q := range in.rs.held {
+		if !owned(k.kg) {
+			in.rs.nheld.Add(-int64(len(q)))
+			delete(in.rs.held, k)
+		}
+	}
+}
+
+// heldTooLong is how long records may wait for a gap before an event says so.
+const heldTooLong = 5 * time.Second
+
+// rescaleTick runs on the instance's ticker: a pending release, and the
+// held records' report.
+func (in *instance) rescaleTick(ctx context.Context, now time.Time) {
+	if in.rs.release != nil {
+		in.tryRelease(ctx)
+	}
+	if f := in.rs.first; f != nil && !f.last.IsZero() && now.Sub(f.since) > firstQuiet {
+		in.reportFirst()
+	}
+	if n := in.rs.nheld.Load(); n > 0 && !in.rs.reported && now.Sub(in.rs.heldSince) > heldTooLong {
+		in.rs.reported = true
+		var gaps []string
+		for k, q := range in.rs.held {
+			if len(gaps) < 4 {
+				gaps = append(gaps, fmt.Sprintf("%v kg %d waits for %d", k.p, k.kg, q[0].seq-1))
+			}
+		}
+		sort.Strings(gaps)
+		in.n.event("held_records", in.id, map[string]any{"held": n, "gaps": gaps},
+			"%s: %d records held for %v behind gaps in their numbers (%v)", in.id, n, now.Sub(in.rs.heldSince).Round(time.Millisecond), gaps)
+	}
+}
+
+// keyGroupsOf lists the key groups of rs.
+func keyGroupsOf(rs []job.Range) []job.KeyGroup {
+	var out []job.KeyGroup
+	for _, r := range rs {
+		for g := r.Lo; g < r.Hi; g++ {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func inRanges(rs []job.Range, kg job.KeyGroup) bool {
+	for _, r := range rs {
+		if r.Contains(kg) {
+			return true
+		}
+	}
+	return false
+}
+
+// tryRelease carries out a pending release once its moment has come.
+func (in *instance) tryRelease(ctx context.Context) {
+	r := in.rs.release
+	if r == nil || in.ck.inflight || in.wm < r.MinWM || in.finished {
+		return
+	}
+	in.rs.release = nil
+	id := in.ck.lastID + 1
+	pc := in.capture(id, true)
+	in.ck.inflight = true
+	at := time.Now()
+	kgs := keyGroupsOf(r.Ranges)
+	for _, kg := range kgs {
+		in.owned[kg] = false
+		for _, last := range in.dedup {
+			last[kg] = 0
+		}
+	}
+	in.dropHeld(func(kg job.KeyGroup) bool { return in.owned[kg] })
+	if in.stateful != nil {
+		in.stateful.DropGroups(kgs)
+	}
+	go func() {
+		for {
+			err := in.persist(pc)
+			if err == nil {
+				break
+			}
+			// The capture is the slice's only copy: write it until it is
+			// durable (the range waits meanwhile; an event says why).
+			pc.captured = nil // encoded into pc.snap already
+			select {
+			case <-in.quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		in.do(func() {
+			in.persisted(pc, nil)
+			_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
+				ID: r.ID, Step: wire.RescaleCaptured, Op: r.Op, Instance: in.id, Gen: in.place.Gen, Ranges: r.Ranges,
+				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}})
+		})
+	}()
+}
+
+// loadSlice takes over the key groups rs from a capture file: their state,
+// input positions and the output counters of their producers. setWM: the
+// instance holds nothing else yet, so its watermark becomes the capture's
+// (the lowest of its slices').
+func (in *instance) loadSlice(file string, rs []job.Range, setWM bool) error {
+	return in.loadSliceChain([]string{file}, rs, setWM)
+}
+
+// loadSliceChain is loadSlice from a checkpoint's chain: the full file,
+// then its deltas (--rescale restart re-splits from every instance's
+// latest complete checkpoint).
+func (in *instance) loadSliceChain(files []string, rs []job.Range, setWM bool) error {
+	file := files[len(files)-1]
+	snaps := make([]*state.Snapshot, 0, len(files))
+	for _, f := range files {
+		data, err := in.n.store.Get(f)
+		if err != nil {
+			return fmt.Errorf("slice %v: %w", rs, err)
+		}
+		s, err := state.Decode(data)
+		if err != nil {
+			return fmt.Errorf("slice %v: %s: %w", rs, f, err)
+		}
+		snaps = append(snaps, s)
+	}
+	merged, err := state.Merge(snaps)
+	if err != nil {
+		return fmt.Errorf("slice %v: %s: %w", rs, file, err)
+	}
+	snap := snaps[len(snaps)-1]
+	snap = &state.Snapshot{Groups: merged.Groups, Sections: snap.Sections}
+	kgs := keyGroupsOf(rs)
+	if in.stateful != nil {
+		var groups []state.GroupData
+		for _, g := range snap.Groups {
+			if inRanges(rs, job.KeyGroup(g.KG)) {
+				groups = append(groups, g)
+			}
+		}
+		in.stateful.DropGroups(kgs) // anything stale of an earlier stay
+		if err := in.stateful.Restore(groups); err != nil {
+			return fmt.Errorf("slice %v: %s: %w", rs, file, err)
+		}
+	}
+	pos, err := wire.DecodePositions(snap.Sections["positions"])
+	if err != nil {
+		return fmt.Errorf("slice %v: %s: positions: %w", rs, file, err)
+	}
+	for _, last := range in.dedup {
+		for _, kg := range kgs {
+			last[kg] = 0
+		}
+	}
+	for _, p := range pos {
+		if inRanges(rs, p.KG) {
+			in.dedupOf(p.P)[p.KG] = p.Seq
+		}
+	}
+	prods := map[job.Producer]bool{}
+	for _, kg := range kgs {
+		prods[job.MakeProducer(in.opIdx, int(kg))] = true
+	}
+	for pi, pt := range in.ports {
+		cs, err := wire.DecodePositions(snap.Sections[fmt.Sprintf("counters.%d", pi)])
+		if err != nil {
+			return fmt.Errorf("slice %v: %s: counters: %w", rs, file, err)
+		}
+		for p := range prods {
+			if seqs := pt.seqs[p]; seqs != nil {
+				clear(seqs)
+			}
+		}
+		for _, c := range cs {
+			if !prods[c.P] || int(c.KG) >= in.spec.Groups {
+				continue
+			}
+			seqs := pt.seqs[c.P]
+			if seqs == nil {
+				seqs = make([]uint64, in.spec.Groups)
+				pt.seqs[c.P] = seqs
+			}
+			seqs[c.KG] = c.Seq
+			if pt.backup != nil {
+				// Back here after another instance went on numbering it:
+				// our backup continues after its numbers.
+				pt.backup.Jump(c.P, c.KG, c.Seq)
+			}
+		}
+	}
+	// The watermark: a fresh instance (nothing but slices) takes the
+	// slices' lowest; any other goes down to the slice's if it is ahead
+	// (it has not sent it on: a held receiver or one being restored), so
+	// that no record of the slice still to come is behind it.
+	var meta ckptMeta
+	if err := json.Unmarshal(snap.Sections["meta"], &meta); err != nil {
+		return fmt.Errorf("slice %v: %s: meta: %w", rs, file, err)
+	}
+	if (setWM && in.wm == job.NoWatermark) || (in.wm != job.NoWatermark && meta.Watermark < in.wm) {
+		in.wm = meta.Watermark
+		in.curWM.Store(meta.Watermark)
+	}
+	for _, kg := range kgs {
+		in.owned[kg] = true
+	}
+	return nil
+}
+
+// dropUnowned forgets, after a restore, the state of key groups the
+// placement no longer gives the instance (they moved away after the
+// checkpoint was taken).
+func (in *instance) dropUnowned() {
+	if g, ok := in.op.(interface{ Groups() []job.KeyGroup }); ok && in.stateful != nil {
+		var drop []job.KeyGroup
+		for _, kg := range g.Groups() {
+			if int(kg) >= len(in.owned) || !in.owned[kg] {
+				drop = append(drop, kg)
+			}
+		}
+		if len(drop) > 0 {
+			in.stateful.DropGroups(drop)
+		}
+	}
+	for _, last := range in.dedup {
+		for kg := range last {
+			if !in.owned[kg] {
+				last[kg] = 0
+			}
+		}
+	}
+}
+
+// isInputOp reports whether operator op feeds this instance.
+func (in *instance) isInputOp(op string) bool {
+	for _, src := range in.spec.Inputs(in.opIdx) {
+		if in.spec.Ops[src].Name == op {
+			return true
+		}
+	}
+	return false
+}
+
+// addInputs takes instances of an input operator as inputs (new ones get
+// the next input numbers, with no watermark yet) and adds their
+// producers to the ones this instance tracks and trims.
+func (in *instance) addInputs(ps []wire.Placement) {
+	for i := range ps {
+		q := &ps[i]
+		if !in.isInputOp(q.Op) {
+			continue
+		}
+		idx, ok := in.inputIndex[q.ID]
+		if !ok {
+			idx = len(in.inputs)
+			in.inputIndex[q.ID] = idx
+			in.inputs = append(in.inputs, q.ID)
+			in.inputGen = append(in.inputGen, q.Gen)
+			in.inputProd = append(in.inputProd, nil)
+			in.back = append(in.back, nil)
+			in.wms = append(in.wms, job.NoWatermark)
+			in.ended = append(in.ended, false)
+		}
+		for _, p := range producersOf(in.spec, q) {
+			if !slices.Contains(in.inputProd[idx], p) {
+				in.inputProd[idx] = append(in.inputProd[idx], p)
+			}
+		}
+	}
+}
+
+// commit applies an operator's new placements on this instance: its own
+// ranges, its inputs, and the routes of its ports toward the operator
+// (links that gained key groups reconnect and replay).
+func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement) {
+	for _, q := range plan {
+		if q.ID == in.id {
+			in.place.Ranges = q.Ranges
+		}
+	}
+	in.addInputs(plan)
+	for pi, pt := range in.ports {
+		if pt.to != op {
+			continue
+		}
+		var gained []*link
+		for _, q := range plan {
+			var l *link
+			for _, x := range pt.links {
+				if x.place.ID == q.ID {
+					l = x
+				}
+			}
+			if l == nil {
+				l = &link{place: q, lastWM: job.NoWatermark, fromIdx: -1, err: errConnecting}
+				pt.links = append(pt.links, l)
+				if len(q.Ranges) > 0 {
+					gained = append(gained, l)
+				}
+				continue
+			}
+			more := false
+			for _, kg := range keyGroupsOf(q.Ranges) {
+				if !inRanges(l.place.Ranges, kg) {
+					more = true
+				}
+			}
+			moved := q.Gen > l.place.Gen || q.Node != l.place.Node
+			if q.Gen >= l.place.Gen {
+				l.place = q
+			}
+			if more || moved {
+				gained = append(gained, l)
+			}
+		}
+		for g := range pt.owner {
+			pt.owner[g] = -1
+		}
+		for i, l := range pt.links {
+			for _, kg := range keyGroupsOf(l.place.Ranges) {
+				pt.owner[kg] = i
+			}
+		}
+		for g, o := range pt.owner {
+			if o < 0 {
+				in.n.event("error", in.id, nil, "rescale of %s: key group %d has no owner in the new plan", op, g)
+			}
+		}
+		for _, l := range gained {
+			in.flushLink(l)
+			if l.st != nil {
+				l.st.Close()
+			}
+			if err := in.connect(ctx, pi, l); err != nil {
+				in.linkFailed(l, err)
+				continue
+			}
+			in.sendWatermarkTo(l, in.currentWatermark())
+		}
+	}
+}
+
+// unhold lets a receiver's watermark move again.
+func (in *instance) unhold() {
+	if !in.rs.hold {
+		return
+	}
+	in.rs.hold = false
+	in.advance()
+}
+
+// held reports whether the watermark must stay put: a receiver of a
+// rescale in flight, until every upstream has re-routed to it (or every
+// input has ended: nothing can come any more).
+func (in *instance) heldWM() bool {
+	if !in.rs.hold {
+		return false
+	}
+	for _, e := range in.ended {
+		if !e {
+			return true
+		}
+	}
+	return false
+}
+
+// rescale handles one CtlRescale message on the control goroutine.
+func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
+	reply := func(m wire.Rescale) {
+		_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &m})
+	}
+	switch r.Step {
+	case wire.RescalePrepare:
+		for _, q := range r.Plan {
+			n.setPlacement(q)
+		}
+		holds := map[job.InstanceID]int64{}
+		for _, in := range n.instances() {
+			in.call(ctx, func() {
+				in.addInputs(r.Plan)
+				if slices.Contains(r.Hold, in.id) {
+					in.rs.hold = true
+					holds[in.id] = in.wm
+				}
+			})
+		}
+		reply(wire.Rescale{ID: r.ID, Step: wire.RescalePrepared, Op: r.Op, Holds: holds})
+	case wire.RescaleRelease:
+		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
+			in.do(func() { in.rs.release = r; in.tryRelease(ctx) })
+		}
+	case wire.RescaleLoad:
+		n.load(ctx, r, reply)
+	case wire.RescaleCommit:
+		for _, q := range r.Plan {
+			n.setPlacement(q)
+		}
+		for _, in := range n.instances() {
+			in.call(ctx, func() { in.commit(ctx, r.Op, r.Plan) })
+		}
+		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+	case wire.RescaleFull:
+		for _, in := range n.instances() {
+			in.do(func() { in.ck.base, in.ck.next = 0, time.Time{} }) // the next checkpoint, now, is full
+		}
+	case wire.RescaleStop:
+		n.mu.Lock()
+		for id, in := range n.insts {
+			in.stop()
+			delete(n.insts, id)
+		}
+		n.mu.Unlock()
+		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleStopped, Op: r.Op})
+	case wire.RescaleUnhold:
+		for _, id := range r.Hold {
+			if in := n.instance(id); in != nil {
+				in.do(in.unhold)
+			}
+		}
+	}
+}
+
+// load makes an instance the owner of a moved slice: a new instance is
+// created (held, fresh) and started; an existing one loads it in place.
+func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescale)) {
+	answer := wire.Rescale{ID: r.ID, Step: wire.RescaleLoaded, Op: r.Op, Instance: r.Instance, Ranges: r.Ranges}
+	in := n.instance(r.Instance)
+	if in == nil && r.Place != nil {
+		n.setPlacement(*r.Place)
+		place := *r.Place
+		var err error
+		if in, err = newInstance(n, n.plan, &place); err == nil {
+			in.rs.hold, in.rs.fresh = true, true
+			if err = in.loadSlice(r.File, r.Ranges, true); err == nil {
+				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
+				answer.Gen, answer.After = in.place.Gen, in.ck.lastID
+				n.mu.Lock()
+				n.insts[place.ID] = in
+				n.mu.Unlock()
+				reply(answer)
+				in.start(ctx)
+				return
+			}
+		}
+		answer.Error = err.Error()
+		reply(answer)
+		return
+	}
+	if in == nil {
+		answer.Error = fmt.Sprintf("%s is not on this node", r.Instance)
+		reply(answer)
+		return
+	}
+	var err error
+	ok := in.call(ctx, func() {
+		if err = in.loadSlice(r.File, r.Ranges, in.rs.fresh); err == nil {
+			if f := in.rs.first; f != nil && f.id == r.ID {
+				f.rs = append(f.rs, r.Ranges...)
+				for kg := range wantOf(r.Ranges) {
+					f.want[kg] = true
+				}
+			} else {
+				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
+			}
+			answer.Gen, answer.After = in.place.Gen, in.ck.lastID
+		}
+	})
+	switch {
+	case !ok:
+		answer.Error = fmt.Sprintf("%s did not answer", r.Instance)
+	case err != nil:
+		answer.Error = err.Error()
+	}
+	reply(answer)
+}
+
+func wantOf(rs []job.Range) map[job.KeyGroup]bool {
+	m := map[job.KeyGroup]bool{}
+	for _, kg := range keyGroupsOf(rs) {
+		m[kg] = true
+	}
+	return m
+}
+
+// restoreSlices finishes a restore during or after a rescale: key groups
+// that moved away are dropped, slices the checkpoint does not hold yet are
+// loaded, and a receiver of a rescale in flight holds its watermark.
+func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
+	in.dropUnowned()
+	var own []job.KeyGroup
+	for _, kg := range keyGroupsOf(in.place.Ranges) {
+		own = append(own, kg)
+	}
+	var load []wire.SliceLoad
+	for _, s := range r.Slices {
+		if restored <= s.After {
+			load = append(load, s)
+		}
+	}
+	// A new instance (nothing of its own but its slices) takes the
+	// slices' watermark; any other keeps its own.
+	fresh := restored == 0 && len(load) > 0
+	if fresh {
+		for _, kg := range own {
+			covered := false
+			for _, s := range load {
+				covered = covered || inRanges(s.Ranges, kg)
+			}
+			fresh = fresh && covered
+		}
+	}
+	for _, s := range load {
+		chain := s.Chain
+		if len(chain) == 0 {
+			chain = []string{s.File}
+		}
+		if err := in.loadSliceChain(chain, s.Ranges, fresh); err != nil {
+			return err
+		}
+	}
+	in.rs.hold = r.HoldWM
+	in.rs.fresh = fresh && r.HoldWM
+	return nil
+}

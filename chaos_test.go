@@ -154,6 +154,14 @@ func TestChaosEveryFaultKind(t *testing.T) {
 	}
 	for _, ft := range []string{"spate", "global"} {
 		t.Run(ft, func(t *testing.T) {
+			// A damaged checkpoint file: spate falls back to the previous
+			// complete checkpoint; --ft global has no fallback for a damaged
+			// global checkpoint (see coord/PROTOCOL.md), so its kill here
+			// is a plain one.
+			corrupt := "  - {at: 6s, fault: store, target: count/0, corrupt: true}\n  - {at: 6500ms, fault: kill, target: count/0}"
+			if ft == "global" {
+				corrupt = "  - {at: 6500ms, fault: kill, target: count/0}"
+			}
 			code, out, dir := chaosRun(t, `name: every fault kind
 cluster:
   nodes: 4
@@ -169,8 +177,7 @@ schedule:
   - {at: 3s, fault: store, target: count, slow: 100ms, for: 1s}
   - {at: 4s, fault: store, target: n4, fail: true, for: 1s}
   - {at: 5s, fault: partition, groups: [[n1, n2], [n3, n4]], oneway: true, for: 500ms}
-  - {at: 6s, fault: store, target: count/0, corrupt: true}
-  - {at: 6500ms, fault: kill, target: count/0}
+`+corrupt+`
   - {at: 8s, fault: pause, target: n1, for: 500ms}
   - {at: 9s, fault: partition, shape: majority, for: 3s}
   - {at: 13s, fault: restart, target: one}

@@ -89,6 +89,10 @@ type nodeMsg struct {
 	err  error // the control stream ended
 }
 
+// drainLimit bounds a drain: a job that cannot finish (an instance that
+// could not be restored, say) ends the run with an error, never a hang.
+const drainLimit = 2 * time.Minute
+
 // Coordinator runs one job on a cluster. Its event loop (Run) owns all
 // state; other goroutines talk to it through channels.
 type Coordinator struct {
@@ -474,6 +478,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 		case <-durc:
 			durc = nil
 			c.drain("duration reached")
+			finishDeadline = time.After(drainLimit)
 		case <-sigc:
 			sigc = nil
 			if !c.started {
@@ -482,7 +487,14 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.drain("interrupted")
 			finishDeadline = time.After(30 * time.Second)
 		case <-finishDeadline:
-			return errors.New("drain did not finish within 30s after the interrupt")
+			var waiting []string
+			for _, p := range c.plan.Instances {
+				if c.done[p.ID] == nil && !c.lost[p.ID] {
+					waiting = append(waiting, string(p.ID))
+				}
+			}
+			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
+			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
 		if c.started && c.finished() {
 			return c.finish()

@@ -91,7 +91,8 @@ var partitionShapes = []string{"one", "majority", "bridge"}
 
 // randomAction is a drawn fault with the arguments it needs: a random
 // partition draws its shape too; a link fault is 100ms±20ms of latency; a
-// store fault is 200ms slow writes. Lasting faults last r.For.
+// store fault is 200ms slow writes on the entry's target. Lasting faults
+// last r.For.
 func randomAction(verb string, r *Random, rng *rand.Rand) control.Action {
 	a := control.Action{Verb: verb, Target: r.Target, Args: map[string]string{}}
 	switch verb {
@@ -101,7 +102,6 @@ func randomAction(verb string, r *Random, rng *rand.Rand) control.Action {
 	case "link":
 		a.Args["latency"], a.Args["jitter"] = "100ms", "20ms"
 	case "store":
-		a.Target = ""
 		a.Args["slow"] = "200ms"
 	}
 	if lasting[verb] {

@@ -264,7 +264,7 @@ func TestSourceLostBeforeItsFirstCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test")
 	}
-	c, wait := startFT(t, "spate", 3, "--interval", "60s", "--duration", "7s")
+	c, wait := startFT(t, "spate", 3, "--interval", "60s", "--duration", "9s")
 	victim := c.host("source#0")
 	// Late in the run: a source restarted with a fresh clock would end the
 	// run short of where its predecessor had got.
@@ -299,7 +299,8 @@ func TestRecoveryFromACompactedChain(t *testing.T) {
 		t.Skip("multi-process chaos test")
 	}
 	// Many keys and few dirty per interval: long delta chains.
-	c, wait := startFT(t, "spate", 3, "--interval", "200ms", "--keys", "1000000")
+	// A long run: the kill must find the job still running, even under -race.
+	c, wait := startFT(t, "spate", 3, "--interval", "200ms", "--keys", "1000000", "--duration", "40s")
 	victim := c.host("count#0")
 	waitFor(t, 90*time.Second, "a compaction of count#0 and a checkpoint after it", func() (bool, string) {
 		compacted := false

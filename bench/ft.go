@@ -108,19 +108,11 @@ func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool
 	if err != nil {
 		return nil, err
 	}
-	ri, err := coord.ReadRunInfo(dir)
+	ri, n, rps, err := finishedRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	if ri.JobStart == nil || ri.Finished == nil {
-		return nil, fmt.Errorf("%s: run did not finish", dir)
-	}
-	r.info = ri
-	var n uint64
-	for _, v := range ri.Positions {
-		n += v
-	}
-	r.rps = float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds()
+	r.info, r.rps = ri, rps
 	if n > 0 {
 		r.cpuPerRec = ri.NodeCPU * 1e6 / float64(n)
 	}
@@ -133,6 +125,21 @@ func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool
 		}
 	}
 	return r, nil
+}
+
+// finishedRun reads the run.json of a run that must have finished: its
+// records read and their rate over the job's time.
+func finishedRun(dir string) (ri *coord.RunInfo, records uint64, rps float64, err error) {
+	if ri, err = coord.ReadRunInfo(dir); err != nil {
+		return nil, 0, 0, err
+	}
+	if ri.JobStart == nil || ri.Finished == nil {
+		return nil, 0, 0, fmt.Errorf("%s: run did not finish", dir)
+	}
+	for _, v := range ri.Positions {
+		records += v
+	}
+	return ri, records, float64(records) / ri.Finished.Sub(*ri.JobStart).Seconds(), nil
 }
 
 // lagP99 is the 99th percentile of the output lag after warm-up.

@@ -106,19 +106,11 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 	if err != nil {
 		return nil, err
 	}
-	ri, err := coord.ReadRunInfo(d)
+	ri, _, rps, err := finishedRun(d)
 	if err != nil {
 		return nil, err
 	}
-	if ri.JobStart == nil || ri.Finished == nil {
-		return nil, fmt.Errorf("%s: run did not finish", d)
-	}
-	sr.r.info = ri
-	var n uint64
-	for _, v := range ri.Positions {
-		n += v
-	}
-	sr.r.rps = float64(n) / ri.Finished.Sub(*ri.JobStart).Seconds()
+	sr.r.info, sr.r.rps = ri, rps
 	rep, verr := coord.VerifyRun(d)
 	sr.r.verified = verr == nil && rep.OK()
 	if !sr.r.verified {

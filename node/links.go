@@ -38,6 +38,7 @@ type link struct {
 	buf     []byte
 	lastWM  int64
 	err     error
+	replay  *replay // a source's replay owns the link (replay.go)
 }
 
 // buildPorts makes the routers of every output port from the plan.
@@ -117,6 +118,7 @@ func (in *instance) openOutputs(ctx context.Context) error {
 // connect opens the stream of l, learns the downstream's positions and
 // replays what it lacks.
 func (in *instance) connect(ctx context.Context, pi int, l *link) error {
+	in.endReplay(l, false)
 	l.local, l.st, l.w, l.err, l.lastWM = nil, nil, nil, errConnecting, job.NoWatermark
 	l.b.Reset()
 	me := in.n.nodeName()
@@ -178,6 +180,10 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 		go in.readTrims(pi, l, st, r)
 	}
 	l.err = nil
+	if in.src != nil && in.plan.FT == "spate" {
+		in.src.startReplay(in, l, resume)
+		return nil
+	}
 	n := in.replayTo(pi, l, resume)
 	if n > 0 {
 		in.nReplayed.Add(n)
@@ -341,8 +347,11 @@ func (in *instance) emitTo(pt *port, prod job.Producer, kg job.KeyGroup, rec job
 		}
 	}
 	l := pt.links[pt.owner[kg]]
-	l.b.Append(prod, kg, seqs[kg], rec)
 	in.nOut.Add(1)
+	if l.replay != nil {
+		return // the replay will read it again and send it
+	}
+	l.b.Append(prod, kg, seqs[kg], rec)
 	if l.b.Size() >= batchBytes {
 		in.flushLink(l)
 	}
@@ -355,7 +364,7 @@ var errConnecting = errors.New("connecting")
 const batchBytes = 64 << 10
 
 func (in *instance) flushLink(l *link) {
-	if l.b.Len() == 0 {
+	if l.b.Len() == 0 || l.replay != nil {
 		return
 	}
 	if l.err != nil {
@@ -397,7 +406,7 @@ func (in *instance) sendWatermark(wm int64) {
 
 func (in *instance) sendWatermarkTo(l *link, wm int64) {
 	in.flushLink(l)
-	if wm <= l.lastWM || l.err != nil {
+	if wm <= l.lastWM || l.err != nil || l.replay != nil {
 		return
 	}
 	l.lastWM = wm
@@ -424,6 +433,11 @@ func (in *instance) flushAll() {
 
 // endOutputs sends the final watermark and the end of every stream.
 func (in *instance) endOutputs() {
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			in.endReplay(l, true)
+		}
+	}
 	in.sendWatermark(job.MaxWatermark)
 	for _, pt := range in.ports {
 		for _, l := range pt.links {

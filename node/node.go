@@ -122,7 +122,12 @@ type ctlConn struct {
 	w  *wire.Writer
 }
 
+var errNoCoordinator = errors.New("no coordinator connection")
+
 func (c *ctlConn) send(t wire.Type, v any) error {
+	if c == nil { // an instance tested on its own
+		return errNoCoordinator
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.w.WriteJSON(t, v); err != nil {

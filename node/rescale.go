@@ -466,6 +466,12 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 				}
 			}
 			moved := q.Gen > l.place.Gen || q.Node != l.place.Node
+			if l.replay != nil {
+				// A replay reads the old ranges: drop it, and
+				// reconnect, which replays toward the new ones.
+				in.endReplay(l, false)
+				moved = true
+			}
 			if q.Gen >= l.place.Gen {
 				l.place = q
 			}

@@ -91,6 +91,7 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 		}
 	}
 	for i, g := range groups {
+		tab.Reserve(g.KG, len(g.Entries))
 		for j, kv := range g.Entries {
 			apply(KeyGroup(g.KG), kv.Key, vals[i][j])
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"spate/backup"
@@ -268,17 +269,27 @@ func (in *instance) restore(files []string) (uint64, error) {
 	if len(files) == 0 {
 		return 0, nil
 	}
-	snaps := make([]*state.Snapshot, 0, len(files))
-	for _, f := range files {
-		data, err := in.n.store.Get(f)
+	// The files of a chain are read and decoded at once: decompression is
+	// most of a restore's time.
+	snaps := make([]*state.Snapshot, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			data, err := in.n.store.Get(f)
+			if err == nil {
+				snaps[i], err = state.Decode(data)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("checkpoint %s: %w", f, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return 0, fmt.Errorf("checkpoint %s: %w", f, err)
+			return 0, err // the oldest file's: the one a fallback is about
 		}
-		s, err := state.Decode(data)
-		if err != nil {
-			return 0, fmt.Errorf("checkpoint %s: %w", f, err)
-		}
-		snaps = append(snaps, s)
 	}
 	merged, err := state.Merge(snaps)
 	if err != nil {

@@ -122,6 +122,7 @@ type group[V any] struct {
 	deleted map[string]struct{} // keys deleted in this epoch
 	fresh   bool                // created since the last capture: the next one takes it whole
 	wholeAt uint32              // the last capture that took the group whole
+	slab    []Entry[V]          // entries made ahead by Reserve, taken by insert
 }
 
 // Table is keyed state partitioned by key group, with dirty tracking and a
@@ -183,7 +184,12 @@ func (t *Table[V]) insert(kg int, key []byte) (e *Entry[V], created bool) {
 	if e := g.m[string(key)]; e != nil {
 		return e, false
 	}
-	e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
+	if len(g.slab) > 0 {
+		e, g.slab = &g.slab[0], g.slab[1:]
+		e.key, e.g, e.dirtyAt = string(key), g, t.epoch
+	} else {
+		e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
+	}
 	e.saved.Store(t.seq) // no capture up to now needs it
 	g.m[e.key] = e
 	g.ents = append(g.ents, e)
@@ -210,6 +216,20 @@ func (t *Table[V]) group(kg int) *group[V] {
 	g := &group[V]{t: t, kg: kg, m: make(map[string]*Entry[V]), fresh: true}
 	t.groups[kg] = g
 	return g
+}
+
+// Reserve prepares group kg, which must hold nothing yet, for n keys: its
+// index is sized once and its entries are made in one allocation. A
+// restore calls it before it inserts a group's keys.
+func (t *Table[V]) Reserve(kg, n int) {
+	if t.Has(kg) || n <= 0 {
+		return
+	}
+	g := t.group(kg)
+	g.m = make(map[string]*Entry[V], n)
+	g.ents = make([]*Entry[V], 0, n)
+	g.dirty = make([]*Entry[V], 0, n)
+	g.slab = make([]Entry[V], n)
 }
 
 // Delete removes key from group kg, if present. The next delta capture

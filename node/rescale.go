@@ -94,6 +94,7 @@ func (in *instance) gapHolding() bool { return in.plan.FT == "spate" }
 func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
 	in.nIn.Add(1)
 	in.op.Process(kg, rec, in)
+	in.spend()
 	if f := in.rs.first; f != nil && f.want[kg] {
 		delete(f.want, kg)
 		f.last = time.Now()
@@ -215,7 +216,7 @@ func inRanges(rs []job.Range, kg job.KeyGroup) bool {
 // tryRelease carries out a pending release once its moment has come.
 func (in *instance) tryRelease(ctx context.Context) {
 	r := in.rs.release
-	if r == nil || in.ck.inflight || in.wm < r.MinWM || in.finished {
+	if r == nil || in.ck.inflight || in.releaseWM() < r.MinWM || in.finished {
 		return
 	}
 	in.rs.release = nil
@@ -258,6 +259,26 @@ func (in *instance) tryRelease(ctx context.Context) {
 				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}})
 		})
 	}()
+}
+
+// releaseWM is the watermark a release compares with the receiver's: no
+// record of the range that this instance has not applied yet can be
+// behind it. It is the instance's own watermark, or, while it holds it
+// (it receives a slice in the same rescale, or was restored as such a
+// receiver), the lowest of its inputs' watermarks: the one it would have
+// taken. A held watermark stands still, so without this an old owner that
+// is also a receiver, and whose watermark stood below its receiver's (it
+// was restored from a checkpoint during the rescale, say), would wait for
+// ever.
+func (in *instance) releaseWM() int64 {
+	if !in.rs.hold || len(in.wms) == 0 {
+		return in.wm
+	}
+	low := int64(job.MaxWatermark)
+	for _, w := range in.wms {
+		low = min(low, w)
+	}
+	return max(in.wm, low)
 }
 
 // loadSlice takes over the key groups rs from a capture file: their state,

@@ -476,3 +476,77 @@ func tail(b *bytes.Buffer) string {
 	}
 	return s
 }
+
+// TestAutoscaleFollowsALoadStep: count starts with one instance made
+// heavy by a simulated cost (50µs a record, asleep: about 20k records/s
+// per instance, without taking the machine's CPU), under a rate trace
+// that steps from 2k/s up to 24k/s for 14 s and back down. The auto-scaler
+// must scale count out when the load steps up, and in again once it has
+// stepped down; then Ctrl-C drains the run and the output must be exact.
+func TestAutoscaleFollowsALoadStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process rescale test")
+	}
+	var trace strings.Builder
+	for s := 0; s < 120; s++ {
+		n := 2000
+		if s >= 4 && s < 18 {
+			n = 24000
+		}
+		fmt.Fprintln(&trace, n)
+	}
+	file := filepath.Join(t.TempDir(), "step.txt")
+	if err := os.WriteFile(file, []byte(trace.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, out := startUp(t, "--ft", "spate", "--nodes", "4", "--source", "rate:"+file, "--interval", "300ms",
+		"--keys", "2000", "--autoscale", "--parallelism", "count=1,rollup=1", "--cost", "count=50us", "--data", dir)
+	c := &cluster{t: t, dir: dir}
+	// waitScaled waits for a rescale of count done in the direction
+	// given, after event seq; it returns the event.
+	waitScaled := func(up bool, after uint64) *events.Event {
+		t.Helper()
+		var got *events.Event
+		waitFor(t, 90*time.Second, fmt.Sprintf("count scaled (up: %v) after event %d", up, after), func() (bool, string) {
+			var seen []string
+			for _, e := range c.events() {
+				if e.Kind == "autoscale" && e.Fields["op"] == "count" && e.Seq > after {
+					seen = append(seen, e.Text)
+				}
+				if e.Kind != "rescale_done" || e.Fields["op"] != "count" || e.Seq <= after {
+					continue
+				}
+				from, to := e.Fields["from"].(float64), e.Fields["to"].(float64)
+				if (to > from) == up {
+					got = &e
+					return true, ""
+				}
+			}
+			if len(seen) > 3 {
+				seen = seen[len(seen)-3:]
+			}
+			return false, strings.Join(seen, "; ")
+		})
+		return got
+	}
+	upDone := waitScaled(true, 0)
+	downDone := waitScaled(false, upDone.Seq)
+	for _, e := range c.events() {
+		if e.Kind == "rescale_planned" && e.Fields["op"] == "count" && e.Seq < downDone.Seq {
+			if why, _ := e.Fields["why"].(string); !strings.HasPrefix(why, "autoscale") {
+				t.Fatalf("a rescale not of the auto-scaler: %s", e.Text)
+			}
+			t.Logf("%s", e.Text)
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		c.dump()
+		t.Fatalf("up after Ctrl-C: %v\n%s", err, tail(out))
+	}
+	t.Logf("up: %s; down: %s", upDone.Text, downDone.Text)
+	c.verifyOK()
+}

@@ -409,7 +409,9 @@ func TestScaleAlternatingWithKills(t *testing.T) {
 	c := &cluster{t: t, dir: dir}
 	c.waitEvent(events.Checkpoint, "")
 	start := time.Now()
+	kills := 0
 	kill := func() string {
+		kills++
 		var owners []string
 		for _, in := range c.status().Instances {
 			if in.Op == "count" && len(in.KeyGroups) > 0 {
@@ -421,7 +423,10 @@ func TestScaleAlternatingWithKills(t *testing.T) {
 	}
 	sizes := []int{4, 3, 2}
 	rescales, inFlight := 0, 0
-	for time.Since(start) < time.Minute || rescales < 6 {
+	// The coordinator respawns at most 32 nodes in a run (more looks like
+	// a crash loop): at most 24 kills, and after each rescale and kill the
+	// job runs on for two throughput reports (about 2 s).
+	for (time.Since(start) < time.Minute || rescales < 6) && kills < 24 {
 		n := sizes[rescales%len(sizes)]
 		c.scaleWhenFree("count", n)
 		rescales++
@@ -440,6 +445,7 @@ func TestScaleAlternatingWithKills(t *testing.T) {
 			what = kill()
 		}
 		t.Logf("rescale %d to %d: %s; killed %s", rescales, n, done.Text, what)
+		c.waitAfter(events.Throughput, c.lastSeq(), 2)
 	}
 	// One more, once no recovery is left in flight.
 	n := sizes[rescales%len(sizes)]
@@ -453,7 +459,7 @@ func TestScaleAlternatingWithKills(t *testing.T) {
 		c.dump()
 		t.Fatalf("up after Ctrl-C: %v\n%s", err, tail(out))
 	}
-	t.Logf("%d rescales, %d kills, %d of them while a rescale was in flight", rescales+1, rescales, inFlight)
+	t.Logf("%d rescales, %d kills, %d of them while a rescale was in flight, in %v", rescales+1, kills, inFlight, time.Since(start).Round(time.Second))
 	c.verifyOK()
 }
 
@@ -549,4 +555,27 @@ func TestAutoscaleFollowsALoadStep(t *testing.T) {
 	}
 	t.Logf("up: %s; down: %s", upDone.Text, downDone.Text)
 	c.verifyOK()
+}
+
+// lastSeq is the sequence number of the last event so far.
+func (c *cluster) lastSeq() uint64 {
+	evs := c.events()
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// waitAfter waits for n events of kind after event seq.
+func (c *cluster) waitAfter(kind events.Kind, seq uint64, n int) {
+	c.t.Helper()
+	waitFor(c.t, 90*time.Second, fmt.Sprintf("%d %s events after event %d", n, kind, seq), func() (bool, string) {
+		k := 0
+		for _, e := range c.events() {
+			if e.Kind == kind && e.Seq > seq {
+				k++
+			}
+		}
+		return k >= n, fmt.Sprintf("%d so far", k)
+	})
 }

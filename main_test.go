@@ -320,6 +320,8 @@ func TestBadInputIsOneLineExit2(t *testing.T) {
 		{"bad source", []string{"up", "--source", "gen:nope", "--data", filepath.Join(tmp, "r1")}, "gen:nope"},
 		{"missing trace", []string{"up", "--source", "trace:" + filepath.Join(tmp, "none.csv") + "?time=t&key=k", "--data", filepath.Join(tmp, "r2")}, "none.csv"},
 		{"malformed trace line", []string{"up", "--source", "trace:" + bad + "?time=t&key=k", "--data", filepath.Join(tmp, "r3")}, "bad.csv:4:"},
+		{"bad cost", []string{"up", "--cost", "count=fast"}, "--cost"},
+		{"cost of a source", []string{"up", "--cost", "source=1ms"}, "--cost"},
 		{"verify without a run", []string{"verify", "--data", tmp}, "run.json"},
 		{"unknown command", []string{"frobnicate"}, "frobnicate"},
 	}

@@ -85,6 +85,9 @@ type stream struct {
 	section   int    // Restore: the section that listed it
 	wantHigh  uint64 // Restore: the high its section says
 	restoring bool   // Restore: relaxed sequence rule
+	// jumped: records jumpFrom+1..jumpTo were numbered by another
+	// instance (Jump): a Replay after jumpFrom or later lacks nothing here.
+	jumpFrom, jumpTo uint64
 }
 
 // chunkRef says that a chunk holds records of a stream up to seq last.
@@ -452,7 +455,8 @@ func (b *Buffer) Full() bool {
 // valid only during the call (empty ones are nil). fn must not modify b.
 //
 // If a record that after asks for is no longer held (after[p] < Low(p,
-// kg)), Replay returns a *TrimmedError (naming the lowest such producer)
+// kg), unless every record from after[p]+1 to Low was numbered by another
+// instance: see Jump), Replay returns a *TrimmedError (naming the lowest such producer)
 // before calling fn at all. If fn returns an error, Replay stops and
 // returns it. A spill file that cannot be read back gives an error wrapping
 // ErrSpill (and ErrCorrupt if its checksum fails), possibly after some
@@ -464,7 +468,7 @@ func (b *Buffer) Replay(kg job.KeyGroup, after map[job.Producer]uint64, fn func(
 	}
 	var bad *TrimmedError
 	for p, a := range after {
-		if st := lg.index[p]; st != nil && a < st.low && (bad == nil || p < bad.P) {
+		if st := lg.index[p]; st != nil && a < st.low && !st.elsewhere(a) && (bad == nil || p < bad.P) {
 			bad = &TrimmedError{P: p, KG: kg, Wanted: a + 1, Low: st.low}
 		}
 	}

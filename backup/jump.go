@@ -8,17 +8,29 @@ import "spate/job"
 // went on numbering it (a key group moved away and back by rescales): the
 // numbers in between are in that instance's backup, not in this one. A
 // to at or below High does nothing (the stream already continues there).
-// It returns the bytes released.
+// It returns the bytes released. A Replay after a position from the
+// old High on is not refused for lack of the records in between: they
+// were never here (the other instance replays them).
 func (b *Buffer) Jump(p job.Producer, kg job.KeyGroup, to uint64) (freedBytes int64) {
 	if to <= b.High(p, kg) {
 		return 0
 	}
+	from := b.High(p, kg)
 	freed := b.Trim(p, kg, to)
 	if st := b.stream(p, kg); st != nil && st.high < to {
 		st.high = to
+		st.jumpFrom, st.jumpTo = from, to
 		if lg := b.log(kg); lg != nil {
 			lg.dirty = true
 		}
 	}
 	return freed
+}
+
+// elsewhere reports whether every record from a+1 up to the stream's low
+// was numbered by another instance (its last Jump): a replay after a
+// lacks nothing this buffer ever held. Not persisted: a restored buffer
+// refuses such a replay (the weaker answer).
+func (st *stream) elsewhere(a uint64) bool {
+	return st.jumpTo != 0 && a >= st.jumpFrom && st.low <= st.jumpTo
 }

@@ -48,3 +48,39 @@ func TestJumpContinuesAndRestores(t *testing.T) {
 		t.Fatalf("append after restore: %v", err)
 	}
 }
+
+// TestReplayAfterAJumpLacksNothing: records 4..10 were numbered by another
+// instance; a receiver asking from 6 (it applied 5 from that one) gets 11
+// on from here, and one asking from 2 (records 3 was held here, released by
+// the jump) is refused.
+func TestReplayAfterAJumpLacksNothing(t *testing.T) {
+	b, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, q, kg := job.MakeProducer(1, 5), job.MakeProducer(1, 6), job.KeyGroup(3)
+	rec := job.Record{Key: []byte("k"), Time: 1, Value: 1}
+	for s := uint64(1); s <= 3; s++ {
+		if err := b.Append(p, kg, s, rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Append(q, kg, s, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Jump(p, kg, 10)
+	if err := b.Append(p, kg, 11, rec); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	err = b.Replay(kg, map[job.Producer]uint64{p: 5, q: 1}, func(x job.Producer, _ job.KeyGroup, seq uint64, _ job.Record) error {
+		got = append(got, seq)
+		return nil
+	})
+	if err != nil || len(got) != 3 || got[0] != 2 || got[2] != 11 {
+		t.Fatalf("replay after 5 (p) and 1 (q): %v %v, want [2 3 11]", got, err)
+	}
+	if err := b.Replay(kg, map[job.Producer]uint64{p: 2}, func(job.Producer, job.KeyGroup, uint64, job.Record) error { return nil }); err == nil {
+		t.Fatal("replay after 2: records 3 was released by the jump, want ErrTrimmed")
+	}
+}

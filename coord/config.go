@@ -43,6 +43,10 @@ type Config struct {
 	Respawn     bool           `json:"respawn"`             // replace a lost local node with a fresh process
 	Rescale     string         `json:"rescale,omitempty"`   // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
 	Autoscale   bool           `json:"autoscale,omitempty"` // the DS2-style auto-scaler acts through the same scale path
+	// Cost is a simulated processing time per record of a keyed operator
+	// (count, rollup), spent asleep: a heavier operator without burning
+	// CPU, so that the auto-scaler has something to scale at a low rate.
+	Cost map[string]time.Duration `json:"cost,omitempty"`
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -81,6 +85,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Script, "script", c.Script, "chaos scenario to run against the cluster")
 	fs.BoolVar(&c.Headless, "headless", c.Headless, "print events instead of the dashboard")
 	par := fs.String("parallelism", "", "per-operator parallelism, e.g. source=2,count=4")
+	cost := fs.String("cost", "", "simulated processing time per record of count or rollup, spent asleep, e.g. count=50us (for auto-scaler experiments)")
 	fs.DurationVar(&c.Window, "window", c.Window, "tumbling window size (event time)")
 	fs.DurationVar(&c.Lateness, "lateness", c.Lateness, "allowed out-of-orderness of a source partition")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "failure-detection timeout")
@@ -103,6 +108,17 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 				return c, fmt.Errorf("%w: --parallelism: %q: want OP=N with N >= 1", ErrUsage, kv)
 			}
 			c.Parallelism[strings.TrimSpace(k)] = n
+		}
+	}
+	if *cost != "" {
+		c.Cost = map[string]time.Duration{}
+		for _, kv := range strings.Split(*cost, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if !ok || err != nil {
+				return c, fmt.Errorf("%w: --cost: %q: want OP=DURATION, e.g. count=50us", ErrUsage, kv)
+			}
+			c.Cost[strings.TrimSpace(k)] = d
 		}
 	}
 	if c.Local < 0 {
@@ -159,6 +175,14 @@ func (c *Config) Validate() error {
 			return bad("parallelism", "unknown operator %q (have source, count, rollup, sink)", op)
 		}
 	}
+	for op, d := range c.Cost {
+		switch {
+		case op != "count" && op != "rollup":
+			return bad("cost", "operator %q: only count and rollup have a simulated cost", op)
+		case d <= 0 || d > 10*time.Millisecond:
+			return bad("cost", "%s=%v: want a duration in (0, 10ms]", op, d)
+		}
+	}
 	spec := c.Spec()
 	if err := spec.Validate(); err != nil {
 		return bad("parallelism", "%v", err)
@@ -189,3 +213,16 @@ func (c *Config) SourceOptions() traces.Options {
 // recorded pace (a generator's event time runs at --rate). --rate 0 runs
 // every source as fast as possible.
 func (c *Config) Paced() bool { return c.Rate > 0 }
+
+// costNs is the --cost of each operator in nanoseconds per record (the
+// deploy plan's form); nil without one.
+func costNs(cost map[string]time.Duration) map[string]int64 {
+	if len(cost) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(cost))
+	for op, d := range cost {
+		out[op] = d.Nanoseconds()
+	}
+	return out
+}

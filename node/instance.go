@@ -76,6 +76,7 @@ type instance struct {
 	align     aligner
 	finished  bool
 	rs        rescaleState // live rescales (rescale.go)
+	cost      simCost      // up --cost (cost.go)
 
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64

@@ -48,8 +48,8 @@ type rescaleState struct {
 	held      map[heldKey][]heldRec // records waiting for their predecessor
 	nheld     atomic.Int64
 	heldSince time.Time
-	reported  bool          // a held_records event is out
-	release   *wire.Rescale // a release waiting for its moment
+	reported  bool            // a held_records event is out
+	release   []*wire.Rescale // releases waiting for their moment, in order (one move each)
 	first     *firstWait
 }
 
@@ -94,6 +94,7 @@ func (in *instance) gapHolding() bool { return in.plan.FT == "spate" }
 func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
 	in.nIn.Add(1)
 	in.op.Process(kg, rec, in)
+	in.spend()
 	if f := in.rs.first; f != nil && f.want[kg] {
 		delete(f.want, kg)
 		f.last = time.Now()
@@ -172,7 +173,7 @@ const heldTooLong = 5 * time.Second
 // rescaleTick runs on the instance's ticker: a pending release, and the
 // held records' report.
 func (in *instance) rescaleTick(ctx context.Context, now time.Time) {
-	if in.rs.release != nil {
+	if len(in.rs.release) > 0 {
 		in.tryRelease(ctx)
 	}
 	if f := in.rs.first; f != nil && !f.last.IsZero() && now.Sub(f.since) > firstQuiet {
@@ -212,13 +213,31 @@ func inRanges(rs []job.Range, kg job.KeyGroup) bool {
 	return false
 }
 
-// tryRelease carries out a pending release once its moment has come.
+// queueRelease adds a release to those waiting. An instance that gives
+// several ranges away in one rescale gets one release per move, and each
+// capture must wait for the previous one to be durable (one checkpoint in
+// flight): a release asked again for the same ranges replaces the waiting
+// one.
+func (in *instance) queueRelease(r *wire.Rescale) {
+	for i, q := range in.rs.release {
+		if q.ID == r.ID && slices.Equal(q.Ranges, r.Ranges) {
+			in.rs.release[i] = r
+			return
+		}
+	}
+	in.rs.release = append(in.rs.release, r)
+}
+
+// tryRelease carries out the first pending release once its moment has come.
 func (in *instance) tryRelease(ctx context.Context) {
-	r := in.rs.release
-	if r == nil || in.ck.inflight || in.wm < r.MinWM || in.finished {
+	if len(in.rs.release) == 0 {
 		return
 	}
-	in.rs.release = nil
+	r := in.rs.release[0]
+	if in.ck.inflight || in.releaseWM() < r.MinWM || in.finished {
+		return
+	}
+	in.rs.release = in.rs.release[1:]
 	id := in.ck.lastID + 1
 	pc := in.capture(id, true)
 	in.ck.inflight = true
@@ -258,6 +277,26 @@ func (in *instance) tryRelease(ctx context.Context) {
 				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}})
 		})
 	}()
+}
+
+// releaseWM is the watermark a release compares with the receiver's: no
+// record of the range that this instance has not applied yet can be
+// behind it. It is the instance's own watermark, or, while it holds it
+// (it receives a slice in the same rescale, or was restored as such a
+// receiver), the lowest of its inputs' watermarks: the one it would have
+// taken. A held watermark stands still, so without this an old owner that
+// is also a receiver, and whose watermark stood below its receiver's (it
+// was restored from a checkpoint during the rescale, say), would wait for
+// ever.
+func (in *instance) releaseWM() int64 {
+	if !in.rs.hold || len(in.wms) == 0 {
+		return in.wm
+	}
+	low := int64(job.MaxWatermark)
+	for _, w := range in.wms {
+		low = min(low, w)
+	}
+	return max(in.wm, low)
 }
 
 // loadSlice takes over the key groups rs from a capture file: their state,
@@ -553,7 +592,7 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		reply(wire.Rescale{ID: r.ID, Step: wire.RescalePrepared, Op: r.Op, Holds: holds})
 	case wire.RescaleRelease:
 		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
-			in.do(func() { in.rs.release = r; in.tryRelease(ctx) })
+			in.do(func() { in.queueRelease(r); in.tryRelease(ctx) })
 		}
 	case wire.RescaleLoad:
 		n.load(ctx, r, reply)

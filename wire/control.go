@@ -172,6 +172,9 @@ type Deploy struct {
 	FT        string            `json:"ft"`          // spate, global or none
 	Interval  int64             `json:"interval_ms"` // checkpoint interval
 	FullEvery int               `json:"full_every"`  // every k-th checkpoint is full
+	// Cost is a simulated processing time per record, in ns, by
+	// operator name (`up --cost`): the instance sleeps it off.
+	Cost map[string]int64 `json:"cost_ns,omitempty"`
 	// Late marks the plan sent to a node that joins a running job (a
 	// respawned one): it hosts nothing yet and dials every peer itself.
 	Late bool `json:"late,omitempty"`

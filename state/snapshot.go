@@ -552,9 +552,53 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 			g.Reset = true
 			ri++
 		}
-		slices.SortFunc(g.Entries, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+		sortKVs(g.Entries)
 		out = append(out, g)
 	}
 	addResets(MaxGroups)
 	return out
+}
+
+// sortKVs sorts es by key, in byte order. It orders 16-byte handles (8
+// bytes of the key as a big-endian integer, and the entry's index) rather
+// than the entries: the 8 bytes after the prefix every key shares, so that
+// whole keys are compared only where those tie. A capture's sort is most
+// of what encoding it costs otherwise.
+func sortKVs(es []KV) {
+	if len(es) < 2 {
+		return
+	}
+	lcp := len(es[0].Key)
+	for _, e := range es[1:] {
+		n := min(lcp, len(e.Key))
+		i := 0
+		for i < n && e.Key[i] == es[0].Key[i] {
+			i++
+		}
+		lcp = i
+	}
+	type handle struct {
+		pre uint64
+		i   int
+	}
+	hs := make([]handle, len(es))
+	for i, e := range es {
+		var b [8]byte
+		copy(b[:], e.Key[lcp:])
+		hs[i] = handle{binary.BigEndian.Uint64(b[:]), i}
+	}
+	slices.SortFunc(hs, func(a, b handle) int {
+		switch {
+		case a.pre < b.pre:
+			return -1
+		case a.pre > b.pre:
+			return 1
+		}
+		return bytes.Compare(es[a.i].Key, es[b.i].Key)
+	})
+	sorted := make([]KV, len(es))
+	for i, h := range hs {
+		sorted[i] = es[h.i]
+	}
+	copy(es, sorted)
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -235,4 +237,29 @@ func BenchmarkEncodeDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSortKVsIsByteOrder: the handle sort orders keys as bytes.Compare
+// does, ties of the first 8 bytes (prefixes, NUL bytes, long keys) included.
+func TestSortKVsIsByteOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{0, 1, 'a', 'b', 0xff}
+	for round := range 200 {
+		es := make([]KV, rng.IntN(300))
+		for i := range es {
+			k := make([]byte, rng.IntN(14))
+			for j := range k {
+				k[j] = alphabet[rng.IntN(len(alphabet))]
+			}
+			es[i] = KV{Key: k, Value: []byte{byte(i)}}
+		}
+		want := slices.Clone(es)
+		slices.SortStableFunc(want, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+		sortKVs(es)
+		for i := range es {
+			if !bytes.Equal(es[i].Key, want[i].Key) {
+				t.Fatalf("round %d: entry %d is %q, want %q", round, i, es[i].Key, want[i].Key)
+			}
+		}
+	}
 }

@@ -180,8 +180,12 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 		go in.readTrims(pi, l, st, r)
 	}
 	l.err = nil
-	if in.src != nil && in.plan.FT == "spate" {
-		in.src.startReplay(in, l, resume)
+	if in.plan.FT == "spate" { // on a goroutine of its own (replay.go)
+		if in.src != nil {
+			in.src.startReplay(in, l, resume)
+		} else {
+			in.startBackupReplay(pi, l, resume)
+		}
 		return nil
 	}
 	n := in.replayTo(pi, l, resume)

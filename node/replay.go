@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 
@@ -9,38 +10,46 @@ import (
 	"spate/wire"
 )
 
-// A source replays to a downstream that lost records (--ft spate, a
+// An instance replays to a downstream that lost records (--ft spate, a
 // recovery or a reconnect) on a goroutine of its own, so that its other
 // downstreams keep receiving live records: the job's unaffected part never
 // waits for a recovering instance to catch up.
 //
-// While a replay runs, the link belongs to it: the source's loop counts
-// the records for that link (their sequence numbers are taken) but neither
-// sends them nor watermarks. The replay re-reads each partition from its
-// marker with its own reader, up to the position the loop had reached
-// when it started; then, on the loop's goroutine, it learns how far the
-// loop has gone since. When what is left is small it sends the rest there
-// and hands the link back to the loop, which sends from then on; otherwise
-// it goes on reading toward the new position. A replay reads all key
-// groups of a partition and sends those of the link, so it gains on the
-// loop and the hand-over comes.
+// While a replay runs, the link belongs to it: the instance's loop numbers
+// the records for that link (and a keyed instance keeps them in its
+// backup, as always) but neither sends them nor watermarks. Then, on the
+// loop's goroutine, the replay sends what is left and hands the link back
+// to the loop, which sends from then on.
+//
+// A source's replay re-reads each partition from its marker with its own
+// reader, up to the position the loop had reached when it started; then it
+// learns how far the loop has gone since. When what is left is small it
+// sends the rest on the loop's goroutine and hands over; otherwise it goes
+// on reading toward the new position. It reads all key groups of a
+// partition and sends those of the link, so it gains on the loop.
+//
+// A keyed instance's replay takes, on the loop's goroutine, the records
+// the downstream lacks from the backup, batched (a copy: the loop goes on
+// appending and trimming); the goroutine sends the batches; the hand-over
+// sends from the backup what was appended since.
 
 // handoverGap is at most how many records of all partitions a replay
 // leaves to be read on the loop's goroutine at the hand-over.
 const handoverGap = 8192
 
-// replay is a source's replay in progress toward one link.
+// replay is a replay in progress toward one link.
 type replay struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has returned
-	cur    []*replayCursor
-	to     job.InstanceID // the downstream
-	ranges []job.Range    // its key groups, as when the replay started
+	done   chan struct{}   // closed when the goroutine has returned
+	cur    []*replayCursor // a source's
+	keyed  *keyedReplay    // a keyed instance's
+	to     job.InstanceID  // the downstream
+	ranges []job.Range     // its key groups, as when the replay started
 	b      wire.BatchBuilder
 	buf    []byte
 	n      uint64 // records the downstream lacked when the replay started
-	err    error // the link failed while the goroutine wrote
+	err    error  // the link failed while the goroutine wrote
 	over   atomic.Bool
 }
 
@@ -57,11 +66,15 @@ type replayCursor struct {
 	lacked   uint64   // where the loop was when the replay started
 }
 
+func newReplay(l *link) *replay {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &replay{ctx: ctx, cancel: cancel, done: make(chan struct{}), to: l.place.ID, ranges: l.place.Ranges}
+}
+
 // startReplay opens a replay toward l of every record it lacks after the
 // given positions and starts it. It runs on the source's goroutine.
 func (s *sourceState) startReplay(in *instance, l *link, after []wire.Position) {
-	ctx, cancel := context.WithCancel(context.Background())
-	rp := &replay{ctx: ctx, cancel: cancel, done: make(chan struct{}), to: l.place.ID, ranges: l.place.Ranges}
+	rp := newReplay(l)
 	for _, ps := range s.parts {
 		prod := job.MakeProducer(in.opIdx, ps.p)
 		have := make([]uint64, in.spec.Groups)
@@ -86,7 +99,7 @@ func (s *sourceState) startReplay(in *instance, l *link, after []wire.Position) 
 		rp.cur = append(rp.cur, c)
 	}
 	if len(rp.cur) == 0 {
-		cancel()
+		rp.cancel()
 		return
 	}
 	l.b.Reset() // what the loop batched for l is in the replay too
@@ -104,6 +117,19 @@ func (rp *replay) run(in *instance, l *link) {
 		default:
 		}
 	}()
+	if kr := rp.keyed; kr != nil {
+		for ; kr.sent < len(kr.batches); kr.sent++ {
+			if rp.ctx.Err() != nil || !rp.send(in, l, kr.batches[kr.sent]) {
+				return
+			}
+		}
+		in.call(rp.ctx, func() {
+			if l.replay == rp && rp.ctx.Err() == nil {
+				rp.finish(in, l)
+			}
+		})
+		return
+	}
 	for {
 		if !rp.readAll(in, l) || !rp.flush(in, l) {
 			return
@@ -177,14 +203,17 @@ func (rp *replay) flush(in *instance, l *link) bool {
 	if rp.b.Len() == 0 {
 		return true
 	}
-	if l.local != nil {
-		payload := rp.b.Encode(nil)
-		rp.b.Reset()
-		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
-	}
 	rp.buf = rp.b.Encode(rp.buf[:0])
 	rp.b.Reset()
-	err := l.w.WriteFrame(wire.TBatch, rp.buf)
+	return rp.send(in, l, rp.buf)
+}
+
+// send sends one encoded batch on the link the replay owns.
+func (rp *replay) send(in *instance, l *link, payload []byte) bool {
+	if l.local != nil {
+		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: bytes.Clone(payload)})
+	}
+	err := l.w.WriteFrame(wire.TBatch, payload)
 	if err == nil {
 		err = l.w.Flush()
 	}
@@ -195,20 +224,24 @@ func (rp *replay) flush(in *instance, l *link) bool {
 	return true
 }
 
-// finish reads the rest on the loop's goroutine, sends it and gives the
-// link back to the loop.
+// finish sends the rest on the loop's goroutine and gives the link back
+// to the loop.
 func (rp *replay) finish(in *instance, l *link) {
-	for _, c := range rp.cur {
-		c.target = c.ps.pos
-	}
-	if rp.readAll(in, l) && rp.flush(in, l) {
-		l.replay = nil
-		in.sendWatermarkTo(l, in.currentWatermark())
+	ok := true
+	if kr := rp.keyed; kr != nil {
+		ok = kr.finish(in, rp, l)
 	} else {
-		l.replay = nil
-		if rp.err != nil {
-			in.linkFailed(l, rp.err)
+		for _, c := range rp.cur {
+			c.target = c.ps.pos
 		}
+		ok = rp.readAll(in, l)
+	}
+	ok = ok && rp.flush(in, l)
+	l.replay = nil
+	if ok {
+		in.sendWatermarkTo(l, in.currentWatermark())
+	} else if rp.err != nil {
+		in.linkFailed(l, rp.err)
 	}
 	rp.close(in)
 }
@@ -265,4 +298,117 @@ func (rp *replay) owns(kg job.KeyGroup) bool {
 		}
 	}
 	return false
+}
+
+// keyedReplay is what a keyed instance's replay sends: batches taken from
+// its backup, each with how far it reaches.
+type keyedReplay struct {
+	pi      int
+	batches [][]byte
+	reach   [][]wire.Position // per batch: its last number per (producer, key group)
+	sent    int               // batches sent
+	after   map[job.KeyGroup]map[job.Producer]uint64
+}
+
+// startBackupReplay takes from the backup of port pi what l's downstream
+// lacks after the given positions and starts sending it. It runs on the
+// instance's goroutine.
+func (in *instance) startBackupReplay(pi int, l *link, after []wire.Position) {
+	pt := in.ports[pi]
+	if pt.backup == nil {
+		return
+	}
+	kr := &keyedReplay{pi: pi, after: map[job.KeyGroup]map[job.Producer]uint64{}}
+	for _, p := range after {
+		kr.advance(p)
+	}
+	var (
+		b    wire.BatchBuilder
+		last = map[[2]uint64]uint64{}
+		n    uint64
+	)
+	cut := func() {
+		if b.Len() == 0 {
+			return
+		}
+		kr.batches = append(kr.batches, b.Encode(nil))
+		b.Reset()
+		ps := make([]wire.Position, 0, len(last))
+		for k, s := range last {
+			ps = append(ps, wire.Position{P: job.Producer(k[0]), KG: job.KeyGroup(k[1]), Seq: s})
+		}
+		kr.reach = append(kr.reach, ps)
+		clear(last)
+	}
+	rp := newReplay(l)
+	for _, r := range rp.ranges {
+		for kg := r.Lo; kg < r.Hi; kg++ {
+			err := pt.backup.Replay(kg, kr.after[kg], func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
+				b.Append(p, kg, seq, rec)
+				last[[2]uint64{uint64(p), uint64(kg)}] = seq
+				n++
+				if b.Size() >= batchBytes {
+					cut()
+				}
+				return nil
+			})
+			if err != nil {
+				in.n.event("error", in.id, map[string]any{"to": string(l.place.ID)}, "replay to %s: %v", l.place.ID, err)
+			}
+		}
+	}
+	cut()
+	if len(kr.batches) == 0 {
+		rp.cancel()
+		return
+	}
+	rp.keyed, rp.n = kr, n
+	l.b.Reset()
+	l.replay = rp
+	go rp.run(in, l)
+}
+
+// advance records that the downstream has (or is sent) up to p.
+func (kr *keyedReplay) advance(p wire.Position) {
+	m := kr.after[p.KG]
+	if m == nil {
+		m = map[job.Producer]uint64{}
+		kr.after[p.KG] = m
+	}
+	m[p.P] = max(m[p.P], p.Seq)
+}
+
+// finish sends, on the loop's goroutine, the batches the goroutine did not
+// send and then what the backup gained since the batches were taken.
+func (kr *keyedReplay) finish(in *instance, rp *replay, l *link) bool {
+	for ; kr.sent < len(kr.batches); kr.sent++ {
+		if !rp.send(in, l, kr.batches[kr.sent]) {
+			return false
+		}
+	}
+	for _, ps := range kr.reach {
+		for _, p := range ps {
+			kr.advance(p)
+		}
+	}
+	kr.batches, kr.reach = nil, nil
+	pt := in.ports[kr.pi]
+	for _, r := range rp.ranges {
+		for kg := r.Lo; kg < r.Hi; kg++ {
+			err := pt.backup.Replay(kg, kr.after[kg], func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
+				rp.b.Append(p, kg, seq, rec)
+				if rp.b.Size() >= batchBytes && !rp.flush(in, l) {
+					return rp.err
+				}
+				return nil
+			})
+			if err != nil {
+				if rp.err == nil {
+					in.n.event("error", in.id, map[string]any{"to": string(rp.to)}, "replay to %s: %v", rp.to, err)
+				}
+				return rp.err == nil
+			}
+		}
+	}
+	return true
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +176,144 @@ func TestSourceReplayLeavesTheOtherLinksLive(t *testing.T) {
 	}
 	check("count#0 (new generation)", r2, 0, half)
 	check("count#1", r1, half, job.KeyGroup(spec.Groups))
+}
+
+// TestBackupReplayLeavesTheOtherLinksLive: the same for a keyed instance,
+// which replays from its upstream backup: while the new generation of
+// rollup#0 reads nothing, rollup#1 keeps receiving; then rollup#0 gets
+// every record it lacked and every later one exactly once, in order.
+func TestBackupReplayLeavesTheOtherLinksLive(t *testing.T) {
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 2, "sink": 1}, 1000, 0)
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
+	half := job.KeyGroup(spec.Groups / 2)
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: 0, Hi: half}}},
+			{ID: "rollup#1", Op: "rollup", Index: 1, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: half, Hi: job.KeyGroup(spec.Groups)}}},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+		}}
+	newInst := func(i int) *instance {
+		in, err := newInstance(&Node{}, d, &d.Instances[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	cnt, first, other, second, sink := newInst(1), newInst(2), newInst(3), newInst(2), newInst(4)
+	second.in = make(chan inMsg) // busy: a send waits until it reads
+	links := map[job.InstanceID]*link{}
+	for _, pt := range cnt.ports {
+		for _, l := range pt.links {
+			l.err, l.fromIdx = nil, 0
+			links[l.place.ID] = l
+		}
+	}
+	links["rollup#0"].local, links["rollup#1"].local, links["sink#0"].local = first, other, sink
+	cnt.ck.next = time.Now().Add(time.Hour)
+	open := make(chan struct{})
+	close(open)
+	newReceived := func() *received { return &received{seqs: map[[2]uint64][]uint64{}} }
+	r0, r1, r2 := newReceived(), newReceived(), newReceived()
+	consume(t, first, r0, open)
+	consume(t, other, r1, open)
+	consume(t, sink, newReceived(), open)
+	gate := make(chan struct{})
+	consume(t, second, r2, gate)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer cnt.stop()
+	go cnt.runKeyed(ctx)
+
+	next := 0
+	emit := func(n int) {
+		t.Helper()
+		if !cnt.call(ctx, func() {
+			for range n {
+				key := []byte(fmt.Sprintf("key-%d", next%5000))
+				cnt.Emit(0, job.GroupOf(key, spec.Groups), job.Record{Key: key, Time: int64(next), Value: 1})
+				next++
+			}
+			cnt.flushAll()
+		}) {
+			t.Fatal("count#0's loop does not answer")
+		}
+	}
+	emit(20_000)
+	waitFor(t, "rollup#0 receiving records", func() bool { n, _ := r0.count(); return n >= 5_000 })
+
+	var have []wire.Position
+	r0.mu.Lock()
+	for k, s := range r0.seqs {
+		have = append(have, wire.Position{P: job.Producer(k[0]), KG: job.KeyGroup(k[1]), Seq: s[len(s)/2]})
+	}
+	r0.mu.Unlock()
+	l0 := links["rollup#0"]
+	if !cnt.call(ctx, func() {
+		l0.local = second
+		cnt.startBackupReplay(0, l0, have)
+	}) {
+		t.Fatal("count#0's loop does not answer")
+	}
+	n1, _ := r1.count()
+	emit(20_000)
+	waitFor(t, "rollup#1 receiving live records while rollup#0 reads nothing", func() bool {
+		n, _ := r1.count()
+		return n >= n1+5_000
+	})
+	close(gate)
+	waitFor(t, "the replay handing the link back", func() bool {
+		var live bool
+		cnt.call(ctx, func() { live = l0.replay == nil })
+		return live
+	})
+	emit(5_000)
+
+	from := map[[2]uint64]uint64{}
+	for _, p := range have {
+		from[[2]uint64{uint64(p.P), uint64(p.KG)}] = p.Seq
+	}
+	var sent map[job.Producer][]uint64
+	cnt.call(ctx, func() {
+		sent = map[job.Producer][]uint64{}
+		for p, s := range cnt.ports[0].seqs {
+			sent[p] = slices.Clone(s)
+		}
+	})
+	check := func(name string, r *received, lo, hi job.KeyGroup, from map[[2]uint64]uint64) {
+		t.Helper()
+		waitFor(t, name+" receiving everything", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for p, last := range sent {
+				for kg := lo; kg < hi; kg++ {
+					k := [2]uint64{uint64(p), uint64(kg)}
+					if s := r.seqs[k]; last[kg] > from[k] && (len(s) == 0 || s[len(s)-1] < last[kg]) {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for p, last := range sent {
+			for kg := lo; kg < hi; kg++ {
+				k := [2]uint64{uint64(p), uint64(kg)}
+				next := from[k] + 1
+				for i, s := range r.seqs[k] {
+					if s != next {
+						t.Fatalf("%s, producer %d key group %d: record %d has number %d, want %d", name, p, kg, i, s, next)
+					}
+					next++
+				}
+				if next-1 != max(last[kg], from[k]) {
+					t.Fatalf("%s, producer %d key group %d: got up to %d, count#0 sent %d", name, p, kg, next-1, last[kg])
+				}
+			}
+		}
+	}
+	check("rollup#0 (new generation)", r2, 0, half, from)
+	check("rollup#1", r1, half, job.KeyGroup(spec.Groups), map[[2]uint64]uint64{})
 }

@@ -154,14 +154,9 @@ func TestChaosEveryFaultKind(t *testing.T) {
 	}
 	for _, ft := range []string{"spate", "global"} {
 		t.Run(ft, func(t *testing.T) {
-			// A damaged checkpoint file: spate falls back to the previous
-			// complete checkpoint; --ft global has no fallback for a damaged
-			// global checkpoint (see coord/PROTOCOL.md), so its kill here
-			// is a plain one.
+			// A damaged checkpoint file: spate falls back to the instance's
+			// previous complete checkpoint, global to the previous global one.
 			corrupt := "  - {at: 6s, fault: store, target: count/0, corrupt: true}\n  - {at: 6500ms, fault: kill, target: count/0}"
-			if ft == "global" {
-				corrupt = "  - {at: 6500ms, fault: kill, target: count/0}"
-			}
 			code, out, dir := chaosRun(t, `name: every fault kind
 cluster:
   nodes: 4

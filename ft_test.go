@@ -186,16 +186,24 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test")
 	}
-	for _, how := range []string{"corrupted", "truncated"} {
-		t.Run(how, func(t *testing.T) {
-			c, wait := startFT(t, "spate", 3)
+	for _, tc := range []struct{ ft, how string }{
+		{"spate", "corrupted"}, {"spate", "truncated"}, {"global", "corrupted"}, {"global", "truncated"},
+	} {
+		ft, how := tc.ft, tc.how
+		t.Run(ft+"/"+how, func(t *testing.T) {
+			c, wait := startFT(t, ft, 3)
 			victim := c.host("count#0")
 			waitFor(t, 60*time.Second, "two checkpoints of count#0", func() (bool, string) {
-				n := len(c.manifest()["count#0"])
+				m := c.readManifest()
+				n := len(m.Instances["count#0"])
+				if ft == "global" {
+					n = int(m.Global) // complete global checkpoints
+				}
 				return n >= 2, fmt.Sprintf("%d", n)
 			})
 			// Freeze the node so that no checkpoint of count#0 completes
-			// while we damage the latest one.
+			// while we damage the latest one (under global: the one of the
+			// latest complete global checkpoint, which the rollback loads).
 			c.signal(victim, syscall.SIGSTOP)
 			file := c.stableLatest("count#0")
 			path := filepath.Join(c.dir, "checkpoints", file)
@@ -221,17 +229,28 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 
 // stableLatest waits until the checkpoint manifest has at least two
 // checkpoints of inst (so there is a fallback) and has stopped changing for
-// a second, and returns the file of inst's latest complete checkpoint.
+// a second, and returns the file of inst's latest complete checkpoint (with
+// --ft global, its part of the latest complete global checkpoint).
 func (c *cluster) stableLatest(inst string) string {
 	c.t.Helper()
 	var last, file string
 	var since time.Time
 	waitFor(c.t, 60*time.Second, "a stable manifest", func() (bool, string) {
-		cps := c.manifest()[inst]
+		m := c.readManifest()
+		cps := m.Instances[inst]
 		if len(cps) < 2 {
 			return false, "fewer than two checkpoints of " + inst
 		}
-		if f := cps[len(cps)-1].File; f != last {
+		f := cps[len(cps)-1].File
+		if m.Global > 0 {
+			f = ""
+			for _, cp := range cps {
+				if cp.ID == m.Global {
+					f = cp.File
+				}
+			}
+		}
+		if f == "" || f != last {
 			last, since = f, time.Now()
 			return false, "manifest changed"
 		}
@@ -241,20 +260,25 @@ func (c *cluster) stableLatest(inst string) string {
 	return file
 }
 
-// manifest reads the complete checkpoints of every instance (the files).
-func (c *cluster) manifest() map[string][]struct{ File string } {
-	b, err := os.ReadFile(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"))
-	if err != nil {
-		return nil
+// runManifest is what the tests read of checkpoints/MANIFEST.json.
+type runManifest struct {
+	Global    uint64
+	Instances map[string][]struct {
+		ID   uint64
+		File string
 	}
-	var m struct {
-		Instances map[string][]struct{ File string }
-	}
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	return m.Instances
 }
+
+// readManifest reads the complete checkpoints of every instance.
+func (c *cluster) readManifest() runManifest {
+	var m runManifest
+	b, err := os.ReadFile(filepath.Join(c.dir, "checkpoints", "MANIFEST.json"))
+	if err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
 
 // TestSourceLostBeforeItsFirstCheckpoint: a source restored without a
 // checkpoint keeps its predecessor's pacing clock (so it catches up) and,

@@ -105,7 +105,7 @@ func (c *Coordinator) compacted(r compaction) {
 		_ = c.store.Delete(r.file) // its checkpoint was collected meanwhile
 		return
 	}
-	drop := c.manifest.collect(r.cp.Instance, append(c.edsPinned(r.cp.Instance), c.global.complete)...)
+	drop := c.manifest.collect(r.cp.Instance, append(c.edsPinned(r.cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{version: c.mw.version, drop: drop})
 	c.writeManifest()

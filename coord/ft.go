@@ -19,6 +19,8 @@ type Manifest struct {
 	Run       string                               `json:"run"`
 	Job       string                               `json:"job"`
 	Instances map[job.InstanceID][]wire.Checkpoint `json:"instances"`
+	// Global is the latest complete global checkpoint (--ft global).
+	Global uint64 `json:"global,omitempty"`
 	files     map[job.InstanceID]map[string]bool   // every file reported, for garbage collection
 	byID      map[job.InstanceID]map[uint64]wire.Checkpoint
 }
@@ -190,7 +192,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		c.globalCheckpointed(cp)
 	}
 	c.edsCheckpointed(cp)
-	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete)...)
+	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()
@@ -387,7 +389,8 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	}
 	if c.cfg.FT == "global" {
 		if m.Error != "" {
-			c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s", p.ID, m.Error)
+			c.globalRestoreFailed(ns, p, m.Error)
+			return
 		}
 		c.globalRestored(p)
 		return

@@ -18,6 +18,7 @@ type globalState struct {
 	since       time.Time
 	got         map[job.InstanceID]bool
 	complete    uint64 // the latest complete global checkpoint
+	prev        uint64 // the one before: what a damaged latest one falls back to
 	lastTrigger time.Time
 	rolling     map[job.InstanceID]bool // instances still restoring in a rollback
 }
@@ -62,7 +63,8 @@ func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
 			return
 		}
 	}
-	g.complete, g.pending = cp.ID, 0
+	g.prev, g.complete, g.pending = g.complete, cp.ID, 0
+	c.manifest.Global = cp.ID
 	c.emit(events.Checkpoint, "", "", map[string]any{"id": cp.ID, "global": true, "took_ms": c.opt.Now().Sub(g.since).Milliseconds()},
 		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
 }
@@ -121,6 +123,29 @@ func (c *Coordinator) rollback(lost string) {
 		}
 		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
 	}
+}
+
+// globalRestoreFailed handles an instance that could not load its part of
+// the global checkpoint (a damaged file): the whole job rolls back again,
+// to the global checkpoint before it, whose files are kept for this.
+func (c *Coordinator) globalRestoreFailed(ns *nodeState, p *wire.Placement, why string) {
+	g := &c.global
+	if g.complete == 0 {
+		// Nothing was loaded, so nothing can be damaged; an instance that
+		// cannot even start from nothing is lost.
+		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s", p.ID, why)
+		c.globalRestored(p)
+		return
+	}
+	from := "the start"
+	if g.prev > 0 {
+		from = fmt.Sprintf("global checkpoint %d", g.prev)
+	}
+	c.emit(events.CheckpointFallback, ns.name, string(p.ID), map[string]any{"error": why, "checkpoint": g.complete, "fallback": g.prev},
+		"global checkpoint %d unusable (%s could not load it: %s); the whole job rolls back to %s", g.complete, p.ID, why, from)
+	g.complete, g.prev = g.prev, 0
+	c.manifest.Global = g.complete
+	c.rollback("")
 }
 
 // globalRestored counts restored instances; when all are, the job starts

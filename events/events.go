@@ -42,6 +42,7 @@ const (
 	Metrics             Kind = "metrics"
 	CheckpointRequested Kind = "checkpoint_requested"
 	CheckpointCompacted Kind = "checkpoint_compacted"
+	CheckpointFallback  Kind = "checkpoint_fallback" // a damaged checkpoint: recovery uses the one before
 	Error               Kind = "error"
 	Interval            Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
 	TunerSummary        Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime

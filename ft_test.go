@@ -140,6 +140,9 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 			// A 20ms interval: a checkpoint is almost always being written.
 			c.signal(c.host("rollup#0"), syscall.SIGKILL)
 		}},
+		{"global killed while checkpointing often", "global", func(c *cluster) {
+			c.signal(c.host("rollup#0"), syscall.SIGKILL)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,7 +140,14 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 			} else {
 				b = pt.backup.Mark()
 			}
-			snap.Sections[fmt.Sprintf("backup.%d", pi)] = b
+			// The backup's records are compact already and read only by a
+			// restore: stored as they are, they cost no compression.
+			name := fmt.Sprintf("backup.%d", pi)
+			snap.Sections[name] = b
+			if snap.Plain == nil {
+				snap.Plain = map[string]bool{}
+			}
+			snap.Plain[name] = true
 		}
 	}
 	if in.sink != nil {

@@ -133,7 +133,7 @@ func BenchmarkEncode(b *testing.B) {
 	tab, _ := benchTable(1 << 20)
 	gd := EncodeCapture(tab.Capture(true), encB)
 	s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1, Groups: gd}
-	raw := len(appendBody(nil, s))
+	raw := len(rawBody(s))
 	var stored int
 	b.Run("capture", func(b *testing.B) {
 		b.SetBytes(int64(raw))

@@ -57,8 +57,9 @@
 // FullEvery-th, or when the deltas outweigh the base).
 //
 // The stored form is a 28-byte header (magic "SPCK", version, codec, raw
-// and stored lengths, CRC-32C of header and body) and a zstd-compressed
-// body; snapshot.go has the layout. Decode checks everything and fails with
+// and stored lengths, CRC-32C of header and body), the plain sections
+// (Snapshot.Plain: the upstream backup's records, compact already, kept
+// as they are) and the zstd-compressed body; snapshot.go has the layout. Decode checks everything and fails with
 // ErrCorrupt, saying what is wrong, never with a panic.
 //
 // File names carry the instance, the generation and the id

@@ -52,6 +52,16 @@ func Merge(chain []*Snapshot) (*Snapshot, error) {
 			out.Sections = make(map[string][]byte)
 		}
 		maps.Copy(out.Sections, s.Sections)
+		for name := range s.Sections {
+			if s.Plain[name] {
+				if out.Plain == nil {
+					out.Plain = map[string]bool{}
+				}
+				out.Plain[name] = true
+			} else {
+				delete(out.Plain, name)
+			}
+		}
 	}
 	if len(chain) == 1 {
 		out.Groups = base.Groups

@@ -25,6 +25,11 @@ type Snapshot struct {
 	// counters, backup, sink offsets), opaque here. Merge keeps, per name,
 	// the latest snapshot's section.
 	Sections map[string][]byte
+	// Plain names the sections stored as they are, beside the compressed
+	// body: data that is compact already, costs more CPU to compress than
+	// the bytes it saves, and is read only by a restore (the upstream
+	// backup's records). Merge keeps a section plain if it was.
+	Plain map[string]bool
 
 	Groups []GroupData // by KG, ascending, each KG once
 }
@@ -52,24 +57,27 @@ type KV struct {
 //
 //	header (28 bytes, little endian)
 //	  0  4  magic "SPCK"
-//	  4  1  version (1)
+//	  4  1  version (2; 1 is still read)
 //	  5  1  codec (1: zstd)
 //	  6  2  reserved, zero
 //	  8  8  raw length: the body before compression
-//	 16  8  stored length: the compressed body that follows the header
-//	 24  4  CRC-32C (Castagnoli) of header bytes 0..24 and the stored body
-//	body, compressed
+//	 16  8  stored length: what follows the header
+//	 24  4  CRC-32C (Castagnoli) of header bytes 0..24 and what follows
+//	version 2: u plain length, the plain sections' data (in name order),
+//	  then the body, compressed
+//	version 1: the body, compressed
 //
 // The raw body is a sequence of uvarints (u), varints and byte strings
 // (s = u length, then the bytes):
 //
 //	s instance, u gen, u id, byte flags (1: full), u base, u parent
-//	u sections, then per section: s name, s data (names ascending)
+//	u sections, then per section: s name, then (version 2) byte flags
+//	  (1: plain) and u length if plain, else s data (names ascending)
 //	u groups, then per group: u kg, byte flags (1: reset), u entries,
 //	  then per entry: byte flags (1: deleted), s key, and s value unless deleted
 const (
 	magic      = "SPCK"
-	version    = 1
+	version    = 2
 	codecZstd  = 1
 	headerSize = 28
 
@@ -82,6 +90,7 @@ const (
 	flagFull    = 1
 	flagReset   = 1
 	flagDeleted = 1
+	flagPlain   = 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -124,7 +133,7 @@ func ReadHeader(b []byte) (Header, error) {
 	if string(b[:4]) != magic {
 		return Header{}, corrupt("bad magic %q", b[:4])
 	}
-	if b[4] != version {
+	if b[4] != version && b[4] != 1 {
 		return Header{}, corrupt("unknown version %d", b[4])
 	}
 	if b[5] != codecZstd {
@@ -225,11 +234,17 @@ func Encode(s *Snapshot) ([]byte, error) {
 	if n := s.RawSize(); n > MaxRawSize+1<<10 {
 		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
 	}
-	raw := appendBody(make([]byte, 0, s.RawSize()), s)
-	if len(raw) > MaxRawSize {
-		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw), MaxRawSize)
+	raw, plain := appendBody(make([]byte, 0, s.RawSize()), s)
+	if len(raw)+plain > MaxRawSize {
+		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw)+plain, MaxRawSize)
 	}
-	out := make([]byte, headerSize, headerSize+len(raw)/2+64)
+	out := make([]byte, headerSize, headerSize+binary.MaxVarintLen64+plain+len(raw)/2+64)
+	out = binary.AppendUvarint(out, uint64(plain))
+	for _, name := range sectionNames(s) {
+		if s.Plain[name] {
+			out = append(out, s.Sections[name]...)
+		}
+	}
 	out = encoder().EncodeAll(raw, out)
 	copy(out, magic)
 	out[4], out[5] = version, codecZstd
@@ -250,7 +265,19 @@ func appendBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-func appendBody(b []byte, s *Snapshot) []byte {
+// sectionNames returns the names of s's sections, ascending.
+func sectionNames(s *Snapshot) []string {
+	names := make([]string, 0, len(s.Sections))
+	for name := range s.Sections {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// appendBody appends s's raw body to b; plain is the length of the plain
+// sections' data, which the body does not hold.
+func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
 	b = appendString(b, s.Instance)
 	b = binary.AppendUvarint(b, s.Gen)
 	b = binary.AppendUvarint(b, s.ID)
@@ -262,15 +289,18 @@ func appendBody(b []byte, s *Snapshot) []byte {
 	b = binary.AppendUvarint(b, s.Base)
 	b = binary.AppendUvarint(b, s.Parent)
 
-	names := make([]string, 0, len(s.Sections))
-	for name := range s.Sections {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := sectionNames(s)
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, name := range names {
 		b = appendString(b, name)
-		b = appendBytes(b, s.Sections[name])
+		if data := s.Sections[name]; s.Plain[name] {
+			b = append(b, flagPlain)
+			b = binary.AppendUvarint(b, uint64(len(data)))
+			plain += len(data)
+		} else {
+			b = append(b, 0)
+			b = appendBytes(b, data)
+		}
 	}
 
 	b = binary.AppendUvarint(b, uint64(len(s.Groups)))
@@ -294,7 +324,7 @@ func appendBody(b []byte, s *Snapshot) []byte {
 			b = appendBytes(b, kv.Value)
 		}
 	}
-	return b
+	return b, plain
 }
 
 // Decode parses a stored snapshot. Every error wraps ErrCorrupt and says
@@ -308,14 +338,23 @@ func Decode(b []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := decoder().DecodeAll(b[headerSize:], make([]byte, 0, h.Raw))
+	body := b[headerSize:]
+	var plain []byte
+	if h.Version >= 2 {
+		n, w := binary.Uvarint(body)
+		if w <= 0 || n > uint64(len(body)-w) {
+			return nil, corrupt("bad length: plain sections of %d bytes in a body of %d", n, len(body))
+		}
+		plain, body = body[w:w+int(n):w+int(n)], body[w+int(n):]
+	}
+	raw, err := decoder().DecodeAll(body, make([]byte, 0, h.Raw))
 	if err != nil {
 		return nil, corrupt("decompress: %v", err)
 	}
 	if int64(len(raw)) != h.Raw {
 		return nil, corrupt("bad length: body decompresses to %d bytes, header says %d", len(raw), h.Raw)
 	}
-	return decodeBody(raw)
+	return decodeBody(raw, h.Version, plain)
 }
 
 // Verify checks a stored snapshot's header, length and checksum without
@@ -413,7 +452,7 @@ func (r *reader) count(what string, min int) int {
 	return int(n)
 }
 
-func decodeBody(raw []byte) (*Snapshot, error) {
+func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
 	r := &reader{b: raw}
 	s := &Snapshot{}
 	s.Instance = string(r.bytes("instance"))
@@ -432,7 +471,25 @@ func decodeBody(raw []byte) (*Snapshot, error) {
 		prev := ""
 		for i := range n {
 			name := string(r.bytes("section name"))
-			data := r.bytes("section")
+			var data []byte
+			if version < 2 {
+				data = r.bytes("section")
+			} else if sf := r.byte("section flags"); sf == flagPlain {
+				n := r.uvarint("plain section length")
+				if n > uint64(len(plain)) {
+					r.fail("section %q: %d plain bytes, %d left", name, n, len(plain))
+					break
+				}
+				data, plain = plain[:n:n], plain[n:]
+				if s.Plain == nil {
+					s.Plain = map[string]bool{}
+				}
+				s.Plain[name] = true
+			} else if sf != 0 {
+				r.fail("section %q: unknown flags %#x", name, sf)
+			} else {
+				data = r.bytes("section")
+			}
 			if r.err != nil {
 				break
 			}

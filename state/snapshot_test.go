@@ -16,7 +16,9 @@ import (
 func sampleSnapshot() *Snapshot {
 	return &Snapshot{
 		Instance: "count#1", Gen: 3, ID: 17, Base: 10, Parent: 16,
-		Sections: map[string][]byte{"positions": []byte("p1:42"), "counters": {}, "backup": bytes.Repeat([]byte("x"), 100)},
+		Sections: map[string][]byte{"positions": []byte("p1:42"), "counters": {}, "backup": bytes.Repeat([]byte("x"), 100),
+			"backup.0": []byte("plain records"), "backup.1": {}},
+		Plain: map[string]bool{"backup.0": true, "backup.1": true},
 		Groups: []GroupData{
 			{KG: 0, Entries: []KV{{Key: []byte(""), Value: []byte("empty key")}, {Key: []byte("a"), Value: []byte{}}, {Key: []byte("b"), Deleted: true}}},
 			{KG: 5, Reset: true},
@@ -26,11 +28,20 @@ func sampleSnapshot() *Snapshot {
 }
 
 // equalSnapshots compares two snapshots, nil and empty slices alike.
+// rawBody is s's raw body (without its plain sections' data).
+func rawBody(s *Snapshot) []byte {
+	b, _ := appendBody(nil, s)
+	return b
+}
+
 func equalSnapshots(a, b *Snapshot) bool {
 	norm := func(s *Snapshot) Snapshot {
 		c := *s
 		if len(c.Sections) == 0 {
 			c.Sections = nil
+		}
+		if len(c.Plain) == 0 {
+			c.Plain = nil
 		}
 		if len(c.Groups) == 0 {
 			c.Groups = nil
@@ -140,7 +151,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	body := func(raw []byte) []byte { // a valid container around any raw body
 		s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1}
 		b, _ := Encode(s)
-		b = encoder().EncodeAll(raw, b[:headerSize])
+		b = encoder().EncodeAll(raw, append(b[:headerSize], 0)) // no plain sections
 		binary.LittleEndian.PutUint64(b[8:], uint64(len(raw)))
 		binary.LittleEndian.PutUint64(b[16:], uint64(len(b)-headerSize))
 		return reseal(b)
@@ -165,9 +176,14 @@ func TestDecodeCorrupt(t *testing.T) {
 		{"raw length high", setRaw(1 << 20), "bad length"},
 		{"not zstd", mod(func(b []byte) []byte { copy(b[headerSize:], "garbage!"); return reseal(b) }), "decompress"},
 		{"empty body", body(nil), "bad instance length"},
-		{"body trailing", body(append(appendBody(nil, &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1}), 0)), "trailing"},
+		{"body trailing", body(append(rawBody(&Snapshot{Instance: "x", ID: 1, Full: true, Base: 1}), 0)), "trailing"},
 		{"body flags", body([]byte{1, 'x', 0, 1, 0x80, 1, 0, 0, 0}), "unknown snapshot flags"},
-		{"body ids", body(appendBody(nil, &Snapshot{Instance: "x", ID: 3, Base: 1})), "delta with base 1, parent 0"},
+		{"body ids", body(rawBody(&Snapshot{Instance: "x", ID: 3, Base: 1})), "delta with base 1, parent 0"},
+		{"plain too long", mod(func(b []byte) []byte {
+			b = append(binary.AppendUvarint(b[:headerSize:headerSize], 1<<40), b[headerSize+1:]...)
+			binary.LittleEndian.PutUint64(b[16:], uint64(len(b)-headerSize))
+			return reseal(b)
+		}), "plain sections"},
 		{"body count", body([]byte{1, 'x', 0, 1, 1, 1, 0, 0xff, 0xff, 0xff, 0x7f}), "cannot fit"},
 	}
 	for _, c := range cases {
@@ -182,7 +198,7 @@ func FuzzDecode(f *testing.F) {
 	good, _ := Encode(sampleSnapshot())
 	f.Add(good, false)
 	f.Add(good[:40], false)
-	f.Add(appendBody(nil, sampleSnapshot()), true)
+	f.Add(rawBody(sampleSnapshot()), true)
 	f.Add([]byte("SPCK"), false)
 	f.Fuzz(func(t *testing.T, b []byte, isBody bool) {
 		// Either a stored snapshot, or a raw body (the checksum would stop
@@ -190,7 +206,7 @@ func FuzzDecode(f *testing.F) {
 		var s *Snapshot
 		var err error
 		if isBody {
-			s, err = decodeBody(b)
+			s, err = decodeBody(b, version, []byte("plain section data"))
 		} else {
 			s, err = Decode(b)
 		}
@@ -220,7 +236,7 @@ func BenchmarkEncodeDecode(b *testing.B) {
 		}
 		s.Groups = append(s.Groups, g)
 	}
-	raw := len(appendBody(nil, s))
+	raw := len(rawBody(s))
 	var enc []byte
 	b.Run("encode", func(b *testing.B) {
 		b.SetBytes(int64(raw))

@@ -180,21 +180,16 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 		go in.readTrims(pi, l, st, r)
 	}
 	l.err = nil
-	if in.plan.FT == "spate" { // on a goroutine of its own (replay.go)
-		if in.src != nil {
-			in.src.startReplay(in, l, resume)
-		} else {
-			in.startBackupReplay(pi, l, resume)
-		}
-		return nil
+	switch {
+	case in.plan.FT == "spate" && in.src != nil: // on a goroutine of its own (replay.go)
+		in.src.startReplay(in, l, resume)
+	case in.plan.FT == "spate":
+		in.startBackupReplay(pi, l, resume)
+	case in.src != nil:
+		// Global's barriers go in band on every link, so its sources
+		// replay (after a link reset) before anything else.
+		in.src.replayTo(in, l, resume)
 	}
-	n := in.replayTo(pi, l, resume)
-	if n > 0 {
-		in.nReplayed.Add(n)
-		in.n.event("replay", in.id, map[string]any{"to": string(l.place.ID), "records": n},
-			"replayed %d records to %s", n, l.place.ID)
-	}
-	in.flushLink(l)
 	return nil
 }
 
@@ -233,44 +228,6 @@ func (in *instance) readTrims(pi int, l *link, st net.Conn, r *wire.Reader) {
 			return
 		}
 	}
-}
-
-// replayTo sends l every record of its key groups after the given
-// positions, from the backup (or, for a source, by re-reading its input).
-func (in *instance) replayTo(pi int, l *link, after []wire.Position) uint64 {
-	if in.src != nil {
-		return in.src.replayTo(in, pi, l, after)
-	}
-	pt := in.ports[pi]
-	if pt.backup == nil {
-		return 0
-	}
-	byKG := map[job.KeyGroup]map[job.Producer]uint64{}
-	for _, p := range after {
-		m := byKG[p.KG]
-		if m == nil {
-			m = map[job.Producer]uint64{}
-			byKG[p.KG] = m
-		}
-		m[p.P] = p.Seq
-	}
-	var n uint64
-	for _, r := range l.place.Ranges {
-		for kg := r.Lo; kg < r.Hi; kg++ {
-			err := pt.backup.Replay(kg, byKG[kg], func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
-				l.b.Append(p, kg, seq, rec)
-				n++
-				if l.b.Size() >= batchBytes {
-					in.flushLink(l)
-				}
-				return nil
-			})
-			if err != nil {
-				in.n.event("error", in.id, map[string]any{"to": string(l.place.ID)}, "replay to %s: %v", l.place.ID, err)
-			}
-		}
-	}
-	return n
 }
 
 // applyTrim drops what the downstream of l no longer needs.

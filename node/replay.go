@@ -71,9 +71,9 @@ func newReplay(l *link) *replay {
 	return &replay{ctx: ctx, cancel: cancel, done: make(chan struct{}), to: l.place.ID, ranges: l.place.Ranges}
 }
 
-// startReplay opens a replay toward l of every record it lacks after the
-// given positions and starts it. It runs on the source's goroutine.
-func (s *sourceState) startReplay(in *instance, l *link, after []wire.Position) {
+// openReplay opens, at the markers, a replay toward l of every record
+// it lacks after the given positions; nil if it lacks nothing.
+func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *replay {
 	rp := newReplay(l)
 	for _, ps := range s.parts {
 		prod := job.MakeProducer(in.opIdx, ps.p)
@@ -100,11 +100,30 @@ func (s *sourceState) startReplay(in *instance, l *link, after []wire.Position) 
 	}
 	if len(rp.cur) == 0 {
 		rp.cancel()
-		return
+		return nil
 	}
-	l.b.Reset() // what the loop batched for l is in the replay too
-	l.replay = rp
-	go rp.run(in, l)
+	return rp
+}
+
+// startReplay starts a replay toward l of every record it lacks after the
+// given positions. It runs on the source's goroutine.
+func (s *sourceState) startReplay(in *instance, l *link, after []wire.Position) {
+	if rp := s.openReplay(in, l, after); rp != nil {
+		l.b.Reset() // what the loop batched for l is in the replay too
+		l.replay = rp
+		go rp.run(in, l)
+	}
+}
+
+// replayTo sends l, here and now, every record it lacks after the given
+// positions.
+func (s *sourceState) replayTo(in *instance, l *link, after []wire.Position) {
+	if rp := s.openReplay(in, l, after); rp != nil {
+		if (!rp.readAll(in, l) || !rp.flush(in, l)) && rp.err != nil {
+			in.linkFailed(l, rp.err)
+		}
+		rp.close(in)
+	}
 }
 
 // run is the replay's goroutine.

@@ -143,63 +143,6 @@ func (s *sourceState) mark(in *instance) sourceCheckpoint {
 	return cp
 }
 
-// replayTo re-reads each partition from the newest marker that is not past
-// what l's downstream has applied, and sends l the records it lacks.
-func (s *sourceState) replayTo(in *instance, pi int, l *link, after []wire.Position) uint64 {
-	var n uint64
-	for _, ps := range s.parts {
-		prod := job.MakeProducer(in.opIdx, ps.p)
-		have := make([]uint64, in.spec.Groups)
-		for _, a := range after {
-			if a.P == prod {
-				have[a.KG] = a.Seq
-			}
-		}
-		owns := func(kg job.KeyGroup) bool {
-			for _, r := range l.place.Ranges {
-				if r.Contains(kg) {
-					return true
-				}
-			}
-			return false
-		}
-		mi := s.markerFor(ps, have, owns)
-		m := ps.markers[mi]
-		if m.Pos >= ps.pos {
-			continue
-		}
-		r, err := s.src.Open(ps.p, m.Pos)
-		if err != nil {
-			in.n.event("error", in.id, nil, "replay partition %d: %v", ps.p, err)
-			continue
-		}
-		clock := job.SourceClock{Lateness: in.spec.Lateness}
-		clock.Restore(m.Max, m.Started)
-		counters := append([]uint64(nil), m.Counters...)
-		for pos := m.Pos; pos < ps.pos; pos++ {
-			rec, ok, err := r.Next()
-			if err != nil || !ok {
-				in.n.event("error", in.id, nil, "replay partition %d ended early at %d: %v", ps.p, pos, err)
-				break
-			}
-			if clock.Observe(rec.Time) {
-				continue
-			}
-			kg := job.GroupOf(rec.Key, in.spec.Groups)
-			counters[kg]++
-			if counters[kg] > have[kg] && owns(kg) {
-				l.b.Append(prod, kg, counters[kg], rec)
-				n++
-				if l.b.Size() >= batchBytes {
-					in.flushLink(l)
-				}
-			}
-		}
-		r.Close()
-	}
-	return n
-}
-
 // markerFor is the newest marker of ps from which every record l's
 // downstream lacks can be read again.
 func (s *sourceState) markerFor(ps *partState, have []uint64, owns func(job.KeyGroup) bool) int {

@@ -276,12 +276,16 @@ func (c *Coordinator) emitDecision(d tuner.Decision) {
 		node = p.Node
 	}
 	reason := d.Reason()
-	c.emit(events.Interval, node, string(d.Instance), map[string]any{
+	f := map[string]any{
 		"instance": string(d.Instance), "interval_ms": d.Interval.Milliseconds(), "reason": reason,
 		"inputs": inputFields(d.Inputs, d.Interval), "previous_ms": d.Previous.Milliseconds(),
 		"optimum_ms": d.Optimum.Milliseconds(), "changed": d.Changed, "why": d.Why.String(),
-		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds()},
-		"%s interval %s", d.Instance, reason)
+		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds(),
+		"own_failures": d.Own, "own_exposure_s": d.OwnExp.Seconds()}
+	if !math.IsInf(d.Weight, 1) {
+		f["prior_weight"] = d.Weight // absent: the pooled rate
+	}
+	c.emit(events.Interval, node, string(d.Instance), f, "%s interval %s", d.Instance, reason)
 }
 
 // tunerCheckpointed takes in a complete checkpoint.

@@ -27,6 +27,14 @@ type Config struct {
 	PriorMTBF   time.Duration
 	PriorWeight float64
 
+	// InstanceWeight is the weight, in failures, of the pooled rate as the
+	// prior of each instance's own rate: f_i = (w + k_i)/(w/f + x_i), with
+	// k_i the instance's failures, x_i its exposure and f the pooled rate
+	// above. 0 estimates w from the spread of the instances' counts (the
+	// moment estimator of a Gamma–Poisson model; MODEL.md, section 5); +Inf
+	// gives every instance the pooled rate.
+	InstanceWeight float64
+
 	// MaxBackup, if > 0, caps an interval at MaxBackup/rate: the upstream
 	// backup must hold the tuples of one interval (two, with the fallback).
 	MaxBackup float64
@@ -76,6 +84,8 @@ func (c Config) Validate() error {
 		return paramErr("prior MTBF %v: want > 0", c.PriorMTBF)
 	case !(c.PriorWeight > 0) || math.IsInf(c.PriorWeight, 1):
 		return paramErr("prior weight %v: want a finite number > 0", c.PriorWeight)
+	case !(c.InstanceWeight >= 0):
+		return paramErr("instance weight %v: want >= 0 (0: estimated, +Inf: pooled)", c.InstanceWeight)
 	case math.IsNaN(c.MaxBackup) || c.MaxBackup < 0:
 		return paramErr("max backup %v: want >= 0", c.MaxBackup)
 	}
@@ -132,6 +142,9 @@ type Decision struct {
 	Inputs     Params        // the smoothed measurements the model used
 	Failures   int           // failures observed, all instances
 	Exposure   time.Duration // instance-time observed, all instances
+	Own        int           // failures observed of this instance
+	OwnExp     time.Duration // time this instance was observed
+	Weight     float64       // the pooled rate's weight in Inputs.FailureRate, in failures (+Inf: pooled)
 	Efficiency float64       // the model's predicted efficiency at Interval
 }
 
@@ -166,8 +179,11 @@ func (d Decision) Reason() string {
 	if p.FailureRate > 0 {
 		mtbf = 1 / p.FailureRate
 	}
-	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s, recovery %s; predicted efficiency %.2f%%)",
-		fmtSec(mtbf), d.Failures, fmtDur(d.Exposure), fmtDur(p.Detect+p.Restart+p.Load), 100*d.Efficiency)
+	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s of its own and %d in %s of all", fmtSec(mtbf), d.Own, fmtDur(d.OwnExp), d.Failures, fmtDur(d.Exposure))
+	if !math.IsInf(d.Weight, 1) {
+		fmt.Fprintf(&b, " (prior weight %.2g)", d.Weight)
+	}
+	fmt.Fprintf(&b, ", recovery %s; predicted efficiency %.2f%%)", fmtDur(p.Detect+p.Restart+p.Load), 100*d.Efficiency)
 	return b.String()
 }
 
@@ -198,6 +214,7 @@ type instEst struct {
 	capAt    time.Duration // last capacity observation
 	cost     costFit
 	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
+	failures int // its own
 	persist  avg
 }
 
@@ -349,15 +366,17 @@ func (c *Controller) ObserveCheckpoint(id job.InstanceID, at time.Duration, cp C
 }
 
 // ObserveFailure records a failure of the instance and how long its
-// recovery phases took. Failures of all instances are pooled into one
-// failure-rate estimate per instance.
+// recovery phases took. The failure counts in the instance's own rate and
+// in the pooled rate, its prior (InstanceRate).
 func (c *Controller) ObserveFailure(id job.InstanceID, at time.Duration, r Recovery) error {
 	if r.Detect < 0 || r.Restart < 0 || r.Load < 0 {
 		return paramErr("%s: recovery %+v: want durations >= 0", id, r)
 	}
-	if _, err := c.inst(id, at); err != nil {
+	e, err := c.inst(id, at)
+	if err != nil {
 		return err
 	}
+	e.failures++
 	c.failures++
 	w := c.forgetPer
 	c.recovery.d.add(r.Detect.Seconds(), w)
@@ -415,8 +434,8 @@ func stateKeysFrom(n, d float64) float64 {
 // exposure is the instance-time observed up to now, all instances.
 func (c *Controller) exposure(now time.Duration) float64 {
 	x := c.retired
-	for _, e := range c.insts {
-		x += max(0, (now - e.since).Seconds())
+	for _, id := range c.order { // in order: the sum is the same in every run
+		x += max(0, (now - c.insts[id].since).Seconds())
 	}
 	return x
 }
@@ -429,6 +448,72 @@ func (c *Controller) FailureRate(now time.Duration) float64 {
 	return (w + float64(c.failures)) / (w*c.cfg.PriorMTBF.Seconds() + c.exposure(now))
 }
 
+// InstanceWeight is the weight w, in failures, that the pooled rate f
+// has as each instance's prior now: Config.InstanceWeight if set, else
+// the moment estimate f²/τ², where τ² estimates the variance of the
+// instances' own rates around f (+Inf, pooling, when the counts spread no
+// more than Poisson counts at one common rate would):
+//
+//	τ² = (Σ x_i (k_i/x_i − r)² − (n − 1)·r) / (X − Σ x_i²/X)
+//
+// over the n current instances, with exposures x_i (X their sum), counts
+// k_i and r = Σk_i/X.
+func (c *Controller) InstanceWeight(now time.Duration) float64 {
+	if c.cfg.InstanceWeight > 0 {
+		return c.cfg.InstanceWeight
+	}
+	var n, k, x, xx float64
+	for _, id := range c.order {
+		e := c.insts[id]
+		xi := (now - e.since).Seconds()
+		if xi <= 0 {
+			continue
+		}
+		n++
+		k += float64(e.failures)
+		x += xi
+		xx += xi * xi
+	}
+	if n < 2 || k == 0 {
+		return math.Inf(1)
+	}
+	r := k / x
+	var ss float64
+	for _, id := range c.order {
+		e := c.insts[id]
+		if xi := (now - e.since).Seconds(); xi > 0 {
+			d := float64(e.failures)/xi - r
+			ss += xi * d * d
+		}
+	}
+	tau2 := (ss - (n-1)*r) / (x - xx/x)
+	f := c.FailureRate(now)
+	if !(tau2 > 0) {
+		return math.Inf(1)
+	}
+	return f * f / tau2
+}
+
+// InstanceRate is the estimate of instance id's own failure rate now, a
+// Gamma–Poisson posterior mean whose prior is the pooled rate f with
+// weight w (InstanceWeight): (w + k)/(w/f + x), for the instance's k
+// failures in its exposure x; f itself when w is +Inf.
+func (c *Controller) InstanceRate(id job.InstanceID, now time.Duration) float64 {
+	f := c.FailureRate(now)
+	e, ok := c.insts[id]
+	if !ok {
+		return f
+	}
+	return c.instRate(e, now, f, c.InstanceWeight(now))
+}
+
+func (c *Controller) instRate(e *instEst, now time.Duration, f, w float64) float64 {
+	if math.IsInf(w, 1) || !(f > 0) {
+		return f
+	}
+	return (w + float64(e.failures)) / (w/f + max(0, (now-e.since).Seconds()))
+}
+
 // Estimate returns the model inputs the controller would use for the
 // instance now (false for an unknown instance).
 func (c *Controller) Estimate(id job.InstanceID, now time.Duration) (Params, bool) {
@@ -436,7 +521,7 @@ func (c *Controller) Estimate(id job.InstanceID, now time.Duration) (Params, boo
 	if !ok {
 		return Params{}, false
 	}
-	return c.params(e, c.FailureRate(now)), true
+	return c.params(e, c.instRate(e, now, c.FailureRate(now), c.InstanceWeight(now))), true
 }
 
 func (c *Controller) params(e *instEst, f float64) Params {
@@ -480,7 +565,7 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 		now = c.lastTick
 	}
 	c.lastTick = now
-	f := c.FailureRate(now)
+	f, w := c.FailureRate(now), c.InstanceWeight(now)
 	failures, exposure := c.failures, seconds(c.exposure(now))
 	for _, id := range c.order {
 		e := c.insts[id]
@@ -489,8 +574,9 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 		}
 		e.decided, e.hasDec = now, true
 		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
-			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max}
-		d.Inputs = c.params(e, f)
+			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max,
+			Own: e.failures, OwnExp: max(0, now-e.since), Weight: w}
+		d.Inputs = c.params(e, c.instRate(e, now, f, w))
 		switch {
 		case !e.capacity.ok:
 			d.Why = Unknown

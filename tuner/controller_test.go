@@ -309,3 +309,114 @@ func TestWhyString(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerInstanceRate: failures that fall on one instance raise its
+// own rate above the pooled one and shorten its interval; failures spread
+// as evenly as Poisson counts would leave every instance the pooled rate.
+func TestControllerInstanceRate(t *testing.T) {
+	ids := []job.InstanceID{"count#0", "count#1", "rollup#0", "rollup#1"}
+	setup := func(cfg Config) *Controller {
+		c, err := NewController(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if err := c.ObserveCapacity(id, 0, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	cfg := testConfig()
+	cfg.PriorMTBF, cfg.PriorWeight = time.Hour, 1
+	now := 10 * time.Hour
+
+	t.Run("spread evenly: pooled", func(t *testing.T) {
+		c := setup(cfg)
+		for i, id := range ids {
+			for j := range 3 {
+				_ = c.ObserveFailure(id, time.Duration(i+4*j)*time.Hour/2, Recovery{})
+			}
+		}
+		// 12 failures in 40 h: (1 + 12) / (3600 + 4·36000)
+		f := c.FailureRate(now)
+		if !near(f, 13.0/147600, 1e-12) {
+			t.Fatalf("pooled rate %v", f)
+		}
+		if w := c.InstanceWeight(now); !math.IsInf(w, 1) {
+			t.Errorf("weight %v with equal counts, want +Inf", w)
+		}
+		for _, id := range ids {
+			if g := c.InstanceRate(id, now); g != f {
+				t.Errorf("%s: rate %v, want the pooled %v", id, g, f)
+			}
+		}
+	})
+
+	t.Run("on one instance", func(t *testing.T) {
+		c := setup(cfg)
+		for j := range 8 {
+			_ = c.ObserveFailure("count#0", time.Duration(j)*time.Hour, Recovery{})
+		}
+		f := c.FailureRate(now) // (1 + 8) / (3600 + 4·36000)
+		if !near(f, 9.0/147600, 1e-12) {
+			t.Fatalf("pooled rate %v", f)
+		}
+		// r = 8/144000; Σx(k/x − r)² = 36000·((8/36000 − r)² + 3r²) = 8·8/36000·3/4 ...
+		// computed directly here from the definition:
+		r := 8.0 / 144000
+		ss := 36000 * (math.Pow(8.0/36000-r, 2) + 3*r*r)
+		tau2 := (ss - 3*r) / (144000 - 4*36000.0*36000/144000)
+		w := f * f / tau2
+		if got := c.InstanceWeight(now); !near(got, w, 1e-9) {
+			t.Fatalf("weight %v, want %v", got, w)
+		}
+		own := (w + 8) / (w/f + 36000)
+		other := w / (w/f + 36000)
+		if g := c.InstanceRate("count#0", now); !near(g, own, 1e-9) || !(g > 2*f) {
+			t.Errorf("count#0 rate %v, want %v (above twice the pooled %v)", g, own, f)
+		}
+		if g := c.InstanceRate("rollup#1", now); !near(g, other, 1e-9) || !(g < f) {
+			t.Errorf("rollup#1 rate %v, want %v (below the pooled %v)", g, other, f)
+		}
+		// The decisions use them: count#0's interval is the shortest.
+		for _, id := range ids {
+			_ = c.ObserveLoad(id, now, 100*30, 30*time.Second)
+		}
+		byID := map[job.InstanceID]Decision{}
+		for _, d := range c.Tick(now, nil) {
+			byID[d.Instance] = d
+		}
+		d0, d1 := byID["count#0"], byID["count#1"]
+		if !near(d0.Inputs.FailureRate, own, 1e-9) || d0.Own != 8 || d1.Own != 0 {
+			t.Fatalf("decision inputs: %s / %s", d0.Reason(), d1.Reason())
+		}
+		if !(d0.Optimum < d1.Optimum) {
+			t.Errorf("count#0 optimum %v not below count#1's %v", d0.Optimum, d1.Optimum)
+		}
+		if !strings.Contains(d0.Reason(), "8 failures in 10h of its own") {
+			t.Errorf("reason %q does not say the instance's own failures", d0.Reason())
+		}
+	})
+
+	t.Run("fixed weight", func(t *testing.T) {
+		fc := cfg
+		fc.InstanceWeight = 2
+		c := setup(fc)
+		_ = c.ObserveFailure("count#1", time.Hour, Recovery{})
+		f := c.FailureRate(now)
+		if g := c.InstanceRate("count#1", now); !near(g, 3/(2/f+36000), 1e-12) {
+			t.Errorf("rate %v", g)
+		}
+		fc.InstanceWeight = math.Inf(1)
+		c = setup(fc)
+		_ = c.ObserveFailure("count#1", time.Hour, Recovery{})
+		if g := c.InstanceRate("count#1", now); g != c.FailureRate(now) {
+			t.Errorf("pooled: rate %v, want %v", g, c.FailureRate(now))
+		}
+		fc.InstanceWeight = -1
+		if _, err := NewController(fc); err == nil {
+			t.Error("negative instance weight accepted")
+		}
+	})
+}

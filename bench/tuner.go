@@ -103,7 +103,10 @@ func Measured(accts []coord.TunerAccount) Split {
 // downtime per failure) at the intervals the policy set (the checkpoints
 // they ask for, and their time average for the replay). The failure rate
 // is the instance's own: the benchmark kills count's nodes, so failures
-// fall on the busiest instances, not evenly.
+// fall on the busiest instances, not evenly. The replay is the model's
+// for the run's own failures from the run's start (Params.ReplayOver), not
+// the long-run rate: a short run with a few failures has no long history
+// of replay to carry over.
 func Predicted(accts []coord.TunerAccount) Split {
 	var s Split
 	for _, a := range accts {
@@ -121,10 +124,11 @@ func Predicted(accts []coord.TunerAccount) Split {
 			p.Cost.Base = seconds(a.CheckpointS / float64(a.Checkpoints))
 			p.Persist = seconds(a.PersistS / float64(a.Checkpoints))
 		}
-		w := p.Waste(seconds(a.MeanIntervalS))
+		iv := seconds(a.MeanIntervalS)
+		w := p.Waste(iv)
 		s.Useful += m.Useful
 		s.Checkpoint += p.Cost.Base.Seconds()*a.PlannedCkpts + w.Lost*a.ExposureS
-		s.Replay += w.Replay * a.ExposureS
+		s.Replay += p.ReplayOver(iv, a.Failures) // the run's failures, from its clean start
 		s.Downtime += w.Downtime * a.ExposureS
 	}
 	return s

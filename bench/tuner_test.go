@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/tuner"
 )
 
 func TestMeasuredSplitsTime(t *testing.T) {
@@ -32,15 +33,21 @@ func TestMeasuredSplitsTime(t *testing.T) {
 func TestPredictedMatchesTheModelOnAConsistentRun(t *testing.T) {
 	// One instance for 100s at 1,000/s with capacity 10,000/s (ρ = 0.1),
 	// a 1s interval (100 checkpoints of 10ms, persist 0), failures: 2 in
-	// 100s, each 0.25s down. The model's replay per failure is ρ·T/2 =
-	// 0.05s: 500 records at 10,000/s.
-	a := coord.TunerAccount{Processed: 100_000 + 1_000, Replayed: 1_000, BusyS: 10.1, CheckpointS: 1, Checkpoints: 100,
+	// 100s, each 0.25s down. The model's replay for two failures from a
+	// clean start is about 2·ρ·T/2 = 0.1s (ReplayOver: 0.1011s), 1,011
+	// records at 10,000/s.
+	rp := tuner.Params{Rate: 1000, Capacity: 10_000, FailureRate: 0.02, Restart: 250 * time.Millisecond}.ReplayOver(time.Second, 2)
+	if math.Abs(rp-0.1) > 0.002 {
+		t.Fatalf("model replay %v, want about 0.1s", rp)
+	}
+	rec := uint64(math.Round(rp * 10_000))
+	a := coord.TunerAccount{Processed: 100_000 + rec, Replayed: rec, BusyS: 10 + rp, CheckpointS: 1, Checkpoints: 100,
 		DowntimeS: 0.5, Failures: 2, ExposureS: 100, MeanIntervalS: 1, PlannedCkpts: 100}
 	p, m := Predicted([]coord.TunerAccount{a}), Measured([]coord.TunerAccount{a})
-	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || !near(p.Replay, 0.1) || !near(p.Useful, 10) {
-		t.Fatalf("Predicted = %+v", p)
+	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || math.Abs(p.Replay-rp) > 1e-6 || math.Abs(p.Useful-10) > 1e-6 {
+		t.Fatalf("Predicted = %+v, replay want %v", p, rp)
 	}
-	if e := PredictionError(map[string]float64{"x": p.Fraction()}, map[string]float64{"x": m.Fraction()}); e > 1e-9 {
+	if e := PredictionError(map[string]float64{"x": p.Fraction()}, map[string]float64{"x": m.Fraction()}); e > 1e-6 {
 		t.Errorf("prediction error %v on a run that follows the model", e)
 	}
 	if e := PredictionError(map[string]float64{"a": 0.9, "b": 0.5}, map[string]float64{"a": 0.88, "b": 0.6, "c": 1}); !near(e, 0.1) {

@@ -367,7 +367,8 @@ func (c *Controller) ObserveCheckpoint(id job.InstanceID, at time.Duration, cp C
 
 // ObserveFailure records a failure of the instance and how long its
 // recovery phases took. The failure counts in the instance's own rate and
-// in the pooled rate, its prior (InstanceRate).
+// in the pooled rate, its prior (InstanceRate). Every instance is then
+// reconsidered at the next Tick, whatever Every says.
 func (c *Controller) ObserveFailure(id job.InstanceID, at time.Duration, r Recovery) error {
 	if r.Detect < 0 || r.Restart < 0 || r.Load < 0 {
 		return paramErr("%s: recovery %+v: want durations >= 0", id, r)
@@ -378,6 +379,9 @@ func (c *Controller) ObserveFailure(id job.InstanceID, at time.Duration, r Recov
 	}
 	e.failures++
 	c.failures++
+	for _, o := range c.insts {
+		o.hasDec = false // new evidence on the failure rates: every instance is reconsidered at the next Tick
+	}
 	w := c.forgetPer
 	c.recovery.d.add(r.Detect.Seconds(), w)
 	c.recovery.r.add(r.Restart.Seconds(), w)

@@ -235,6 +235,17 @@ func TestControllerEvery(t *testing.T) {
 	if n := len(c.Tick(10*time.Second, nil)); n != 0 { // time going back is ignored
 		t.Errorf("%d decisions with time going back", n)
 	}
+	// A failure is news: the next Tick decides at once.
+	if err := c.ObserveFailure(inst, 35*time.Second, Recovery{}); err != nil {
+		t.Fatal(err)
+	}
+	ds := c.Tick(36*time.Second, nil)
+	if len(ds) != 1 || ds[0].Own != 1 {
+		t.Fatalf("after a failure: %d decisions (%+v), want 1 counting it", len(ds), ds)
+	}
+	if n := len(c.Tick(40*time.Second, nil)); n != 0 {
+		t.Errorf("%d decisions before Every after the failure's", n)
+	}
 }
 
 func TestControllerDeterministic(t *testing.T) {

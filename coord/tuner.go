@@ -213,9 +213,7 @@ func (c *Coordinator) tunerTick() {
 			continue
 		}
 		_ = t.ctl.ObserveLoad(p.ID, at, float64(dIn), span)
-		if dIn > 0 && dBusy > 0 {
-			_ = t.ctl.ObserveCapacity(p.ID, at, float64(dIn)/(float64(dBusy)/1e6))
-		}
+		_ = t.ctl.ObserveBusy(p.ID, at, float64(dIn), time.Duration(dBusy)*time.Microsecond, span)
 	}
 	if t.ctl == nil {
 		return

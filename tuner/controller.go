@@ -212,25 +212,32 @@ type instEst struct {
 	rate     ewma
 	capacity ewma
 	capAt    time.Duration // last capacity observation
+	work     ewma // tuples/s processed, over the spans ObserveBusy saw
+	busy     ewma // busy seconds per second, over the same spans: capacity = work/busy
 	cost     costFit
 	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
 	failures int // its own
 	persist  avg
 }
 
-// ewma is an exponentially weighted moving average in time.
+// ewma is an exponentially weighted moving average in time: the mean of
+// the values, each weighted by its span and by 2^(−age/halfLife). It is
+// normalised by the weights themselves, so the first values do not weigh
+// more than their time (an EWMA started at its first value would let the
+// first second of a 20-second run weigh two thirds of the mean at its end,
+// with a 30 s half-life). A value with no span counts as a nanosecond.
 type ewma struct {
-	v  float64
-	ok bool
+	num, den float64
+	v        float64
+	ok       bool
 }
 
 func (e *ewma) add(x, span, halfLife float64) {
-	if !e.ok {
-		e.v, e.ok = x, true
-		return
-	}
-	a := -math.Expm1(-span / halfLife * math.Ln2)
-	e.v += a * (x - e.v)
+	w := max(span, 1e-9)
+	d := math.Exp(-max(span, 0) / halfLife * math.Ln2)
+	e.num = e.num*d + x*w
+	e.den = e.den*d + w
+	e.v, e.ok = e.num/e.den, true
 }
 
 // avg is a running mean with forgetting: the weight of the newest value
@@ -329,6 +336,30 @@ func (c *Controller) ObserveLoad(id job.InstanceID, at time.Duration, tuples flo
 		return err
 	}
 	e.rate.add(tuples/span.Seconds(), span.Seconds(), c.cfg.HalfLife.Seconds())
+	return nil
+}
+
+// ObserveBusy records that instance id processed tuples in busy
+// processing time over the span ending at at. Its capacity is then the
+// ratio of the smoothed tuples to the smoothed busy time (both EWMAs over
+// the same spans), a ratio of sums: each second weighs by its busy time,
+// as replay does, not equally (a mean of per-second ratios lets quiet
+// seconds, whose tuples are cheap, stand for the busy ones). It replaces
+// what ObserveCapacity set.
+func (c *Controller) ObserveBusy(id job.InstanceID, at time.Duration, tuples float64, busy, span time.Duration) error {
+	if !finiteNonNeg(tuples) || busy < 0 || span <= 0 {
+		return paramErr("%s: %v tuples in %v busy over %v: want tuples >= 0, busy >= 0, span > 0", id, tuples, busy, span)
+	}
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	sp, hl := span.Seconds(), c.cfg.HalfLife.Seconds()
+	e.work.add(tuples/sp, sp, hl)
+	e.busy.add(busy.Seconds()/sp, sp, hl)
+	if e.work.v > 0 && e.busy.v > 0 {
+		e.capacity = ewma{v: e.work.v / e.busy.v, ok: true}
+	}
 	return nil
 }
 

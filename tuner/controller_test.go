@@ -431,3 +431,61 @@ func TestControllerInstanceRate(t *testing.T) {
 		}
 	})
 }
+
+// TestControllerCapacityIsARatioOfSums: capacity from ObserveBusy is the
+// tuples over the busy time, each span weighted by its busy time, not the
+// mean of the spans' own rates.
+func TestControllerCapacityIsARatioOfSums(t *testing.T) {
+	cfg := testConfig()
+	cfg.HalfLife = 1000 * time.Hour // no forgetting over the test: plain sums
+	c, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A quiet second: 100 tuples in 1 ms (100,000/s); a busy one: 10,000
+	// tuples in 500 ms (20,000/s). Together 10,100 tuples in 501 ms.
+	if err := c.ObserveBusy(inst, time.Second, 100, time.Millisecond, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ObserveBusy(inst, 2*time.Second, 10_000, 500*time.Millisecond, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Estimate(inst, 2*time.Second)
+	if want := 10_100 / 0.501; !near(p.Capacity, want, 1e-3) {
+		t.Errorf("capacity %.0f/s, want %.0f/s (the mean of the two rates would be 60,000/s)", p.Capacity, want)
+	}
+	// A span with no work leaves the capacity as it was.
+	if err := c.ObserveBusy(inst, 3*time.Second, 0, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := c.Estimate(inst, 3*time.Second); !near(q.Capacity, p.Capacity, 1e-3) {
+		t.Errorf("capacity after an idle second %.0f, want %.0f", q.Capacity, p.Capacity)
+	}
+	if err := c.ObserveBusy(inst, 4*time.Second, 1, -time.Second, time.Second); err == nil {
+		t.Error("negative busy time accepted")
+	}
+}
+
+// The smoothed rate is a mean in time from the first observation on: the
+// first value weighs its span, not the whole past.
+func TestEWMAWeighsTheFirstValueByItsSpan(t *testing.T) {
+	var e ewma
+	e.add(1000, 1, 30) // a slow first second
+	for range 19 {
+		e.add(7000, 1, 30)
+	}
+	// Weights 2^(−k/30) for ages k = 0..19: the first has 2^(−19/30).
+	var num, den float64
+	for k := range 20 {
+		w := math.Pow(2, -float64(k)/30)
+		x := 7000.0
+		if k == 19 {
+			x = 1000
+		}
+		num += w * x
+		den += w
+	}
+	if !near(e.v, num/den, 1e-12) || e.v < 6600 {
+		t.Errorf("mean %.1f, want %.1f", e.v, num/den)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,11 +192,16 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	speedup := fs.Float64("speedup", 20000, "trace time compression")
 	source := fs.String("source", "", "input (default: the NASA per-second trace, else gen:diurnal)")
 	keep := fs.String("data", "", "keep the run directories under this directory")
+	schedule := fs.String("schedule", "poisson", "kill times: poisson (uniform points, as a Poisson process with that many kills) or slots (one in each of equal slots: nearly periodic)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *rounds < 1 || *dur <= 0 || *nodes < 2 || *kills < 1 || *kills >= *nodes || *speedup <= 0 {
 		fmt.Fprintln(stderr, "spate bench tuner: want --rounds >= 1, --duration > 0, --speedup > 0 and 1 <= --kills < --nodes")
+		return 2
+	}
+	if *schedule != "poisson" && *schedule != "slots" {
+		fmt.Fprintf(stderr, "spate bench tuner: --schedule %q: want poisson or slots\n", *schedule)
 		return 2
 	}
 	src := *source
@@ -235,7 +241,7 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	var at []time.Duration
 	for i := range *rounds {
 		var young time.Duration
-		at = killTimes(*dur, *kills, uint64(i+1))
+		at = killTimes(*dur, *kills, uint64(i+1), *schedule == "slots")
 		for _, pol := range tunerPolicies {
 			cfg := coord.DefaultConfig()
 			cfg.Nodes, cfg.Local, cfg.Headless, cfg.Duration = *nodes, *nodes, true, *dur
@@ -315,20 +321,44 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// killTimes spreads kills over a run of length dur: kill k falls at a
-// seeded random point of the k-th of kills equal slots of the middle 80%
-// of the run. Random, so that kills do not fall in phase with the
-// checkpoint timers (they all start with the job); the same for every
-// policy of a round.
-func killTimes(dur time.Duration, kills int, seed uint64) []time.Duration {
+// killTimes places kills in the middle 80% of a run of length dur, seeded,
+// the same for every policy of a round. With slots, kill k falls at a
+// random point of the k-th of kills equal slots: nearly periodic. Without,
+// the kills are a Poisson process conditioned on their number: uniform
+// points, sorted, at least minKillGap apart (a kill must not find its
+// victim still being recovered: the benchmark would then skip it in some
+// policies and not in others). Random either way, so that kills do not
+// fall in phase with the checkpoint timers (they all start with the job).
+func killTimes(dur time.Duration, kills int, seed uint64, slots bool) []time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 0x7e11))
-	slot := dur * 8 / 10 / time.Duration(kills)
+	span := dur * 8 / 10
 	var at []time.Duration
-	for k := range kills {
-		at = append(at, dur/10+slot*time.Duration(k)+time.Duration(rng.Float64()*float64(slot)))
+	if slots {
+		slot := span / time.Duration(kills)
+		for k := range kills {
+			at = append(at, dur/10+slot*time.Duration(k)+time.Duration(rng.Float64()*float64(slot)))
+		}
+		return at
 	}
-	return at
+	gap := min(minKillGap, span/time.Duration(2*kills))
+	for {
+		at = at[:0]
+		for range kills {
+			at = append(at, dur/10+time.Duration(rng.Float64()*float64(span)))
+		}
+		slices.Sort(at)
+		ok := true
+		for k := 1; k < len(at); k++ {
+			ok = ok && at[k]-at[k-1] >= gap
+		}
+		if ok {
+			return at
+		}
+	}
 }
+
+// minKillGap is the least time between two kills of the Poisson schedule.
+const minKillGap = time.Second
 
 // killRun runs cfg, SIGKILLs the node hosting victims[k] at[k] after the
 // job started (following the instance when a recovery moves it), verifies

@@ -74,12 +74,35 @@ func TestYoungFromTheAutoRun(t *testing.T) {
 
 func TestKillTimesAreSpreadAndSeeded(t *testing.T) {
 	dur := 20 * time.Second
-	a, b := killTimes(dur, 3, 1), killTimes(dur, 3, 1)
+	a, b := killTimes(dur, 3, 1, true), killTimes(dur, 3, 1, true)
 	for k := range a {
 		lo := dur/10 + dur*8/10/3*time.Duration(k)
 		if a[k] != b[k] || a[k] < lo || a[k] >= lo+dur*8/10/3 {
 			t.Fatalf("kill times %v (again %v): kill %d outside its slot from %v", a, b, k, lo)
 		}
+	}
+}
+
+// The Poisson schedule: seeded, sorted, inside the middle 80%, at least
+// minKillGap apart, and not one per slot: over seeds, some pairs of kills
+// fall in the same third of the run.
+func TestKillTimesPoisson(t *testing.T) {
+	dur := 20 * time.Second
+	sameThird := 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		a, b := killTimes(dur, 3, seed, false), killTimes(dur, 3, seed, false)
+		for k := range a {
+			if a[k] != b[k] || a[k] < dur/10 || a[k] > dur*9/10 || (k > 0 && a[k]-a[k-1] < minKillGap) {
+				t.Fatalf("seed %d: kill times %v (again %v)", seed, a, b)
+			}
+		}
+		third := func(d time.Duration) time.Duration { return (d - dur/10) * 3 / (dur * 8 / 10) }
+		if third(a[0]) == third(a[1]) || third(a[1]) == third(a[2]) {
+			sameThird++
+		}
+	}
+	if sameThird == 0 {
+		t.Error("50 seeds and never two kills in one third of the run: that is the slot schedule")
 	}
 }
 

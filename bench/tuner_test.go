@@ -43,7 +43,7 @@ func TestPredictedMatchesTheModelOnAConsistentRun(t *testing.T) {
 	rec := uint64(math.Round(rp * 10_000))
 	a := coord.TunerAccount{Processed: 100_000 + rec, Replayed: rec, BusyS: 10 + rp, CheckpointS: 1, Checkpoints: 100,
 		DowntimeS: 0.5, Failures: 2, ExposureS: 100, MeanIntervalS: 1, PlannedCkpts: 100}
-	p, m := Predicted([]coord.TunerAccount{a}), Measured([]coord.TunerAccount{a})
+	p, m := Predicted([]coord.TunerAccount{a}, PoissonReplay), Measured([]coord.TunerAccount{a})
 	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || math.Abs(p.Replay-rp) > 1e-5 || math.Abs(p.Useful-10) > 1e-4 { // records are whole: μ is off by 1e-6
 		t.Fatalf("Predicted = %+v, replay want %v", p, rp)
 	}
@@ -103,6 +103,31 @@ func TestKillTimesPoisson(t *testing.T) {
 	}
 	if sameThird == 0 {
 		t.Error("50 seeds and never two kills in one third of the run: that is the slot schedule")
+	}
+}
+
+// KillLawReplay averages the model's mechanism over the kill law: with
+// T far above the run, no checkpoint ever completes, and each kill replays
+// everything since the start (the downtimes before it included), whatever
+// the draw: ρ·(t1 + t2 + t3).
+func TestKillLawReplay(t *testing.T) {
+	p := tuner.Params{Rate: 1, Capacity: 4, Restart: 100 * time.Millisecond} // ρ = 0.25
+	dur := 20 * time.Second
+	got := KillLawReplay(dur, false, 50)(p, time.Hour, 3)
+	var want float64
+	for d := range 50 {
+		at := killTimes(dur, 3, uint64(1_000_000+d), false)
+		want += 0.25 * (at[0].Seconds() + at[1].Seconds() + at[2].Seconds()) / 50
+	}
+	if math.Abs(got-want) > 1e-9 {
+		t.Errorf("KillLawReplay = %v, want %v", got, want)
+	}
+	// A short interval: about k·ρ·T/2, far below.
+	if short := KillLawReplay(dur, false, 200)(p, 200*time.Millisecond, 3); math.Abs(short-3*0.25*0.1) > 0.01 {
+		t.Errorf("short interval: %v, want about %v", short, 3*0.25*0.1)
+	}
+	if KillLawReplay(dur, false, 10)(p, time.Second, 0) != 0 {
+		t.Error("no failures: want 0")
 	}
 }
 

@@ -222,6 +222,32 @@ func (p Params) ReplayOver(interval time.Duration, n int) float64 {
 	return sum
 }
 
+// ReplayAt is the processing time failures at the given times (seconds
+// from a clean start, ascending) make the instance spend again, by the
+// mechanism of section 3b with the failure times given instead of drawn:
+// captures every T from the start and from each restore, each durable P
+// later; a failure at t restores the latest durable capture (or the
+// start) and its successor, back D + R + L later, redoes ρ × the time
+// from that capture to t. A failure while the instance is down counts as
+// one at its restore. For Poisson failure times its mean over many draws
+// is ReplayOver.
+func (p Params) ReplayAt(interval time.Duration, at []float64) float64 {
+	t, per, rho := interval.Seconds(), p.Persist.Seconds(), p.Util()
+	if t <= 0 {
+		return 0
+	}
+	var base, restored, sum float64
+	for _, f := range at {
+		f = max(f, restored)
+		if k := math.Floor((f - restored - per) / t); k >= 1 {
+			base = restored + k*t
+		}
+		sum += rho * (f - base)
+		restored = f + p.downSec()
+	}
+	return sum
+}
+
 // expMod is E[X mod x] = E[X | X < x] for X exponential of rate f:
 // 1/f − x/(e^(fx) − 1), by its series x/2 − f·x²/12 when fx is small.
 func expMod(f, x float64) float64 {

@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -312,5 +313,39 @@ func TestOptimalBelowFirstOrder(t *testing.T) {
 	p.FailureRate = 1e-9
 	if a, b := p.Optimal(time.Millisecond, 1e6*time.Hour), p.FirstOrder(time.Millisecond, 1e6*time.Hour); a != b {
 		t.Errorf("rare failures: Optimal %v != first order %v", a, b)
+	}
+}
+
+// ReplayAt follows the failures it is given; over Poisson draws its mean
+// is ReplayOver.
+func TestReplayAt(t *testing.T) {
+	p := Params{Rate: 1, Capacity: 4, Persist: 100 * time.Millisecond, Restart: 400 * time.Millisecond} // ρ = 0.25, down 0.4 s
+	// T = 2 s. A failure at 5.3 s: captures at 2 and 4 (durable 2.1, 4.1):
+	// replay 0.25·1.3. Restored at 5.7; a failure at 6.5, before its first
+	// capture (7.7): everything since 4, 0.25·2.5. Restored at 6.9; a failure
+	// at 9.0: capture 8.9 not yet durable, so again since 4: 0.25·5.
+	got := p.ReplayAt(2*time.Second, []float64{5.3, 6.5, 9.0})
+	if want := 0.25 * (1.3 + 2.5 + 5); !near(got, want, 1e-12) {
+		t.Errorf("ReplayAt = %v, want %v", got, want)
+	}
+	if p.ReplayAt(2*time.Second, nil) != 0 || p.ReplayAt(0, []float64{1}) != 0 {
+		t.Error("no failures or no interval: want 0")
+	}
+	// Poisson failures: the mean of ReplayAt over draws is ReplayOver.
+	p.FailureRate = 1.0 / 5
+	r := rand.New(rand.NewPCG(5, 5))
+	const draws = 20000
+	var sum float64
+	at := make([]float64, 3)
+	for range draws {
+		start := 0.0
+		for i := range at {
+			at[i] = start + r.ExpFloat64()/p.FailureRate // a generation's life runs from its restore
+			start = at[i] + p.downSec()
+		}
+		sum += p.ReplayAt(2*time.Second, at)
+	}
+	if got, want := sum/draws, p.ReplayOver(2*time.Second, 3); !near(got, want, 0.03) {
+		t.Errorf("mean ReplayAt over Poisson draws %.4f, ReplayOver %.4f", got, want)
 	}
 }

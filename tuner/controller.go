@@ -212,8 +212,8 @@ type instEst struct {
 	rate     ewma
 	capacity ewma
 	capAt    time.Duration // last capacity observation
-	work     ewma // tuples/s processed, over the spans ObserveBusy saw
-	busy     ewma // busy seconds per second, over the same spans: capacity = work/busy
+	work     ewma          // tuples/s processed, over the spans ObserveBusy saw
+	busy     ewma          // busy seconds per second, over the same spans: capacity = work/busy
 	cost     costFit
 	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
 	failures int // its own

@@ -137,7 +137,7 @@ type Decision struct {
 	Changed    bool
 	Why        Why
 	Optimum    time.Duration // the model's optimum before bounds (saturated if infinite; Max with no input)
-	Lower      time.Duration // Config.Min
+	Lower      time.Duration // the effective lower bound: Config.Min, or the persist time if longer
 	Upper      time.Duration // the effective upper bound: Max, or MaxBackup/rate
 	Inputs     Params        // the smoothed measurements the model used
 	Failures   int           // failures observed, all instances
@@ -604,8 +604,8 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 	failures, exposure := c.failures, seconds(c.exposure(now))
 	for _, id := range c.order {
 		e := c.insts[id]
-		if !e.rate.ok || (e.hasDec && now-e.decided < c.cfg.Every) {
-			continue
+		if !e.rate.ok || now-e.since < c.cfg.Every || (e.hasDec && now-e.decided < c.cfg.Every) {
+			continue // no decision on less than Every of measurements, nor more often than Every (unless a failure)
 		}
 		e.decided, e.hasDec = now, true
 		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
@@ -619,16 +619,19 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 			d.Why, d.Optimum, d.Interval = NoInput, c.cfg.Max, c.cfg.Max
 		default:
 			p := d.Inputs
+			// Captures wait for the previous one to be durable: an interval
+			// below the persist time is not what the instance would do.
+			d.Lower = min(max(c.cfg.Min, p.Persist), c.cfg.Max)
 			if c.cfg.MaxBackup > 0 {
-				d.Upper = max(c.cfg.Min, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
+				d.Upper = max(d.Lower, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
 			}
 			opt := p.optimalSec()
 			d.Optimum = seconds(opt)
-			target := min(max(d.Optimum, c.cfg.Min), d.Upper)
+			target := min(max(d.Optimum, d.Lower), d.Upper)
 			cur := e.interval
 			h := 1 + c.cfg.Hysteresis
 			inBand := float64(target) <= float64(cur)*h && float64(target)*h >= float64(cur)
-			if cur < c.cfg.Min || cur > d.Upper || !inBand {
+			if cur < d.Lower || cur > d.Upper || !inBand {
 				d.Interval = target
 			}
 			switch {

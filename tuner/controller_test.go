@@ -128,7 +128,7 @@ func TestControllerBounds(t *testing.T) {
 	t.Run("unknown capacity", func(t *testing.T) {
 		c, _ := NewController(testConfig())
 		_ = c.ObserveLoad(inst, time.Second, 10, time.Second)
-		ds := c.Tick(time.Second, nil)
+		ds := c.Tick(31*time.Second, nil)
 		if len(ds) != 1 || ds[0].Why != Unknown || ds[0].Changed {
 			t.Errorf("%+v", ds)
 		}
@@ -221,30 +221,48 @@ func TestStateKeysFrom(t *testing.T) {
 }
 
 func TestControllerEvery(t *testing.T) {
-	c := newCtl(t, testConfig())
+	c := newCtl(t, testConfig()) // first seen at 0
 	_ = c.ObserveLoad(inst, time.Second, 100, time.Second)
-	if n := len(c.Tick(time.Second, nil)); n != 1 {
-		t.Fatalf("%d decisions at the first tick", n)
+	if n := len(c.Tick(time.Second, nil)); n != 0 {
+		t.Fatalf("%d decisions on 1 s of measurements, want none before Every", n)
 	}
-	if n := len(c.Tick(20*time.Second, nil)); n != 0 {
+	if n := len(c.Tick(30*time.Second, nil)); n != 1 {
+		t.Fatalf("%d decisions after Every of measurements", n)
+	}
+	if n := len(c.Tick(50*time.Second, nil)); n != 0 {
 		t.Errorf("%d decisions before Every", n)
 	}
-	if n := len(c.Tick(31*time.Second, nil)); n != 1 {
+	if n := len(c.Tick(61*time.Second, nil)); n != 1 {
 		t.Errorf("%d decisions after Every", n)
 	}
 	if n := len(c.Tick(10*time.Second, nil)); n != 0 { // time going back is ignored
 		t.Errorf("%d decisions with time going back", n)
 	}
 	// A failure is news: the next Tick decides at once.
-	if err := c.ObserveFailure(inst, 35*time.Second, Recovery{}); err != nil {
+	if err := c.ObserveFailure(inst, 65*time.Second, Recovery{}); err != nil {
 		t.Fatal(err)
 	}
-	ds := c.Tick(36*time.Second, nil)
+	ds := c.Tick(66*time.Second, nil)
 	if len(ds) != 1 || ds[0].Own != 1 {
 		t.Fatalf("after a failure: %d decisions (%+v), want 1 counting it", len(ds), ds)
 	}
-	if n := len(c.Tick(40*time.Second, nil)); n != 0 {
+	if n := len(c.Tick(70*time.Second, nil)); n != 0 {
 		t.Errorf("%d decisions before Every after the failure's", n)
+	}
+}
+
+// The interval is never below the measured persist time: captures wait
+// for the previous checkpoint to be durable.
+func TestControllerLowerBoundIsThePersistTime(t *testing.T) {
+	cfg := testConfig()
+	cfg.Min, cfg.Initial = 100*time.Millisecond, 100*time.Millisecond
+	cfg.PriorMTBF, cfg.PriorWeight = 10*time.Second, 1e6 // an optimum far below a second, whatever the exposure
+	cfg.Cost = CostModel{Base: time.Millisecond}
+	c := newCtl(t, cfg)
+	_ = c.ObserveCheckpoint(inst, 0, Checkpoint{Cost: time.Millisecond, Persist: 700 * time.Millisecond})
+	d, _ := drive(t, c, 0, 5*time.Minute, 900)
+	if d.Interval != 700*time.Millisecond || d.Lower != 700*time.Millisecond || d.Why != Bounded || d.Optimum >= 700*time.Millisecond {
+		t.Errorf("%v (lower %v, optimum %v, %v): %s", d.Interval, d.Lower, d.Optimum, d.Why, d.Reason())
 	}
 }
 

@@ -20,7 +20,7 @@ func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 	mc := newMemCluster()
 	cfg := testConfig(t)
 	cfg.Interval = "auto" // with the default 24h prior: long intervals
-	cfg.Duration = 8 * time.Second
+	cfg.Duration = 12 * time.Second // the first decision comes Every (5 s) after the instance is first measured
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -304,8 +304,8 @@ func (p Params) FirstOrder(lo, hi time.Duration) time.Duration {
 // or no input).
 func (p Params) optimalSec() float64 {
 	t := p.firstOrderSec()
-	if math.IsInf(t, 1) || p.FailureRate*(t+p.Persist.Seconds()+p.downSec()) < 1e-3 {
-		return t // the second-order terms move the optimum by less than 0.1%
+	if math.IsInf(t, 1) || p.FailureRate*(t+p.Persist.Seconds()+p.downSec()) < 1e-2 {
+		return t // the second-order terms move the optimum by less than 1%, the waste by less than 3e-5 of itself
 	}
 	return p.refineSec(t)
 }
@@ -320,7 +320,7 @@ func (p Params) refineSec(t1 float64) float64 {
 	const g = 0.6180339887498949
 	c, d := b-g*(b-a), a+g*(b-a)
 	wc, wd := w(c), w(d)
-	for b-a > 1e-6 {
+	for b-a > 1e-4 { // T to 0.01%
 		if wc <= wd {
 			b, d, wd = d, c, wc
 			c = b - g*(b-a)

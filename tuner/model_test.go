@@ -150,7 +150,8 @@ func TestOptimalClosedForms(t *testing.T) {
 	})
 }
 
-// Optimal maximises Efficiency: no interval on a fine grid does better.
+// Optimal maximises Efficiency: no interval on a fine grid does better
+// (by more than the refinement Optimal skips when it is negligible).
 func TestOptimalMaximisesEfficiency(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -172,8 +173,11 @@ func TestOptimalMaximisesEfficiency(t *testing.T) {
 			}
 			opt := p.Optimal(time.Millisecond, 100*time.Hour)
 			best := p.Efficiency(opt)
+			// Optimal skips the second-order refinement when it would
+			// lower the waste by less than 3e-5 of itself (model.go).
+			slack := 3e-5 * (1 - best)
 			for ts := 1e-3; ts < 3.6e5; ts *= 1.01 {
-				if e := p.Efficiency(seconds(ts)); e > best*(1+1e-9) {
+				if e := p.Efficiency(seconds(ts)); e > best*(1+1e-9)+slack {
 					t.Fatalf("efficiency %.9f at %.4gs beats the optimum %v's %.9f", e, ts, opt, best)
 				}
 			}

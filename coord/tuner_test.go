@@ -19,7 +19,7 @@ import (
 func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 	mc := newMemCluster()
 	cfg := testConfig(t)
-	cfg.Interval = "auto" // with the default 24h prior: long intervals
+	cfg.Interval = "auto"           // with the default 24h prior: long intervals
 	cfg.Duration = 12 * time.Second // the first decision comes Every (5 s) after the instance is first measured
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

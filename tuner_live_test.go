@@ -10,7 +10,8 @@ import (
 // TestAutoIntervalUnderAKill runs the real binary with --interval auto,
 // kills the node hosting count#0, and checks that the tuner's decisions
 // are interval events with reasons and inputs, that one is taken after the
-// recovery, and that the output verifies (0 missing, 0 duplicated, 0 wrong).
+// recovery and counts count#0's failure as its own (a failure makes every
+// instance due at the next tick), and that the output verifies (0 missing, 0 duplicated, 0 wrong).
 func TestAutoIntervalUnderAKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -22,7 +23,7 @@ func TestAutoIntervalUnderAKill(t *testing.T) {
 	c.waitEvent(events.RecoveryRestored, "")
 	wait()
 	c.verifyOK()
-	var decisions, afterRecovery int
+	var decisions, afterRecovery, ownFailure int
 	restored := false
 	for _, e := range c.events() {
 		switch e.Kind {
@@ -39,11 +40,14 @@ func TestAutoIntervalUnderAKill(t *testing.T) {
 			if restored {
 				afterRecovery++
 			}
+			if n, _ := e.Fields["own_failures"].(float64); restored && e.Instance == "count#0" && n >= 1 {
+				ownFailure++ // the instance's own failure is in its rate
+			}
 		}
 	}
-	if decisions == 0 || afterRecovery == 0 {
+	if decisions == 0 || afterRecovery == 0 || ownFailure == 0 {
 		c.dump()
-		t.Fatalf("%d interval decisions, %d after the recovery; want some of each", decisions, afterRecovery)
+		t.Fatalf("%d interval decisions, %d after the recovery, %d of count#0 counting its own failure; want some of each", decisions, afterRecovery, ownFailure)
 	}
 	if findEvent(c.events(), events.TunerSummary, "") == nil {
 		t.Error("no tuner_summary event")

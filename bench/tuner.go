@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,10 +45,15 @@ type TunerResult struct {
 	UsefulFraction  map[string]float64 `json:"useful_fraction"`
 	Predicted       map[string]float64 `json:"predicted"`
 	PredictionError float64            `json:"prediction_error"` // max over policies of |predicted − measured| (medians), a fraction
-	MeanIntervalS   map[string]float64 `json:"mean_interval_s"`  // the interval in force, time and instance average (medians)
-	YoungIntervalS  float64            `json:"young_interval_s"` // median over rounds
-	Source          string             `json:"source"`
-	Verified        bool               `json:"verified"`
+	// The same with the replay of Poisson failures at each instance's
+	// rate from a clean start (Params.ReplayOver), instead of the
+	// benchmark's kill law: the model's assumption, not the experiment's.
+	PredictedPoisson       map[string]float64 `json:"predicted_poisson"`
+	PredictionErrorPoisson float64            `json:"prediction_error_poisson"`
+	MeanIntervalS          map[string]float64 `json:"mean_interval_s"`  // the interval in force, time and instance average (medians)
+	YoungIntervalS         float64            `json:"young_interval_s"` // median over rounds
+	Source                 string             `json:"source"`
+	Verified               bool               `json:"verified"`
 }
 
 // policies of the benchmark, in the order each round runs them (auto
@@ -103,8 +109,10 @@ func Measured(accts []coord.TunerAccount) Split {
 // downtime per failure) at the intervals the policy set (the checkpoints
 // they ask for, and their time average for the replay). The failure rate
 // is the instance's own: the benchmark kills count's nodes, so failures
-// fall on the busiest instances, not evenly.
-func Predicted(accts []coord.TunerAccount) Split {
+// fall on the busiest instances, not evenly. The replay is replay(p, T,
+// k), the model's for the instance's k failures from the run's clean
+// start: PoissonReplay or KillLawReplay.
+func Predicted(accts []coord.TunerAccount, replay func(p tuner.Params, iv time.Duration, k int) float64) Split {
 	var s Split
 	for _, a := range accts {
 		mu := capacity(a)
@@ -121,13 +129,40 @@ func Predicted(accts []coord.TunerAccount) Split {
 			p.Cost.Base = seconds(a.CheckpointS / float64(a.Checkpoints))
 			p.Persist = seconds(a.PersistS / float64(a.Checkpoints))
 		}
-		w := p.Waste(seconds(a.MeanIntervalS))
+		iv := seconds(a.MeanIntervalS)
+		w := p.Waste(iv)
 		s.Useful += m.Useful
 		s.Checkpoint += p.Cost.Base.Seconds()*a.PlannedCkpts + w.Lost*a.ExposureS
-		s.Replay += w.Replay * a.ExposureS
+		s.Replay += replay(p, iv, a.Failures)
 		s.Downtime += w.Downtime * a.ExposureS
 	}
 	return s
+}
+
+// PoissonReplay is the model's replay for k Poisson failures from a clean
+// start (Params.ReplayOver): failures at the instance's rate, with no end.
+func PoissonReplay(p tuner.Params, iv time.Duration, k int) float64 { return p.ReplayOver(iv, k) }
+
+// KillLawReplay is the model's replay mechanism (Params.ReplayAt) averaged
+// over the benchmark's own law of kill times for a run of length dur: k
+// kills drawn as killTimes draws them, over draws seeds none of which is a
+// round's. It predicts; it never sees the kill times of the run it is
+// compared with.
+func KillLawReplay(dur time.Duration, slots bool, draws int) func(p tuner.Params, iv time.Duration, k int) float64 {
+	return func(p tuner.Params, iv time.Duration, k int) float64 {
+		if k <= 0 || draws <= 0 {
+			return 0
+		}
+		var sum float64
+		at := make([]float64, k)
+		for d := range draws {
+			for i, t := range killTimes(dur, k, uint64(1_000_000+d), slots) {
+				at[i] = t.Seconds()
+			}
+			sum += p.ReplayAt(iv, at)
+		}
+		return sum / float64(draws)
+	}
 }
 
 // PredictionError is the largest |predicted − measured| over the policies
@@ -180,18 +215,23 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench tuner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	rounds := fs.Int("rounds", 2, "rounds; each runs every policy")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every policy")
 	dur := fs.Duration("duration", 20*time.Second, "run time of each run")
 	kills := fs.Int("kills", 3, "node kills per run, evenly spread (must leave a node alive)")
 	nodes := fs.Int("nodes", 5, "worker nodes")
 	speedup := fs.Float64("speedup", 20000, "trace time compression")
 	source := fs.String("source", "", "input (default: the NASA per-second trace, else gen:diurnal)")
 	keep := fs.String("data", "", "keep the run directories under this directory")
+	schedule := fs.String("schedule", "slots", "kill times: slots (one at a random point of each of equal slots) or poisson (uniform points at least 1s apart: a Poisson process with that many kills)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *rounds < 1 || *dur <= 0 || *nodes < 2 || *kills < 1 || *kills >= *nodes || *speedup <= 0 {
 		fmt.Fprintln(stderr, "spate bench tuner: want --rounds >= 1, --duration > 0, --speedup > 0 and 1 <= --kills < --nodes")
+		return 2
+	}
+	if *schedule != "poisson" && *schedule != "slots" {
+		fmt.Fprintf(stderr, "spate bench tuner: --schedule %q: want poisson or slots\n", *schedule)
 		return 2
 	}
 	src := *source
@@ -225,13 +265,16 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	prior := seconds(float64(*nodes) * dur.Seconds() / float64(*kills))
 	meas := map[string][]float64{}
 	pred := map[string][]float64{}
+	predP := map[string][]float64{}
+	law := KillLawReplay(*dur, *schedule == "slots", 400)
 	ivs := map[string][]float64{}
 	var youngs []float64
-	res := TunerResult{UsefulFraction: map[string]float64{}, Predicted: map[string]float64{}, MeanIntervalS: map[string]float64{}, Source: src, Verified: true}
+	res := TunerResult{UsefulFraction: map[string]float64{}, Predicted: map[string]float64{}, PredictedPoisson: map[string]float64{},
+		MeanIntervalS: map[string]float64{}, Source: src, Verified: true}
 	var at []time.Duration
 	for i := range *rounds {
 		var young time.Duration
-		at = killTimes(*dur, *kills, uint64(i+1))
+		at = killTimes(*dur, *kills, uint64(i+1), *schedule == "slots")
 		for _, pol := range tunerPolicies {
 			cfg := coord.DefaultConfig()
 			cfg.Nodes, cfg.Local, cfg.Headless, cfg.Duration = *nodes, *nodes, true, *dur
@@ -259,9 +302,11 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			res.Verified = res.Verified && r.verified
-			m, p := Measured(accts), Predicted(accts)
+			m, p := Measured(accts), Predicted(accts, law)
+			pp := Predicted(accts, PoissonReplay)
 			meas[pol] = append(meas[pol], m.Fraction())
 			pred[pol] = append(pred[pol], p.Fraction())
+			predP[pol] = append(predP[pol], pp.Fraction())
 			ivs[pol] = append(ivs[pol], MeanInterval(accts))
 			if pol == "auto" {
 				var c, mtbf time.Duration
@@ -277,14 +322,16 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 				if !r.verified {
 					ok = "VERIFY FAILED"
 				}
-				fmt.Fprintf(stdout, "round %d %-9s useful %.3f%% (predicted %.3f%%)  waste: checkpoint %.3fs, replay %.3fs, downtime %.3fs; mean interval %.2fs; %s\n",
-					i+1, pol, 100*m.Fraction(), 100*p.Fraction(), m.Checkpoint, m.Replay, m.Downtime, MeanInterval(accts), ok)
+				fmt.Fprintf(stdout, "round %d %-9s useful %.3f%% (predicted %.3f%%, Poisson %.3f%%)  waste: checkpoint %.3fs, replay %.3fs (predicted %.3fs), downtime %.3fs; mean interval %.2fs; %s\n",
+					i+1, pol, 100*m.Fraction(), 100*p.Fraction(), 100*pp.Fraction(), m.Checkpoint, m.Replay, p.Replay, m.Downtime, MeanInterval(accts), ok)
 			}
 		}
 	}
 	for _, pol := range tunerPolicies {
 		res.UsefulFraction[pol], res.Predicted[pol], res.MeanIntervalS[pol] = median(meas[pol]), median(pred[pol]), median(ivs[pol])
+		res.PredictedPoisson[pol] = median(predP[pol])
 	}
+	res.PredictionErrorPoisson = PredictionError(res.PredictedPoisson, res.UsefulFraction)
 	res.YoungIntervalS = median(youngs)
 	res.PredictionError = PredictionError(res.Predicted, res.UsefulFraction)
 	if *asJSON {
@@ -296,10 +343,10 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 			if pol != "auto" && (best == "" || res.UsefulFraction[pol] > res.UsefulFraction[best]) {
 				best = pol
 			}
-			fmt.Fprintf(stdout, "  %-9s useful fraction %.3f%%  predicted %.3f%%  mean interval %.2fs\n", pol, 100*res.UsefulFraction[pol], 100*res.Predicted[pol], res.MeanIntervalS[pol])
+			fmt.Fprintf(stdout, "  %-9s useful fraction %.3f%%  predicted %.3f%% (Poisson %.3f%%)  mean interval %.2fs\n", pol, 100*res.UsefulFraction[pol], 100*res.Predicted[pol], 100*res.PredictedPoisson[pol], res.MeanIntervalS[pol])
 		}
-		fmt.Fprintf(stdout, "  auto - best other (%s): %+.3f points; prediction error (max over policies) %.3f points\n",
-			best, 100*(res.UsefulFraction["auto"]-res.UsefulFraction[best]), 100*res.PredictionError)
+		fmt.Fprintf(stdout, "  auto - best other (%s): %+.3f points; prediction error (max over policies) %.3f points (with Poisson failures instead of the kill law: %.3f)\n",
+			best, 100*(res.UsefulFraction["auto"]-res.UsefulFraction[best]), 100*res.PredictionError, 100*res.PredictionErrorPoisson)
 		if res.Verified {
 			fmt.Fprintln(stdout, "  every run verified: 0 missing, 0 duplicated, 0 wrong")
 		}
@@ -311,20 +358,44 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// killTimes spreads kills over a run of length dur: kill k falls at a
-// seeded random point of the k-th of kills equal slots of the middle 80%
-// of the run. Random, so that kills do not fall in phase with the
-// checkpoint timers (they all start with the job); the same for every
-// policy of a round.
-func killTimes(dur time.Duration, kills int, seed uint64) []time.Duration {
+// killTimes places kills in the middle 80% of a run of length dur, seeded,
+// the same for every policy of a round. With slots, kill k falls at a
+// random point of the k-th of kills equal slots: nearly periodic. Without,
+// the kills are a Poisson process conditioned on their number: uniform
+// points, sorted, at least minKillGap apart (a kill must not find its
+// victim still being recovered: the benchmark would then skip it in some
+// policies and not in others). Random either way, so that kills do not
+// fall in phase with the checkpoint timers (they all start with the job).
+func killTimes(dur time.Duration, kills int, seed uint64, slots bool) []time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 0x7e11))
-	slot := dur * 8 / 10 / time.Duration(kills)
+	span := dur * 8 / 10
 	var at []time.Duration
-	for k := range kills {
-		at = append(at, dur/10+slot*time.Duration(k)+time.Duration(rng.Float64()*float64(slot)))
+	if slots {
+		slot := span / time.Duration(kills)
+		for k := range kills {
+			at = append(at, dur/10+slot*time.Duration(k)+time.Duration(rng.Float64()*float64(slot)))
+		}
+		return at
 	}
-	return at
+	gap := min(minKillGap, span/time.Duration(2*kills))
+	for {
+		at = at[:0]
+		for range kills {
+			at = append(at, dur/10+time.Duration(rng.Float64()*float64(span)))
+		}
+		slices.Sort(at)
+		ok := true
+		for k := 1; k < len(at); k++ {
+			ok = ok && at[k]-at[k-1] >= gap
+		}
+		if ok {
+			return at
+		}
+	}
 }
+
+// minKillGap is the least time between two kills of the Poisson schedule.
+const minKillGap = time.Second
 
 // killRun runs cfg, SIGKILLs the node hosting victims[k] at[k] after the
 // job started (following the instance when a recovery moves it), verifies

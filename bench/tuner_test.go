@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/tuner"
 )
 
 func TestMeasuredSplitsTime(t *testing.T) {
@@ -32,15 +33,21 @@ func TestMeasuredSplitsTime(t *testing.T) {
 func TestPredictedMatchesTheModelOnAConsistentRun(t *testing.T) {
 	// One instance for 100s at 1,000/s with capacity 10,000/s (ρ = 0.1),
 	// a 1s interval (100 checkpoints of 10ms, persist 0), failures: 2 in
-	// 100s, each 0.25s down. The model's replay per failure is ρ·T/2 =
-	// 0.05s: 500 records at 10,000/s.
-	a := coord.TunerAccount{Processed: 100_000 + 1_000, Replayed: 1_000, BusyS: 10.1, CheckpointS: 1, Checkpoints: 100,
-		DowntimeS: 0.5, Failures: 2, ExposureS: 100, MeanIntervalS: 1, PlannedCkpts: 100}
-	p, m := Predicted([]coord.TunerAccount{a}), Measured([]coord.TunerAccount{a})
-	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || !near(p.Replay, 0.1) || !near(p.Useful, 10) {
-		t.Fatalf("Predicted = %+v", p)
+	// 100s, each 0.25s down. The model's replay for two failures from a
+	// clean start is about 2·ρ·T/2 = 0.1s (ReplayOver: 0.1011s), 1,011
+	// records at 10,000/s.
+	rp := tuner.Params{Rate: 1000, Capacity: 10_000, FailureRate: 0.02, Restart: 250 * time.Millisecond}.ReplayOver(time.Second, 2)
+	if math.Abs(rp-0.1) > 0.002 {
+		t.Fatalf("model replay %v, want about 0.1s", rp)
 	}
-	if e := PredictionError(map[string]float64{"x": p.Fraction()}, map[string]float64{"x": m.Fraction()}); e > 1e-9 {
+	rec := uint64(math.Round(rp * 10_000))
+	a := coord.TunerAccount{Processed: 100_000 + rec, Replayed: rec, BusyS: 10 + rp, CheckpointS: 1, Checkpoints: 100,
+		DowntimeS: 0.5, Failures: 2, ExposureS: 100, MeanIntervalS: 1, PlannedCkpts: 100}
+	p, m := Predicted([]coord.TunerAccount{a}, PoissonReplay), Measured([]coord.TunerAccount{a})
+	if !near(p.Checkpoint, 1) || !near(p.Downtime, 0.5) || math.Abs(p.Replay-rp) > 1e-5 || math.Abs(p.Useful-10) > 1e-4 { // records are whole: μ is off by 1e-6
+		t.Fatalf("Predicted = %+v, replay want %v", p, rp)
+	}
+	if e := PredictionError(map[string]float64{"x": p.Fraction()}, map[string]float64{"x": m.Fraction()}); e > 1e-5 {
 		t.Errorf("prediction error %v on a run that follows the model", e)
 	}
 	if e := PredictionError(map[string]float64{"a": 0.9, "b": 0.5}, map[string]float64{"a": 0.88, "b": 0.6, "c": 1}); !near(e, 0.1) {
@@ -67,12 +74,60 @@ func TestYoungFromTheAutoRun(t *testing.T) {
 
 func TestKillTimesAreSpreadAndSeeded(t *testing.T) {
 	dur := 20 * time.Second
-	a, b := killTimes(dur, 3, 1), killTimes(dur, 3, 1)
+	a, b := killTimes(dur, 3, 1, true), killTimes(dur, 3, 1, true)
 	for k := range a {
 		lo := dur/10 + dur*8/10/3*time.Duration(k)
 		if a[k] != b[k] || a[k] < lo || a[k] >= lo+dur*8/10/3 {
 			t.Fatalf("kill times %v (again %v): kill %d outside its slot from %v", a, b, k, lo)
 		}
+	}
+}
+
+// The Poisson schedule: seeded, sorted, inside the middle 80%, at least
+// minKillGap apart, and not one per slot: over seeds, some pairs of kills
+// fall in the same third of the run.
+func TestKillTimesPoisson(t *testing.T) {
+	dur := 20 * time.Second
+	sameThird := 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		a, b := killTimes(dur, 3, seed, false), killTimes(dur, 3, seed, false)
+		for k := range a {
+			if a[k] != b[k] || a[k] < dur/10 || a[k] > dur*9/10 || (k > 0 && a[k]-a[k-1] < minKillGap) {
+				t.Fatalf("seed %d: kill times %v (again %v)", seed, a, b)
+			}
+		}
+		third := func(d time.Duration) time.Duration { return (d - dur/10) * 3 / (dur * 8 / 10) }
+		if third(a[0]) == third(a[1]) || third(a[1]) == third(a[2]) {
+			sameThird++
+		}
+	}
+	if sameThird == 0 {
+		t.Error("50 seeds and never two kills in one third of the run: that is the slot schedule")
+	}
+}
+
+// KillLawReplay averages the model's mechanism over the kill law: with
+// T far above the run, no checkpoint ever completes, and each kill replays
+// everything since the start (the downtimes before it included), whatever
+// the draw: ρ·(t1 + t2 + t3).
+func TestKillLawReplay(t *testing.T) {
+	p := tuner.Params{Rate: 1, Capacity: 4, Restart: 100 * time.Millisecond} // ρ = 0.25
+	dur := 20 * time.Second
+	got := KillLawReplay(dur, false, 50)(p, time.Hour, 3)
+	var want float64
+	for d := range 50 {
+		at := killTimes(dur, 3, uint64(1_000_000+d), false)
+		want += 0.25 * (at[0].Seconds() + at[1].Seconds() + at[2].Seconds()) / 50
+	}
+	if math.Abs(got-want) > 1e-9 {
+		t.Errorf("KillLawReplay = %v, want %v", got, want)
+	}
+	// A short interval: about k·ρ·T/2, far below.
+	if short := KillLawReplay(dur, false, 200)(p, 200*time.Millisecond, 3); math.Abs(short-3*0.25*0.1) > 0.01 {
+		t.Errorf("short interval: %v, want about %v", short, 3*0.25*0.1)
+	}
+	if KillLawReplay(dur, false, 10)(p, time.Second, 0) != 0 {
+		t.Error("no failures: want 0")
 	}
 }
 

@@ -92,6 +92,7 @@ type tunedInst struct {
 	at         time.Time
 	capGen     uint64 // the generation and records at its latest checkpoint capture
 	capIn      uint64
+	rate       float64       // records/s processed over the last tick, for a lost generation's count after its last heartbeat
 	iv         time.Duration // the interval in force
 	pinned     bool          // set by hand: the controller's decisions are not applied
 	lostBeat   time.Time     // the lost node's last heartbeat, for the detection time
@@ -205,13 +206,14 @@ func (c *Coordinator) tunerTick() {
 		span := now.Sub(ti.at)
 		dIn, dBusy := s.In-ti.in, s.BusyUs-ti.busyUs
 		ti.in, ti.busyUs, ti.at = s.In, s.BusyUs, now
+		if span > 0 {
+			ti.rate = float64(dIn) / span.Seconds()
+		}
 		if t.ctl == nil || span <= 0 {
 			continue
 		}
 		_ = t.ctl.ObserveLoad(p.ID, at, float64(dIn), span)
-		if dIn > 0 && dBusy > 0 {
-			_ = t.ctl.ObserveCapacity(p.ID, at, float64(dIn)/(float64(dBusy)/1e6))
-		}
+		_ = t.ctl.ObserveBusy(p.ID, at, float64(dIn), time.Duration(dBusy)*time.Microsecond, span)
 	}
 	if t.ctl == nil {
 		return
@@ -272,12 +274,16 @@ func (c *Coordinator) emitDecision(d tuner.Decision) {
 		node = p.Node
 	}
 	reason := d.Reason()
-	c.emit(events.Interval, node, string(d.Instance), map[string]any{
+	f := map[string]any{
 		"instance": string(d.Instance), "interval_ms": d.Interval.Milliseconds(), "reason": reason,
 		"inputs": inputFields(d.Inputs, d.Interval), "previous_ms": d.Previous.Milliseconds(),
 		"optimum_ms": d.Optimum.Milliseconds(), "changed": d.Changed, "why": d.Why.String(),
-		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds()},
-		"%s interval %s", d.Instance, reason)
+		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds(),
+		"own_failures": d.Own, "own_exposure_s": d.OwnExp.Seconds()}
+	if !math.IsInf(d.Weight, 1) {
+		f["prior_weight"] = d.Weight // absent: the pooled rate
+	}
+	c.emit(events.Interval, node, string(d.Instance), f, "%s interval %s", d.Instance, reason)
 }
 
 // tunerCheckpointed takes in a complete checkpoint.
@@ -323,13 +329,31 @@ func (c *Coordinator) tunerLost(id job.InstanceID, lost string) {
 	}
 	ti.acct.Processed += in
 	ti.acct.BusyS += float64(busy) / 1e6
-	var base uint64
-	if _, cps := c.manifest.restorable(id); len(cps) > 0 && cps[0].Gen == p.Gen && cps[0].In <= in {
-		base = cps[0].In
+	// The heartbeat's count is up to a heartbeat period old: what the
+	// generation processed after it is estimated at its recent rate.
+	stale := min(max(c.opt.Now().Sub(ns.lastBeat), 0), c.cfg.Heartbeat)
+	var cp *wire.Checkpoint
+	if _, cps := c.manifest.restorable(id); len(cps) > 0 {
+		cp = &cps[0]
 	}
-	ti.acct.Replayed += in - base
+	ti.acct.Replayed += lostReplay(p.Gen, in, ti.rate*stale.Seconds(), cp)
 	ti.acct.Failures++
 	ti.gen, ti.lostBeat = 0, ns.lastBeat
+}
+
+// lostReplay is what a lost generation gen had processed since the
+// checkpoint cp its successor restores (nil: none), in records: its count
+// at the loss (in, from its last heartbeat, plus extra, an estimate of
+// what it processed after that heartbeat) minus its count at cp's capture;
+// all of it when cp is an older generation's, or none. cp may have been
+// captured after the last heartbeat (its count is then the better bound on
+// the count at the loss): the generation processed at least that much.
+func lostReplay(gen, in uint64, extra float64, cp *wire.Checkpoint) uint64 {
+	at := float64(in) + max(extra, 0)
+	if cp == nil || cp.Gen != gen {
+		return uint64(math.Round(at))
+	}
+	return uint64(math.Round(max(at, float64(cp.In)) - float64(cp.In)))
 }
 
 // tunerRestored takes in a finished restore: the recovery's phase times,

@@ -8,6 +8,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/wire"
 )
 
 // TestAutoIntervalDecidesAndTheNodeApplies runs the in-memory cluster with
@@ -18,8 +19,8 @@ import (
 func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 	mc := newMemCluster()
 	cfg := testConfig(t)
-	cfg.Interval = "auto" // with the default 24h prior: long intervals
-	cfg.Duration = 8 * time.Second
+	cfg.Interval = "auto"           // with the default 24h prior: long intervals
+	cfg.Duration = 12 * time.Second // the first decision comes Every (5 s) after the instance is first measured
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +145,34 @@ func TestIntervalActionOutsideSpate(t *testing.T) {
 	c := &Coordinator{cfg: Config{FT: "spate", Interval: "auto"}}
 	if _, err := c.actInterval(control.Action{Verb: "interval", Target: "all"}); err == nil {
 		t.Error("no interval argument: no error")
+	}
+}
+
+// TestLostReplayCountsFromTheRestoredCheckpoint: the records a lost
+// generation re-processes are counted from the checkpoint its successor
+// restores, never from the generation's start when that checkpoint was
+// captured after the generation's last heartbeat (the bug that made a
+// kill just after a capture count the whole generation as replay).
+func TestLostReplayCountsFromTheRestoredCheckpoint(t *testing.T) {
+	cp := &wire.Checkpoint{Gen: 3, In: 64_000}
+	for _, tc := range []struct {
+		name  string
+		gen   uint64
+		in    uint64
+		extra float64
+		cp    *wire.Checkpoint
+		want  uint64
+	}{
+		{"heartbeat after the capture", 3, 65_000, 0, cp, 1_000},
+		{"heartbeat after the capture, with the records since it", 3, 65_000, 400, cp, 1_400},
+		{"capture after the last heartbeat", 3, 63_800, 0, cp, 0},
+		{"capture after the last heartbeat, records since it", 3, 63_800, 500, cp, 300},
+		{"checkpoint of an older generation: all of it", 4, 5_000, 100, cp, 5_100},
+		{"no checkpoint: all of it", 3, 5_000, 0, nil, 5_000},
+		{"negative extra is none", 3, 65_000, -10, cp, 1_000},
+	} {
+		if got := lostReplay(tc.gen, tc.in, tc.extra, tc.cp); got != tc.want {
+			t.Errorf("%s: lostReplay = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -27,6 +27,14 @@ type Config struct {
 	PriorMTBF   time.Duration
 	PriorWeight float64
 
+	// InstanceWeight is the weight, in failures, of the pooled rate as the
+	// prior of each instance's own rate: f_i = (w + k_i)/(w/f + x_i), with
+	// k_i the instance's failures, x_i its exposure and f the pooled rate
+	// above. 0 estimates w from the spread of the instances' counts (the
+	// moment estimator of a Gamma–Poisson model; MODEL.md, section 5); +Inf
+	// gives every instance the pooled rate.
+	InstanceWeight float64
+
 	// MaxBackup, if > 0, caps an interval at MaxBackup/rate: the upstream
 	// backup must hold the tuples of one interval (two, with the fallback).
 	MaxBackup float64
@@ -76,6 +84,8 @@ func (c Config) Validate() error {
 		return paramErr("prior MTBF %v: want > 0", c.PriorMTBF)
 	case !(c.PriorWeight > 0) || math.IsInf(c.PriorWeight, 1):
 		return paramErr("prior weight %v: want a finite number > 0", c.PriorWeight)
+	case !(c.InstanceWeight >= 0):
+		return paramErr("instance weight %v: want >= 0 (0: estimated, +Inf: pooled)", c.InstanceWeight)
 	case math.IsNaN(c.MaxBackup) || c.MaxBackup < 0:
 		return paramErr("max backup %v: want >= 0", c.MaxBackup)
 	}
@@ -127,11 +137,14 @@ type Decision struct {
 	Changed    bool
 	Why        Why
 	Optimum    time.Duration // the model's optimum before bounds (saturated if infinite; Max with no input)
-	Lower      time.Duration // Config.Min
+	Lower      time.Duration // the effective lower bound: Config.Min, or the persist time if longer
 	Upper      time.Duration // the effective upper bound: Max, or MaxBackup/rate
 	Inputs     Params        // the smoothed measurements the model used
 	Failures   int           // failures observed, all instances
 	Exposure   time.Duration // instance-time observed, all instances
+	Own        int           // failures observed of this instance
+	OwnExp     time.Duration // time this instance was observed
+	Weight     float64       // the pooled rate's weight in Inputs.FailureRate, in failures (+Inf: pooled)
 	Efficiency float64       // the model's predicted efficiency at Interval
 }
 
@@ -166,8 +179,11 @@ func (d Decision) Reason() string {
 	if p.FailureRate > 0 {
 		mtbf = 1 / p.FailureRate
 	}
-	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s, recovery %s; predicted efficiency %.2f%%)",
-		fmtSec(mtbf), d.Failures, fmtDur(d.Exposure), fmtDur(p.Detect+p.Restart+p.Load), 100*d.Efficiency)
+	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s of its own and %d in %s of all", fmtSec(mtbf), d.Own, fmtDur(d.OwnExp), d.Failures, fmtDur(d.Exposure))
+	if !math.IsInf(d.Weight, 1) {
+		fmt.Fprintf(&b, " (prior weight %.2g)", d.Weight)
+	}
+	fmt.Fprintf(&b, ", recovery %s; predicted efficiency %.2f%%)", fmtDur(p.Detect+p.Restart+p.Load), 100*d.Efficiency)
 	return b.String()
 }
 
@@ -196,24 +212,32 @@ type instEst struct {
 	rate     ewma
 	capacity ewma
 	capAt    time.Duration // last capacity observation
+	work     ewma          // tuples/s processed, over the spans ObserveBusy saw
+	busy     ewma          // busy seconds per second, over the same spans: capacity = work/busy
 	cost     costFit
 	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
+	failures int // its own
 	persist  avg
 }
 
-// ewma is an exponentially weighted moving average in time.
+// ewma is an exponentially weighted moving average in time: the mean of
+// the values, each weighted by its span and by 2^(−age/halfLife). It is
+// normalised by the weights themselves, so the first values do not weigh
+// more than their time (an EWMA started at its first value would let the
+// first second of a 20-second run weigh two thirds of the mean at its end,
+// with a 30 s half-life). A value with no span counts as a nanosecond.
 type ewma struct {
-	v  float64
-	ok bool
+	num, den float64
+	v        float64
+	ok       bool
 }
 
 func (e *ewma) add(x, span, halfLife float64) {
-	if !e.ok {
-		e.v, e.ok = x, true
-		return
-	}
-	a := -math.Expm1(-span / halfLife * math.Ln2)
-	e.v += a * (x - e.v)
+	w := max(span, 1e-9)
+	d := math.Exp(-max(span, 0) / halfLife * math.Ln2)
+	e.num = e.num*d + x*w
+	e.den = e.den*d + w
+	e.v, e.ok = e.num/e.den, true
 }
 
 // avg is a running mean with forgetting: the weight of the newest value
@@ -315,6 +339,30 @@ func (c *Controller) ObserveLoad(id job.InstanceID, at time.Duration, tuples flo
 	return nil
 }
 
+// ObserveBusy records that instance id processed tuples in busy
+// processing time over the span ending at at. Its capacity is then the
+// ratio of the smoothed tuples to the smoothed busy time (both EWMAs over
+// the same spans), a ratio of sums: each second weighs by its busy time,
+// as replay does, not equally (a mean of per-second ratios lets quiet
+// seconds, whose tuples are cheap, stand for the busy ones). It replaces
+// what ObserveCapacity set.
+func (c *Controller) ObserveBusy(id job.InstanceID, at time.Duration, tuples float64, busy, span time.Duration) error {
+	if !finiteNonNeg(tuples) || busy < 0 || span <= 0 {
+		return paramErr("%s: %v tuples in %v busy over %v: want tuples >= 0, busy >= 0, span > 0", id, tuples, busy, span)
+	}
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	sp, hl := span.Seconds(), c.cfg.HalfLife.Seconds()
+	e.work.add(tuples/sp, sp, hl)
+	e.busy.add(busy.Seconds()/sp, sp, hl)
+	if e.work.v > 0 && e.busy.v > 0 {
+		e.capacity = ewma{v: e.work.v / e.busy.v, ok: true}
+	}
+	return nil
+}
+
 // ObserveCapacity records the instance's measured processing capacity in
 // tuples/s (its true processing rate while busy), smoothed over the time
 // since the previous one.
@@ -349,16 +397,22 @@ func (c *Controller) ObserveCheckpoint(id job.InstanceID, at time.Duration, cp C
 }
 
 // ObserveFailure records a failure of the instance and how long its
-// recovery phases took. Failures of all instances are pooled into one
-// failure-rate estimate per instance.
+// recovery phases took. The failure counts in the instance's own rate and
+// in the pooled rate, its prior (InstanceRate). Every instance is then
+// reconsidered at the next Tick, whatever Every says.
 func (c *Controller) ObserveFailure(id job.InstanceID, at time.Duration, r Recovery) error {
 	if r.Detect < 0 || r.Restart < 0 || r.Load < 0 {
 		return paramErr("%s: recovery %+v: want durations >= 0", id, r)
 	}
-	if _, err := c.inst(id, at); err != nil {
+	e, err := c.inst(id, at)
+	if err != nil {
 		return err
 	}
+	e.failures++
 	c.failures++
+	for _, o := range c.insts {
+		o.hasDec = false // new evidence on the failure rates: every instance is reconsidered at the next Tick
+	}
 	w := c.forgetPer
 	c.recovery.d.add(r.Detect.Seconds(), w)
 	c.recovery.r.add(r.Restart.Seconds(), w)
@@ -415,8 +469,8 @@ func stateKeysFrom(n, d float64) float64 {
 // exposure is the instance-time observed up to now, all instances.
 func (c *Controller) exposure(now time.Duration) float64 {
 	x := c.retired
-	for _, e := range c.insts {
-		x += max(0, (now - e.since).Seconds())
+	for _, id := range c.order { // in order: the sum is the same in every run
+		x += max(0, (now - c.insts[id].since).Seconds())
 	}
 	return x
 }
@@ -429,6 +483,72 @@ func (c *Controller) FailureRate(now time.Duration) float64 {
 	return (w + float64(c.failures)) / (w*c.cfg.PriorMTBF.Seconds() + c.exposure(now))
 }
 
+// InstanceWeight is the weight w, in failures, that the pooled rate f
+// has as each instance's prior now: Config.InstanceWeight if set, else
+// the moment estimate f²/τ², where τ² estimates the variance of the
+// instances' own rates around f (+Inf, pooling, when the counts spread no
+// more than Poisson counts at one common rate would):
+//
+//	τ² = (Σ x_i (k_i/x_i − r)² − (n − 1)·r) / (X − Σ x_i²/X)
+//
+// over the n current instances, with exposures x_i (X their sum), counts
+// k_i and r = Σk_i/X.
+func (c *Controller) InstanceWeight(now time.Duration) float64 {
+	if c.cfg.InstanceWeight > 0 {
+		return c.cfg.InstanceWeight
+	}
+	var n, k, x, xx float64
+	for _, id := range c.order {
+		e := c.insts[id]
+		xi := (now - e.since).Seconds()
+		if xi <= 0 {
+			continue
+		}
+		n++
+		k += float64(e.failures)
+		x += xi
+		xx += xi * xi
+	}
+	if n < 2 || k == 0 {
+		return math.Inf(1)
+	}
+	r := k / x
+	var ss float64
+	for _, id := range c.order {
+		e := c.insts[id]
+		if xi := (now - e.since).Seconds(); xi > 0 {
+			d := float64(e.failures)/xi - r
+			ss += xi * d * d
+		}
+	}
+	tau2 := (ss - (n-1)*r) / (x - xx/x)
+	f := c.FailureRate(now)
+	if !(tau2 > 0) {
+		return math.Inf(1)
+	}
+	return f * f / tau2
+}
+
+// InstanceRate is the estimate of instance id's own failure rate now, a
+// Gamma–Poisson posterior mean whose prior is the pooled rate f with
+// weight w (InstanceWeight): (w + k)/(w/f + x), for the instance's k
+// failures in its exposure x; f itself when w is +Inf.
+func (c *Controller) InstanceRate(id job.InstanceID, now time.Duration) float64 {
+	f := c.FailureRate(now)
+	e, ok := c.insts[id]
+	if !ok {
+		return f
+	}
+	return c.instRate(e, now, f, c.InstanceWeight(now))
+}
+
+func (c *Controller) instRate(e *instEst, now time.Duration, f, w float64) float64 {
+	if math.IsInf(w, 1) || !(f > 0) {
+		return f
+	}
+	return (w + float64(e.failures)) / (w/f + max(0, (now-e.since).Seconds()))
+}
+
 // Estimate returns the model inputs the controller would use for the
 // instance now (false for an unknown instance).
 func (c *Controller) Estimate(id job.InstanceID, now time.Duration) (Params, bool) {
@@ -436,7 +556,7 @@ func (c *Controller) Estimate(id job.InstanceID, now time.Duration) (Params, boo
 	if !ok {
 		return Params{}, false
 	}
-	return c.params(e, c.FailureRate(now)), true
+	return c.params(e, c.instRate(e, now, c.FailureRate(now), c.InstanceWeight(now))), true
 }
 
 func (c *Controller) params(e *instEst, f float64) Params {
@@ -480,17 +600,18 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 		now = c.lastTick
 	}
 	c.lastTick = now
-	f := c.FailureRate(now)
+	f, w := c.FailureRate(now), c.InstanceWeight(now)
 	failures, exposure := c.failures, seconds(c.exposure(now))
 	for _, id := range c.order {
 		e := c.insts[id]
-		if !e.rate.ok || (e.hasDec && now-e.decided < c.cfg.Every) {
-			continue
+		if !e.rate.ok || now-e.since < c.cfg.Every || (e.hasDec && now-e.decided < c.cfg.Every) {
+			continue // no decision on less than Every of measurements, nor more often than Every (unless a failure)
 		}
 		e.decided, e.hasDec = now, true
 		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
-			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max}
-		d.Inputs = c.params(e, f)
+			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max,
+			Own: e.failures, OwnExp: max(0, now-e.since), Weight: w}
+		d.Inputs = c.params(e, c.instRate(e, now, f, w))
 		switch {
 		case !e.capacity.ok:
 			d.Why = Unknown
@@ -498,16 +619,19 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 			d.Why, d.Optimum, d.Interval = NoInput, c.cfg.Max, c.cfg.Max
 		default:
 			p := d.Inputs
+			// Captures wait for the previous one to be durable: an interval
+			// below the persist time is not what the instance would do.
+			d.Lower = min(max(c.cfg.Min, p.Persist), c.cfg.Max)
 			if c.cfg.MaxBackup > 0 {
-				d.Upper = max(c.cfg.Min, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
+				d.Upper = max(d.Lower, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
 			}
 			opt := p.optimalSec()
 			d.Optimum = seconds(opt)
-			target := min(max(d.Optimum, c.cfg.Min), d.Upper)
+			target := min(max(d.Optimum, d.Lower), d.Upper)
 			cur := e.interval
 			h := 1 + c.cfg.Hysteresis
 			inBand := float64(target) <= float64(cur)*h && float64(target)*h >= float64(cur)
-			if cur < c.cfg.Min || cur > d.Upper || !inBand {
+			if cur < d.Lower || cur > d.Upper || !inBand {
 				d.Interval = target
 			}
 			switch {

@@ -128,7 +128,7 @@ func TestControllerBounds(t *testing.T) {
 	t.Run("unknown capacity", func(t *testing.T) {
 		c, _ := NewController(testConfig())
 		_ = c.ObserveLoad(inst, time.Second, 10, time.Second)
-		ds := c.Tick(time.Second, nil)
+		ds := c.Tick(31*time.Second, nil)
 		if len(ds) != 1 || ds[0].Why != Unknown || ds[0].Changed {
 			t.Errorf("%+v", ds)
 		}
@@ -221,19 +221,48 @@ func TestStateKeysFrom(t *testing.T) {
 }
 
 func TestControllerEvery(t *testing.T) {
-	c := newCtl(t, testConfig())
+	c := newCtl(t, testConfig()) // first seen at 0
 	_ = c.ObserveLoad(inst, time.Second, 100, time.Second)
-	if n := len(c.Tick(time.Second, nil)); n != 1 {
-		t.Fatalf("%d decisions at the first tick", n)
+	if n := len(c.Tick(time.Second, nil)); n != 0 {
+		t.Fatalf("%d decisions on 1 s of measurements, want none before Every", n)
 	}
-	if n := len(c.Tick(20*time.Second, nil)); n != 0 {
+	if n := len(c.Tick(30*time.Second, nil)); n != 1 {
+		t.Fatalf("%d decisions after Every of measurements", n)
+	}
+	if n := len(c.Tick(50*time.Second, nil)); n != 0 {
 		t.Errorf("%d decisions before Every", n)
 	}
-	if n := len(c.Tick(31*time.Second, nil)); n != 1 {
+	if n := len(c.Tick(61*time.Second, nil)); n != 1 {
 		t.Errorf("%d decisions after Every", n)
 	}
 	if n := len(c.Tick(10*time.Second, nil)); n != 0 { // time going back is ignored
 		t.Errorf("%d decisions with time going back", n)
+	}
+	// A failure is news: the next Tick decides at once.
+	if err := c.ObserveFailure(inst, 65*time.Second, Recovery{}); err != nil {
+		t.Fatal(err)
+	}
+	ds := c.Tick(66*time.Second, nil)
+	if len(ds) != 1 || ds[0].Own != 1 {
+		t.Fatalf("after a failure: %d decisions (%+v), want 1 counting it", len(ds), ds)
+	}
+	if n := len(c.Tick(70*time.Second, nil)); n != 0 {
+		t.Errorf("%d decisions before Every after the failure's", n)
+	}
+}
+
+// The interval is never below the measured persist time: captures wait
+// for the previous checkpoint to be durable.
+func TestControllerLowerBoundIsThePersistTime(t *testing.T) {
+	cfg := testConfig()
+	cfg.Min, cfg.Initial = 100*time.Millisecond, 100*time.Millisecond
+	cfg.PriorMTBF, cfg.PriorWeight = 10*time.Second, 1e6 // an optimum far below a second, whatever the exposure
+	cfg.Cost = CostModel{Base: time.Millisecond}
+	c := newCtl(t, cfg)
+	_ = c.ObserveCheckpoint(inst, 0, Checkpoint{Cost: time.Millisecond, Persist: 700 * time.Millisecond})
+	d, _ := drive(t, c, 0, 5*time.Minute, 900)
+	if d.Interval != 700*time.Millisecond || d.Lower != 700*time.Millisecond || d.Why != Bounded || d.Optimum >= 700*time.Millisecond {
+		t.Errorf("%v (lower %v, optimum %v, %v): %s", d.Interval, d.Lower, d.Optimum, d.Why, d.Reason())
 	}
 }
 
@@ -307,5 +336,174 @@ func TestWhyString(t *testing.T) {
 		if got := w.String(); got != want {
 			t.Errorf("%d: %q", w, got)
 		}
+	}
+}
+
+// TestControllerInstanceRate: failures that fall on one instance raise its
+// own rate above the pooled one and shorten its interval; failures spread
+// as evenly as Poisson counts would leave every instance the pooled rate.
+func TestControllerInstanceRate(t *testing.T) {
+	ids := []job.InstanceID{"count#0", "count#1", "rollup#0", "rollup#1"}
+	setup := func(cfg Config) *Controller {
+		c, err := NewController(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if err := c.ObserveCapacity(id, 0, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	cfg := testConfig()
+	cfg.PriorMTBF, cfg.PriorWeight = time.Hour, 1
+	now := 10 * time.Hour
+
+	t.Run("spread evenly: pooled", func(t *testing.T) {
+		c := setup(cfg)
+		for i, id := range ids {
+			for j := range 3 {
+				_ = c.ObserveFailure(id, time.Duration(i+4*j)*time.Hour/2, Recovery{})
+			}
+		}
+		// 12 failures in 40 h: (1 + 12) / (3600 + 4·36000)
+		f := c.FailureRate(now)
+		if !near(f, 13.0/147600, 1e-12) {
+			t.Fatalf("pooled rate %v", f)
+		}
+		if w := c.InstanceWeight(now); !math.IsInf(w, 1) {
+			t.Errorf("weight %v with equal counts, want +Inf", w)
+		}
+		for _, id := range ids {
+			if g := c.InstanceRate(id, now); g != f {
+				t.Errorf("%s: rate %v, want the pooled %v", id, g, f)
+			}
+		}
+	})
+
+	t.Run("on one instance", func(t *testing.T) {
+		c := setup(cfg)
+		for j := range 8 {
+			_ = c.ObserveFailure("count#0", time.Duration(j)*time.Hour, Recovery{})
+		}
+		f := c.FailureRate(now) // (1 + 8) / (3600 + 4·36000)
+		if !near(f, 9.0/147600, 1e-12) {
+			t.Fatalf("pooled rate %v", f)
+		}
+		// r = 8/144000; Σx(k/x − r)² = 36000·((8/36000 − r)² + 3r²) = 8·8/36000·3/4 ...
+		// computed directly here from the definition:
+		r := 8.0 / 144000
+		ss := 36000 * (math.Pow(8.0/36000-r, 2) + 3*r*r)
+		tau2 := (ss - 3*r) / (144000 - 4*36000.0*36000/144000)
+		w := f * f / tau2
+		if got := c.InstanceWeight(now); !near(got, w, 1e-9) {
+			t.Fatalf("weight %v, want %v", got, w)
+		}
+		own := (w + 8) / (w/f + 36000)
+		other := w / (w/f + 36000)
+		if g := c.InstanceRate("count#0", now); !near(g, own, 1e-9) || !(g > 2*f) {
+			t.Errorf("count#0 rate %v, want %v (above twice the pooled %v)", g, own, f)
+		}
+		if g := c.InstanceRate("rollup#1", now); !near(g, other, 1e-9) || !(g < f) {
+			t.Errorf("rollup#1 rate %v, want %v (below the pooled %v)", g, other, f)
+		}
+		// The decisions use them: count#0's interval is the shortest.
+		for _, id := range ids {
+			_ = c.ObserveLoad(id, now, 100*30, 30*time.Second)
+		}
+		byID := map[job.InstanceID]Decision{}
+		for _, d := range c.Tick(now, nil) {
+			byID[d.Instance] = d
+		}
+		d0, d1 := byID["count#0"], byID["count#1"]
+		if !near(d0.Inputs.FailureRate, own, 1e-9) || d0.Own != 8 || d1.Own != 0 {
+			t.Fatalf("decision inputs: %s / %s", d0.Reason(), d1.Reason())
+		}
+		if !(d0.Optimum < d1.Optimum) {
+			t.Errorf("count#0 optimum %v not below count#1's %v", d0.Optimum, d1.Optimum)
+		}
+		if !strings.Contains(d0.Reason(), "8 failures in 10h of its own") {
+			t.Errorf("reason %q does not say the instance's own failures", d0.Reason())
+		}
+	})
+
+	t.Run("fixed weight", func(t *testing.T) {
+		fc := cfg
+		fc.InstanceWeight = 2
+		c := setup(fc)
+		_ = c.ObserveFailure("count#1", time.Hour, Recovery{})
+		f := c.FailureRate(now)
+		if g := c.InstanceRate("count#1", now); !near(g, 3/(2/f+36000), 1e-12) {
+			t.Errorf("rate %v", g)
+		}
+		fc.InstanceWeight = math.Inf(1)
+		c = setup(fc)
+		_ = c.ObserveFailure("count#1", time.Hour, Recovery{})
+		if g := c.InstanceRate("count#1", now); g != c.FailureRate(now) {
+			t.Errorf("pooled: rate %v, want %v", g, c.FailureRate(now))
+		}
+		fc.InstanceWeight = -1
+		if _, err := NewController(fc); err == nil {
+			t.Error("negative instance weight accepted")
+		}
+	})
+}
+
+// TestControllerCapacityIsARatioOfSums: capacity from ObserveBusy is the
+// tuples over the busy time, each span weighted by its busy time, not the
+// mean of the spans' own rates.
+func TestControllerCapacityIsARatioOfSums(t *testing.T) {
+	cfg := testConfig()
+	cfg.HalfLife = 1000 * time.Hour // no forgetting over the test: plain sums
+	c, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A quiet second: 100 tuples in 1 ms (100,000/s); a busy one: 10,000
+	// tuples in 500 ms (20,000/s). Together 10,100 tuples in 501 ms.
+	if err := c.ObserveBusy(inst, time.Second, 100, time.Millisecond, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ObserveBusy(inst, 2*time.Second, 10_000, 500*time.Millisecond, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Estimate(inst, 2*time.Second)
+	if want := 10_100 / 0.501; !near(p.Capacity, want, 1e-3) {
+		t.Errorf("capacity %.0f/s, want %.0f/s (the mean of the two rates would be 60,000/s)", p.Capacity, want)
+	}
+	// A span with no work leaves the capacity as it was.
+	if err := c.ObserveBusy(inst, 3*time.Second, 0, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := c.Estimate(inst, 3*time.Second); !near(q.Capacity, p.Capacity, 1e-3) {
+		t.Errorf("capacity after an idle second %.0f, want %.0f", q.Capacity, p.Capacity)
+	}
+	if err := c.ObserveBusy(inst, 4*time.Second, 1, -time.Second, time.Second); err == nil {
+		t.Error("negative busy time accepted")
+	}
+}
+
+// The smoothed rate is a mean in time from the first observation on: the
+// first value weighs its span, not the whole past.
+func TestEWMAWeighsTheFirstValueByItsSpan(t *testing.T) {
+	var e ewma
+	e.add(1000, 1, 30) // a slow first second
+	for range 19 {
+		e.add(7000, 1, 30)
+	}
+	// Weights 2^(−k/30) for ages k = 0..19: the first has 2^(−19/30).
+	var num, den float64
+	for k := range 20 {
+		w := math.Pow(2, -float64(k)/30)
+		x := 7000.0
+		if k == 19 {
+			x = 1000
+		}
+		num += w * x
+		den += w
+	}
+	if !near(e.v, num/den, 1e-12) || e.v < 6600 {
+		t.Errorf("mean %.1f, want %.1f", e.v, num/den)
 	}
 }

@@ -12,24 +12,30 @@
 // keys they dirtied (CostModel), plus, per failure, detection, restart,
 // state load, and replay: the tuples processed since the restored
 // checkpoint divided by the processing rate, ρ·(T/2 + P) in time. Params
-// holds the inputs, Waste and Efficiency evaluate an interval, Optimal
-// returns the maximising one in closed form or by a bracketed Newton
-// iteration. Young and Daly are the classical formulas, for comparison.
+// holds the inputs, Waste and Efficiency evaluate an interval (the replay
+// term exact for Poisson failures: ReplayPerFailure; ReplayOver and
+// ReplayAt for a run of a few failures from a clean start), FirstOrder
+// returns the first-order optimum in closed form or by a bracketed Newton
+// iteration, and Optimal refines it when failures are frequent. Young and Daly are the classical formulas, for comparison.
 // All are pure functions.
 //
 // # The controller (controller.go)
 //
 // Controller is a pure state machine, like etcd's raft core: measurements
 // go in through ObserveLoad (tuples an instance processed over a span),
-// ObserveCapacity, ObserveCheckpoint (tuples, dirty keys, cost, persist
+// ObserveBusy (those tuples' processing time) or ObserveCapacity, ObserveCheckpoint (tuples, dirty keys, cost, persist
 // time) and ObserveFailure (detection, restart and load times); Tick(now)
 // hands back a Decision per instance that is due, with the interval, the
 // smoothed inputs, the predicted efficiency and a Reason. Input rate and
-// capacity are EWMAs in time; the cost fit is a forgetting least-squares
-// line in dirty keys (a slope only when it is significant); the failure
-// rate is a Gamma–Poisson posterior mean over all instances from a prior
-// (PriorMTBF, PriorWeight; typically a fitted failure trace's MTBF) and the
-// failures observed. Intervals are bounded by Min, Max and MaxBackup/rate
+// capacity are EWMAs in time normalised by their weights (capacity a ratio
+// of smoothed tuples to smoothed busy time); the cost fit is a forgetting
+// least-squares line in dirty keys (a slope only when it is significant);
+// the failure rate is per instance, a Gamma–Poisson posterior mean whose
+// prior is the pooled rate, itself a posterior mean over all instances
+// from a prior (PriorMTBF, PriorWeight; typically a fitted failure trace's
+// MTBF); the instance prior's weight is estimated from the spread of the
+// instances' counts (InstanceWeight). A failure makes every instance due
+// at the next Tick. Intervals are bounded by Min, Max and MaxBackup/rate
 // and move only when the optimum leaves a hysteresis band.
 //
 // The caller owns time: a Duration from an origin of its choosing, which

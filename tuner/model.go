@@ -141,7 +141,7 @@ func (p Params) Util() float64 {
 type Waste struct {
 	Checkpoint float64 // C(λT)/T: durable checkpoints
 	Lost       float64 // f·(P/T)·C(λT): captures a failure catches before they are durable
-	Replay     float64 // f·ρ·(T/2 + P): re-processing the tuples since the restored checkpoint
+	Replay     float64 // f·ReplayPerFailure(T): re-processing the tuples since the restored checkpoint
 	Downtime   float64 // f·(D + R + L): detection, restart and state load
 }
 
@@ -155,15 +155,110 @@ func (p Params) Waste(interval time.Duration) Waste {
 	if t <= 0 {
 		return Waste{}
 	}
-	rho, f := p.Util(), p.FailureRate
+	f := p.FailureRate
 	c := p.Cost.Seconds(p.Rate * t)
 	per := p.Persist.Seconds()
 	return Waste{
 		Checkpoint: c / t,
 		Lost:       f * per / t * c,
-		Replay:     f * rho * (t/2 + per),
-		Downtime:   f * (p.Detect.Seconds() + p.Restart.Seconds() + p.Load.Seconds()),
+		Replay:     f * p.replaySec(t),
+		Downtime:   f * p.downSec(),
 	}
+}
+
+func (p Params) downSec() float64 {
+	return p.Detect.Seconds() + p.Restart.Seconds() + p.Load.Seconds()
+}
+
+// ReplayPerFailure is the expected processing time one failure makes the
+// instance spend again, in the long run, at interval T (MODEL.md, section
+// 3, "Failures before the first checkpoint after a recovery"):
+//
+//	ρ·(P + g(T) + (e^(f(T+P)) − 1)·(D + R + L + g(T+P))),  g(x) = 1/f − x/(e^(fx) − 1)
+//
+// g(x) is the mean of an exponential failure time modulo x (and given that
+// it is below x); the second term is the replay carried over by failures
+// that strike a restored instance before its first durable checkpoint. To
+// first order in fT it is ρ·(T/2 + P). Without failures it is ρ·(T/2 + P).
+func (p Params) ReplayPerFailure(interval time.Duration) float64 {
+	return p.replaySec(interval.Seconds())
+}
+
+func (p Params) replaySec(t float64) float64 {
+	rho, f, per := p.Util(), p.FailureRate, p.Persist.Seconds()
+	if !(f > 0) {
+		return rho * (t/2 + per)
+	}
+	tp := t + per
+	return rho * (per + expMod(f, t) + math.Expm1(f*tp)*(p.downSec()+expMod(f, tp)))
+}
+
+// ReplayOver is the expected processing time the first n failures of an
+// instance make it spend again, from a start with nothing to replay and
+// the first checkpoint T after it (a run of the live benchmark): the
+// recursion of ReplayPerFailure started from zero. It tends to
+// n·ReplayPerFailure(T) as n grows.
+func (p Params) ReplayOver(interval time.Duration, n int) float64 {
+	rho, f, per, t := p.Util(), p.FailureRate, p.Persist.Seconds(), interval.Seconds()
+	if n <= 0 || t <= 0 {
+		return 0
+	}
+	if !(f > 0) {
+		return float64(n) * rho * (t/2 + per)
+	}
+	tp := t + per
+	q := -math.Expm1(-f * tp)                     // a failure before the first durable checkpoint
+	after := (1 - q) * rho * (per + expMod(f, t)) // one after it: the time since the latest durable capture
+	early := q * rho * expMod(f, tp)              // one before it: all the generation processed since its start...
+	var w, sum float64
+	for i := range n {
+		carry := 0.0
+		if i > 0 {
+			carry = q * (w + rho*p.downSec()) // ...and what it had to replay and what arrived while it was down
+		}
+		w = after + early + carry
+		sum += w
+	}
+	return sum
+}
+
+// ReplayAt is the processing time failures at the given times (seconds
+// from a clean start, ascending) make the instance spend again, by the
+// mechanism of section 3b with the failure times given instead of drawn:
+// captures every T from the start and from each restore, each durable P
+// later; a failure at t restores the latest durable capture (or the
+// start) and its successor, back D + R + L later, redoes ρ × the time
+// from that capture to t. A failure while the instance is down counts as
+// one at its restore. For Poisson failure times its mean over many draws
+// is ReplayOver.
+func (p Params) ReplayAt(interval time.Duration, at []float64) float64 {
+	t, per, rho := interval.Seconds(), p.Persist.Seconds(), p.Util()
+	if t <= 0 {
+		return 0
+	}
+	var base, restored, sum float64
+	for _, f := range at {
+		f = max(f, restored)
+		if k := math.Floor((f - restored - per) / t); k >= 1 {
+			base = restored + k*t
+		}
+		sum += rho * (f - base)
+		restored = f + p.downSec()
+	}
+	return sum
+}
+
+// expMod is E[X mod x] = E[X | X < x] for X exponential of rate f:
+// 1/f − x/(e^(fx) − 1), by its series x/2 − f·x²/12 when fx is small.
+func expMod(f, x float64) float64 {
+	y := f * x
+	if y < 1e-4 {
+		return x/2 - f*x*x/12
+	}
+	if y > 700 {
+		return 1 / f
+	}
+	return 1/f - x/math.Expm1(y)
 }
 
 // Efficiency is the expected efficiency at interval T: useful processing
@@ -195,9 +290,56 @@ func (p Params) Optimal(lo, hi time.Duration) time.Duration {
 	return min(max(seconds(t), lo), hi)
 }
 
+// FirstOrder returns the root of (*) in [lo, hi]: the optimum to first
+// order in fT, where the closed forms of MODEL.md section 4 hold. Optimal
+// refines it with the second-order replay term.
+func (p Params) FirstOrder(lo, hi time.Duration) time.Duration {
+	if lo > hi {
+		lo = hi
+	}
+	return min(max(seconds(p.firstOrderSec()), lo), hi)
+}
+
 // optimalSec is the unbounded optimum in seconds (+Inf when no failures
 // or no input).
 func (p Params) optimalSec() float64 {
+	t := p.firstOrderSec()
+	if math.IsInf(t, 1) || p.FailureRate*(t+p.Persist.Seconds()+p.downSec()) < 1e-2 {
+		return t // the second-order terms move the optimum by less than 1%, the waste by less than 3e-5 of itself
+	}
+	return p.refineSec(t)
+}
+
+// refineSec minimises the waste with the second-order replay term
+// (ReplayPerFailure) by golden-section search on log T over [t1/16, t1]:
+// that term minus its first-order part grows with T, so the optimum is
+// not above the first-order root t1.
+func (p Params) refineSec(t1 float64) float64 {
+	w := func(lt float64) float64 { return p.Waste(seconds(math.Exp(lt))).Total() }
+	a, b := math.Log(t1/16), math.Log(t1)
+	const g = 0.6180339887498949
+	c, d := b-g*(b-a), a+g*(b-a)
+	wc, wd := w(c), w(d)
+	for b-a > 1e-4 { // T to 0.01%
+		if wc <= wd {
+			b, d, wd = d, c, wc
+			c = b - g*(b-a)
+			wc = w(c)
+		} else {
+			a, c, wc = c, d, wd
+			d = a + g*(b-a)
+			wd = w(d)
+		}
+	}
+	t := math.Exp((a + b) / 2)
+	if w(math.Log(t1)) <= w(math.Log(t)) {
+		return t1
+	}
+	return t
+}
+
+// firstOrderSec is the root of (*), the optimum to first order in fT.
+func (p Params) firstOrderSec() float64 {
 	rho, f := p.Util(), p.FailureRate
 	if rho <= 0 || f <= 0 {
 		return math.Inf(1)

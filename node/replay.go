@@ -35,22 +35,24 @@ import (
 
 // handoverGap is at most how many records of all partitions a replay
 // leaves to be read on the loop's goroutine at the hand-over.
-const handoverGap = 8192
+const handoverGap = 1 << 16
 
 // replay is a replay in progress toward one link.
 type replay struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}   // closed when the goroutine has returned
-	cur    []*replayCursor // a source's
-	keyed  *keyedReplay    // a keyed instance's
-	to     job.InstanceID  // the downstream
-	ranges []job.Range     // its key groups, as when the replay started
-	b      wire.BatchBuilder
-	buf    []byte
-	n      uint64 // records the downstream lacked when the replay started
-	err    error  // the link failed while the goroutine wrote
-	over   atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}   // closed when the goroutine has returned
+	cur     []*replayCursor // a source's
+	keyed   *keyedReplay    // a keyed instance's
+	to      job.InstanceID  // the downstream
+	ranges  []job.Range     // its key groups, as when the replay started
+	owned   []bool          // by key group: in ranges
+	b       wire.BatchBuilder
+	buf     []byte
+	pending []byte // an encoded batch not sent yet
+	n       uint64 // records the downstream lacked when the replay started
+	err     error  // the link failed while the goroutine wrote
+	over    atomic.Bool
 }
 
 // replayCursor is where a replay is in one partition.
@@ -64,17 +66,25 @@ type replayCursor struct {
 	pos      uint64   // the next position to read
 	target   uint64   // read up to here
 	lacked   uint64   // where the loop was when the replay started
+	buf      []job.Record
 }
 
-func newReplay(l *link) *replay {
+func newReplay(l *link, groups int) *replay {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &replay{ctx: ctx, cancel: cancel, done: make(chan struct{}), to: l.place.ID, ranges: l.place.Ranges}
+	rp := &replay{ctx: ctx, cancel: cancel, done: make(chan struct{}), to: l.place.ID, ranges: l.place.Ranges,
+		owned: make([]bool, groups)}
+	for _, r := range rp.ranges {
+		for kg := r.Lo; kg < min(r.Hi, job.KeyGroup(groups)); kg++ {
+			rp.owned[kg] = true
+		}
+	}
+	return rp
 }
 
 // openReplay opens, at the markers, a replay toward l of every record
 // it lacks after the given positions; nil if it lacks nothing.
 func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *replay {
-	rp := newReplay(l)
+	rp := newReplay(l, in.spec.Groups)
 	for _, ps := range s.parts {
 		prod := job.MakeProducer(in.opIdx, ps.p)
 		have := make([]uint64, in.spec.Groups)
@@ -83,7 +93,7 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 				have[a.KG] = a.Seq
 			}
 		}
-		m := ps.markers[s.markerFor(ps, have, rp.owns)]
+		m := ps.markers[s.markerFor(ps, have, func(kg job.KeyGroup) bool { return rp.owned[kg] })]
 		if m.Pos >= ps.pos {
 			continue
 		}
@@ -93,7 +103,7 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 			continue
 		}
 		c := &replayCursor{ps: ps, prod: prod, r: r, counters: append([]uint64(nil), m.Counters...),
-			have: have, pos: m.Pos, target: ps.pos, lacked: ps.pos}
+			have: have, pos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512)}
 		c.clock = job.SourceClock{Lateness: in.spec.Lateness}
 		c.clock.Restore(m.Max, m.Started)
 		rp.cur = append(rp.cur, c)
@@ -182,7 +192,7 @@ func (rp *replay) readAll(in *instance, l *link) bool {
 			if rp.ctx.Err() != nil {
 				return false
 			}
-			if !rp.step(in, l, c) {
+			if !rp.step(in, c) {
 				break
 			}
 			if rp.b.Size() >= batchBytes && !rp.flush(in, l) {
@@ -193,38 +203,58 @@ func (rp *replay) readAll(in *instance, l *link) bool {
 	return true
 }
 
-// step reads and, if l needs it, batches the record at c.pos; false if
-// the partition cannot be read there.
-func (rp *replay) step(in *instance, l *link, c *replayCursor) bool {
-	rec, ok, err := c.r.Next()
-	if err != nil || !ok {
+// step reads the next records of c, up to its target, and batches those
+// l needs; false if the partition cannot be read there.
+func (rp *replay) step(in *instance, c *replayCursor) bool {
+	want := int(min(uint64(len(c.buf)), c.target-c.pos))
+	got, err := 0, error(nil)
+	if br, ok := c.r.(traces.BatchReader); ok {
+		got, err = br.NextBatch(c.buf[:want]) // much cheaper per record
+	} else if rec, ok, e := c.r.Next(); ok {
+		c.buf[0], got = rec, 1
+	} else {
+		err = e
+	}
+	for i, rec := range c.buf[:got] {
+		if c.clock.Observe(rec.Time) {
+			continue
+		}
+		kg := job.GroupOf(rec.Key, in.spec.Groups)
+		c.counters[kg]++
+		if c.counters[kg] > c.have[kg] && rp.owned[kg] {
+			rp.b.Append(c.prod, kg, c.counters[kg], rec)
+			if c.pos+uint64(i) < c.lacked {
+				rp.n++ // lacked at the start; later ones the loop skipped
+			}
+		}
+	}
+	c.pos += uint64(got)
+	if got == 0 || err != nil {
 		in.n.event("error", in.id, nil, "replay partition %d ended early at %d: %v", c.ps.p, c.pos, err)
 		c.target = c.pos // nothing more can come from here
 		return false
 	}
-	c.pos++
-	if c.clock.Observe(rec.Time) {
-		return true
-	}
-	kg := job.GroupOf(rec.Key, in.spec.Groups)
-	c.counters[kg]++
-	if c.counters[kg] > c.have[kg] && rp.owns(kg) {
-		rp.b.Append(c.prod, kg, c.counters[kg], rec)
-		if c.pos <= c.lacked {
-			rp.n++ // lacked at the start; later ones the loop skipped
-		}
-	}
 	return true
 }
 
-// flush sends the batch built so far on the link the replay owns.
+// flush sends the batch built so far on the link the replay owns. A batch
+// that could not be sent (the replay was stopped while it waited) is sent
+// first by the next flush.
 func (rp *replay) flush(in *instance, l *link) bool {
-	if rp.b.Len() == 0 {
-		return true
+	for {
+		if rp.pending == nil {
+			if rp.b.Len() == 0 {
+				return true
+			}
+			rp.buf = rp.b.Encode(rp.buf[:0])
+			rp.b.Reset()
+			rp.pending = rp.buf
+		}
+		if !rp.send(in, l, rp.pending) {
+			return false
+		}
+		rp.pending = nil
 	}
-	rp.buf = rp.b.Encode(rp.buf[:0])
-	rp.b.Reset()
-	return rp.send(in, l, rp.buf)
 }
 
 // send sends one encoded batch on the link the replay owns.
@@ -309,16 +339,6 @@ func (in *instance) endReplay(l *link, complete bool) {
 	rp.finish(in, l)
 }
 
-// owns reports whether kg is one of the key groups the replay is for.
-func (rp *replay) owns(kg job.KeyGroup) bool {
-	for _, r := range rp.ranges {
-		if r.Contains(kg) {
-			return true
-		}
-	}
-	return false
-}
-
 // keyedReplay is what a keyed instance's replay sends: batches taken from
 // its backup, each with how far it reaches.
 type keyedReplay struct {
@@ -359,7 +379,7 @@ func (in *instance) startBackupReplay(pi int, l *link, after []wire.Position) {
 		kr.reach = append(kr.reach, ps)
 		clear(last)
 	}
-	rp := newReplay(l)
+	rp := newReplay(l, in.spec.Groups)
 	for _, r := range rp.ranges {
 		for kg := r.Lo; kg < r.Hi; kg++ {
 			err := pt.backup.Replay(kg, kr.after[kg], func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {

@@ -70,6 +70,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // again, it gets every record it lacked and every later one exactly once,
 // in order, and the link goes back to the source's loop.
 func TestSourceReplayLeavesTheOtherLinksLive(t *testing.T) {
+	t.Run("handed back, then drained", func(t *testing.T) { testSourceReplay(t, false) })
+	// The drain comes while the replay waits on its downstream: the source
+	// finishes the replay before it ends the stream, and nothing the
+	// waiting replay held is lost.
+	t.Run("drained while replaying", func(t *testing.T) { testSourceReplay(t, true) })
+}
+
+func testSourceReplay(t *testing.T, drainEarly bool) {
 	spec := job.WindowCount(map[string]int{"source": 1, "count": 2, "rollup": 1, "sink": 1}, 1000, 0)
 	half := job.KeyGroup(spec.Groups / 2)
 	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
@@ -124,9 +132,11 @@ func TestSourceReplayLeavesTheOtherLinksLive(t *testing.T) {
 	}
 	r0.mu.Unlock()
 	l0 := links["count#0"]
+	var rp *replay
 	if !src.call(ctx, func() {
 		l0.local = second
 		src.src.startReplay(src, l0, have)
+		rp = l0.replay
 	}) {
 		t.Fatal("the source's loop does not answer")
 	}
@@ -135,15 +145,25 @@ func TestSourceReplayLeavesTheOtherLinksLive(t *testing.T) {
 		n, _ := r1.count()
 		return n >= n1+50_000
 	})
-	close(gate) // count#0 reads again
-	waitFor(t, "the replay handing the link back", func() bool {
-		var live bool
-		src.call(ctx, func() { live = l0.replay == nil })
-		return live
-	})
-	n2, _ := r2.count()
-	waitFor(t, "count#0 receiving live records", func() bool { n, _ := r2.count(); return n >= n2+10_000 })
-	src.drain(map[int]uint64{0: 0})
+	if drainEarly {
+		src.drain(map[int]uint64{0: 0})
+		select { // the source stopped the replay's goroutine, which held a batch
+		case <-rp.done:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the replay's goroutine did not stop")
+		}
+		close(gate) // count#0 reads again
+	} else {
+		close(gate)
+		waitFor(t, "the replay handing the link back", func() bool {
+			var live bool
+			src.call(ctx, func() { live = l0.replay == nil })
+			return live
+		})
+		n2, _ := r2.count()
+		waitFor(t, "count#0 receiving live records", func() bool { n, _ := r2.count(); return n >= n2+10_000 })
+		src.drain(map[int]uint64{0: 0})
+	}
 	<-loopDone
 	waitFor(t, "both ends", func() bool { _, e1 := r1.count(); _, e2 := r2.count(); return e1 && e2 })
 

@@ -282,7 +282,6 @@ func (c *cluster) readManifest() runManifest {
 	return m
 }
 
-
 // TestSourceLostBeforeItsFirstCheckpoint: a source restored without a
 // checkpoint keeps its predecessor's pacing clock (so it catches up) and,
 // at the drain, reads at least as far as its predecessor had got (so what

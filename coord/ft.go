@@ -20,9 +20,9 @@ type Manifest struct {
 	Job       string                               `json:"job"`
 	Instances map[job.InstanceID][]wire.Checkpoint `json:"instances"`
 	// Global is the latest complete global checkpoint (--ft global).
-	Global uint64 `json:"global,omitempty"`
-	files     map[job.InstanceID]map[string]bool   // every file reported, for garbage collection
-	byID      map[job.InstanceID]map[uint64]wire.Checkpoint
+	Global uint64                             `json:"global,omitempty"`
+	files  map[job.InstanceID]map[string]bool // every file reported, for garbage collection
+	byID   map[job.InstanceID]map[uint64]wire.Checkpoint
 }
 
 func newManifest(run, jobName string) *Manifest {

@@ -257,7 +257,7 @@ func (in *instance) onCompleted(id uint64) {
 		}
 	}
 	for i, ps := range in.ck.prev {
-		if in.back[i] != nil && len(ps) > 0 {
+		if ps = in.trimmable(ps); in.back[i] != nil && len(ps) > 0 {
 			in.back[i](ps)
 		}
 	}

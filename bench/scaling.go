@@ -127,8 +127,9 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 16*time.Second, "run time of the pause and recovery runs")
 	tput := fs.Duration("tput", 10*time.Second, "run time of the throughput runs")
 	scaleAtF := fs.Duration("scale", 5*time.Second, "when count scales 2→4, after the job started")
-	keys := fs.Int("keys", 100_000, "distinct keys (state size)")
+	keys := fs.Int("keys", 100_000, "distinct keys")
 	rate := fs.Float64("rate", 50_000, "records/s of the pause and recovery runs")
+	window := fs.Duration("window", time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	keep := fs.String("data", "", "keep the run directories under this directory")
 	if err := fs.Parse(args); err != nil {
@@ -148,7 +149,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	}
 	base := func(name string, i int, ft string) coord.Config {
 		cfg := benchConfig(root, name, i, ft)
-		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = *rate, *dur, *keys, interval.String()
+		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Window = *rate, *dur, *keys, interval.String(), *window
 		// Kills are seen at once (the connection closes); a long timeout
 		// keeps a saturated 2-core machine from declaring live nodes dead.
 		cfg.Timeout = 5 * time.Second

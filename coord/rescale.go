@@ -267,7 +267,10 @@ func (c *Coordinator) choosePrecopy(r *rescaleOp) {
 		ok[f.ID] = true
 	}
 	for _, mv := range r.moves {
-		if _, cps := c.manifest.restorable(mv.from); len(cps) == 0 {
+		// The base must be A's latest complete checkpoint: no trim A
+		// ordered before the pin reaches past its positions.
+		list := c.manifest.Instances[mv.from]
+		if _, cps := c.manifest.restorable(mv.from); len(cps) == 0 || len(list) == 0 || list[len(list)-1].ID != cps[0].ID {
 			ok[mv.to] = false
 		}
 	}

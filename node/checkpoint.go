@@ -60,9 +60,13 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 		return
 	}
 	in.ck.next = now.Add(in.ck.interval(in.plan))
+	if in.idle() {
+		return // nothing new to write (PROTOCOL.md, "Retired instances")
+	}
 	id := in.ck.lastID + 1
 	full := in.ck.wantFull(in.plan)
 	pc := in.capture(id, full)
+	in.noteEmpty(id)
 	in.ck.inflight = true
 	go func() {
 		err := in.persist(pc)

@@ -53,6 +53,45 @@ type rescaleState struct {
 	release   []*wire.Rescale // releases waiting for their moment, in order (one move each)
 	first     *firstWait
 	pinned    []job.Range // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
+	emptyID   uint64      // the last checkpoint taken while the instance owned no key group (0: none)
+	emptyOut  uint64      // records emitted when it was taken
+}
+
+// ownsNothing reports whether the instance owns no key group (a keyed
+// instance retired by a scale-in).
+func (in *instance) ownsNothing() bool {
+	if in.src != nil || in.sink != nil {
+		return false
+	}
+	for _, o := range in.owned {
+		if o {
+			return false
+		}
+	}
+	return true
+}
+
+// noteEmpty remembers a checkpoint taken while the instance owned nothing.
+func (in *instance) noteEmpty(id uint64) {
+	if in.ownsNothing() {
+		in.rs.emptyID, in.rs.emptyOut = id, in.nOut.Load()
+	} else {
+		in.rs.emptyID = 0
+	}
+}
+
+// idle reports whether a checkpoint now would carry nothing new, so that
+// none is taken: the instance owns no key group, its latest checkpoint
+// was taken when it already owned none and was written (the chain is
+// whole), and it has emitted nothing since. Such an instance applies no
+// record and has no state; its positions are empty, its output counters
+// and backup unchanged (trims need no checkpoint of the trimmed side);
+// only its watermark moves, which a restore may take back (receivers
+// never go back). Recovery restores the latest complete checkpoint as
+// ever; the instance's own trims toward its upstreams cover no key group.
+func (in *instance) idle() bool {
+	return in.rs.emptyID != 0 && in.rs.emptyID == in.ck.lastID && in.ck.base != 0 &&
+		in.ownsNothing() && in.nOut.Load() == in.rs.emptyOut
 }
 
 type heldKey struct {

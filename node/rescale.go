@@ -642,12 +642,38 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 	}
 }
 
-// unhold lets a receiver's watermark move again.
+// replaysToward lists the replays in flight on this instance's links
+// toward op (they end when their goroutine returns).
+func (in *instance) replaysToward(op string) []<-chan struct{} {
+	var out []<-chan struct{}
+	for _, pt := range in.ports {
+		if pt.to != op {
+			continue
+		}
+		for _, l := range pt.links {
+			if l.replay != nil {
+				out = append(out, l.replay.done)
+			}
+		}
+	}
+	return out
+}
+
+// unhold lets a receiver's watermark move again. The watermarks its
+// inputs sent while it held its own are forgotten: an input that
+// re-routed a range to it replays the range on a new stream, and what it
+// sent on the old one may be ahead of the replayed records. Every input
+// sends its watermark again on its current stream, after the replay.
 func (in *instance) unhold() {
 	if !in.rs.hold {
 		return
 	}
 	in.rs.hold = false
+	for i, w := range in.wms {
+		if !in.ended[i] && w != job.MaxWatermark {
+			in.wms[i] = job.NoWatermark
+		}
+	}
 	in.advance()
 }
 
@@ -715,10 +741,26 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		for _, q := range r.Plan {
 			n.setPlacement(q)
 		}
+		var replays []<-chan struct{}
 		for _, in := range n.instances() {
-			in.call(ctx, func() { in.commit(ctx, r.Op, r.Plan) })
+			in.call(ctx, func() {
+				in.commit(ctx, r.Op, r.Plan)
+				replays = append(replays, in.replaysToward(r.Op)...)
+			})
 		}
-		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+		// Committed once the re-routed links' replays are sent: the
+		// unhold that follows must not let a receiver's watermark pass
+		// records a replay still brings.
+		go func() {
+			for _, done := range replays {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					return
+				}
+			}
+			reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+		}()
 	case wire.RescaleFull:
 		for _, in := range n.instances() {
 			in.do(func() { in.ck.base, in.ck.next = 0, time.Time{} }) // the next checkpoint, now, is full

@@ -124,12 +124,20 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration")
-	dur := fs.Duration("duration", 16*time.Second, "run time of the pause and recovery runs")
+	// The defaults give count a state worth stopping for: its state is
+	// the keys of its open windows (a key whose windows have fired is
+	// dropped), so it grows with rate × window, not with --keys. At
+	// 50k records/s, 1 s windows and 100k keys (the earlier defaults)
+	// count held about 40k keys in all, which a full checkpoint and a
+	// restart of the whole job handle in ~0.1 s: no test of stopping the
+	// world. At 100k records/s over 1M keys with 5 s windows, scaled 4 s
+	// into a window, it holds about 330k keys (of order 10 MB raw).
+	dur := fs.Duration("duration", 24*time.Second, "run time of the pause and recovery runs")
 	tput := fs.Duration("tput", 10*time.Second, "run time of the throughput runs")
-	scaleAtF := fs.Duration("scale", 5*time.Second, "when count scales 2→4, after the job started")
-	keys := fs.Int("keys", 100_000, "distinct keys")
-	rate := fs.Float64("rate", 50_000, "records/s of the pause and recovery runs")
-	window := fs.Duration("window", time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
+	scaleAtF := fs.Duration("scale", 14*time.Second, "when count scales 2→4, after the job started")
+	keys := fs.Int("keys", 1_000_000, "distinct keys")
+	rate := fs.Float64("rate", 100_000, "records/s of the pause and recovery runs")
+	window := fs.Duration("window", 5*time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	keep := fs.String("data", "", "keep the run directories under this directory")
 	if err := fs.Parse(args); err != nil {

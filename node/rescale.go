@@ -328,6 +328,11 @@ func (in *instance) giveUp(rs []job.Range) {
 	if in.stateful != nil {
 		in.stateful.DropGroups(kgs)
 	}
+	// Its pins go with it: should the key groups come back, their
+	// backup is trimmed again.
+	in.rs.pinned = slices.DeleteFunc(in.rs.pinned, func(p job.Range) bool {
+		return slices.ContainsFunc(rs, func(r job.Range) bool { return r.Lo <= p.Lo && p.Hi <= r.Hi })
+	})
 }
 
 // tryDrop carries out a pre-copy hand-over, the first pending release:

@@ -167,3 +167,17 @@ func TestTrimsSparePinnedAndForeignKeyGroups(t *testing.T) {
 		t.Fatalf("trimmable changed its input: %v", ps)
 	}
 }
+
+// TestGivingUpARangeUnpinsIt: the pin of a pre-copy ends with the move,
+// so key groups that come back later are trimmed again.
+func TestGivingUpARangeUnpinsIt(t *testing.T) {
+	in, _ := testCount(t, "spate")
+	in.rs.pinned = []job.Range{{Lo: 10, Hi: 20}, {Lo: 40, Hi: 50}}
+	in.giveUp([]job.Range{{Lo: 10, Hi: 20}})
+	if len(in.rs.pinned) != 1 || in.rs.pinned[0] != (job.Range{Lo: 40, Hi: 50}) {
+		t.Fatalf("pinned after giving up [10,20): %v", in.rs.pinned)
+	}
+	if in.owned[15] || !in.owned[45] {
+		t.Fatal("giveUp changed the wrong key groups")
+	}
+}

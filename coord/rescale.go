@@ -732,7 +732,17 @@ func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 // them as inputs).
 func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fresh []wire.Placement) {
 	for _, s := range c.eds.slices[id] {
-		sl = append(sl, s.load)
+		l := s.load
+		if len(l.Chain) > 0 {
+			// A pre-copy's base as the manifest has it now: a compaction
+			// may have folded its chain into one file since.
+			if cp, ok := c.manifest.byID[s.owner][s.ckpt]; ok {
+				if files, ok := c.manifest.chain(cp); ok {
+					l.Chain = files
+				}
+			}
+		}
+		sl = append(sl, l)
 	}
 	if r := c.eds.cur; r != nil {
 		hold = slices.Contains(r.recv, id) && r.phase != "settle"

@@ -51,6 +51,8 @@ type rescaleOp struct {
 	load     []float64
 	hold     []job.InstanceID          // existing receivers, held from the prepare
 	startAt  map[job.InstanceID]uint64 // pre-copy: new instances started (their After)
+	fresh2   map[job.InstanceID]uint64 // pre-copy: instances asked for a checkpoint now, with their latest complete one then
+	olds     []job.InstanceID          // pre-copy: the old owners (their checkpoint follows the sources')
 }
 
 // move is one Move of the plan being carried out.
@@ -227,8 +229,8 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	}
 	r.hold = hold
 	r.startAt = map[job.InstanceID]uint64{}
-	c.choosePrecopy(r)
 	c.eds.cur = r
+	c.startPrecopy(r)
 	moves := make([]string, len(plan.Moves))
 	for i, m := range plan.Moves {
 		moves[i] = fmt.Sprintf("%v %s→%s", m.Range, job.MakeInstanceID(op, m.From), job.MakeInstanceID(op, m.To))
@@ -236,9 +238,7 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": moves, "load": load,
 		"key_groups": plan.Moved(), "max_load_before": plan.OldMaxLoad, "max_load_after": plan.MaxLoad, "why": why, "id": r.id},
 		"rescale %d of %s (%s): %v", r.id, op, why, plan)
-	if r.phase == "stage" {
-		c.sendStage(r)
-	} else {
+	if r.phase == "prepare" {
 		c.sendPrepare(r)
 	}
 	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, old.N(), n, plan.Moved(), len(plan.Moves))}, nil
@@ -254,6 +254,107 @@ func (c *Coordinator) sendPrepare(r *rescaleOp) {
 	for name := range r.waiting {
 		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: r.fresh, Hold: r.hold}})
 	}
+}
+
+// startPrecopy begins a rescale with pre-copy moves by asking for fresh
+// checkpoints, so that the base is young and little is replayed after
+// the hand-over: first the sources (a replay re-reads a partition from
+// the source's newest checkpoint marker before the base's positions),
+// then the old owners; their bases are chosen once those are complete.
+// Without pre-copy moves the rescale starts with the prepare.
+func (c *Coordinator) startPrecopy(r *rescaleOp) {
+	c.choosePrecopy(r)
+	if r.phase != "stage" {
+		return
+	}
+	for _, mv := range r.moves {
+		if mv.pre && !slices.Contains(r.olds, mv.from) {
+			r.olds = append(r.olds, mv.from)
+		}
+		mv.pre, mv.chain, mv.base = false, nil, 0 // chosen again after the checkpoints
+	}
+	var srcs []job.InstanceID
+	if oi := c.spec.Op(r.op); oi >= 0 {
+		for _, ui := range c.spec.Inputs(oi) {
+			if c.spec.Ops[ui].Kind != job.KindSource {
+				continue // a keyed upstream replays from its backup
+			}
+			for _, p := range c.plan.Instances {
+				if p.Op == c.spec.Ops[ui].Name && c.done[p.ID] == nil && !c.lost[p.ID] {
+					srcs = append(srcs, p.ID)
+				}
+			}
+		}
+	}
+	r.phase = "fresh"
+	if !c.askCheckpoints(r, srcs) {
+		r.phase = "fresh-old"
+		if !c.askCheckpoints(r, r.olds) {
+			c.precopyReady(r)
+		}
+	}
+}
+
+// askCheckpoints asks ids for a checkpoint now; false if there is none
+// to wait for.
+func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
+	r.fresh2 = map[job.InstanceID]uint64{}
+	byNode := map[string][]job.InstanceID{}
+	for _, id := range ids {
+		p := c.placeOf[id]
+		if p == nil {
+			continue
+		}
+		ns := c.nodes[p.Node]
+		if ns == nil || ns.state == "lost" || ns.state == "exited" || c.recovering[id] != nil {
+			continue
+		}
+		last := uint64(0)
+		if list := c.manifest.Instances[id]; len(list) > 0 {
+			last = list[len(list)-1].ID
+		}
+		r.fresh2[id] = last
+		byNode[p.Node] = append(byNode[p.Node], id)
+	}
+	for node, list := range byNode {
+		_ = c.nodes[node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCheckpoint, Op: r.op, Hold: list}})
+	}
+	return len(r.fresh2) > 0
+}
+
+// precopyFreshDone notes a checkpoint (or a restore) of an instance a
+// pre-copy waits for, and goes on once none is left.
+func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
+	r := c.eds.cur
+	if r == nil || (r.phase != "fresh" && r.phase != "fresh-old") {
+		return
+	}
+	if last, ok := r.fresh2[id]; !ok || ckpt <= last {
+		return
+	}
+	delete(r.fresh2, id)
+	if len(r.fresh2) > 0 {
+		return
+	}
+	if r.phase == "fresh" {
+		r.phase = "fresh-old"
+		if c.askCheckpoints(r, r.olds) {
+			return
+		}
+	}
+	c.precopyReady(r)
+}
+
+// precopyReady chooses the bases and stages (or, if no move can go by
+// pre-copy any more, prepares).
+func (c *Coordinator) precopyReady(r *rescaleOp) {
+	r.phase = "prepare"
+	c.choosePrecopy(r)
+	if r.phase == "stage" {
+		c.sendStage(r)
+		return
+	}
+	c.sendPrepare(r)
 }
 
 // choosePrecopy marks the moves that go by pre-copy: those into a new
@@ -689,6 +790,7 @@ func (c *Coordinator) reindex() {
 // edsCheckpointed counts the complete checkpoints that hold moved slices.
 func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
 	c.restartCheckpointed(cp)
+	c.precopyFreshDone(cp.Instance, cp.ID)
 	list := c.eds.slices[cp.Instance]
 	if len(list) == 0 {
 		return
@@ -760,6 +862,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // had not released yet is asked again.
 func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 	c.restartRestored(p)
+	c.precopyFreshDone(p.ID, math.MaxUint64) // restored: it waits for none
 	for _, s := range c.eds.slices[p.ID] {
 		if restoredID <= s.load.After {
 			s.load.After = restoredID // its checkpoints from now on hold the slice

@@ -738,6 +738,12 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
 			in.do(func() { in.queueRelease(r); in.tryRelease(ctx) })
 		}
+	case wire.RescaleCheckpoint:
+		for _, id := range r.Hold {
+			if in := n.instance(id); in != nil {
+				in.do(func() { in.ck.next = time.Time{} })
+			}
+		}
 	case wire.RescaleStage:
 		n.stage(r, reply)
 	case wire.RescaleStart:

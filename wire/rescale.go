@@ -23,12 +23,13 @@ const (
 	RescaleFirst     = "first"     // new owner → coordinator: every key group of Ranges has applied a record (AtMs: the last of them)
 
 	// Pre-copy moves (into a new instance; PROTOCOL.md, "Pre-copy").
-	RescalePin      = "pin"      // coordinator → old owner: stop trimming the upstream backup of Ranges (the new owner replays it from CkptID's positions)
-	RescaleStage    = "stage"    // coordinator → new owner's node: create Place (not started) and load Ranges from Chain
-	RescaleStaged   = "staged"   // new owner's node → coordinator: loaded (or Error)
-	RescaleStart    = "start"    // coordinator → new owner's node: start the staged instance (held); answered by loaded
-	RescaleDrop     = "drop"     // coordinator → old owner: at a batch boundary, stop owning Ranges, without a capture
-	RescaleReleased = "released" // old owner → coordinator: Ranges dropped (AtMs, WM)
+	RescaleCheckpoint = "checkpoint" // coordinator → nodes: the instances of Hold take a checkpoint now (a fresh base for a pre-copy)
+	RescalePin        = "pin"        // coordinator → old owner: stop trimming the upstream backup of Ranges (the new owner replays it from CkptID's positions)
+	RescaleStage      = "stage"      // coordinator → new owner's node: create Place (not started) and load Ranges from Chain
+	RescaleStaged     = "staged"     // new owner's node → coordinator: loaded (or Error)
+	RescaleStart      = "start"      // coordinator → new owner's node: start the staged instance (held); answered by loaded
+	RescaleDrop       = "drop"       // coordinator → old owner: at a batch boundary, stop owning Ranges, without a capture
+	RescaleReleased   = "released"   // old owner → coordinator: Ranges dropped (AtMs, WM)
 )
 
 // Rescale is the body of a CtlRescale message.

@@ -113,11 +113,25 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 	done = c.waitCount("rescale_done", 2)
 	t.Logf("scale-in: %s", done.Text)
 	c.checkOwners("count", 2)
+	scaledIn := done.Seq
 	c.scale("rollup", 3)
 	done = c.waitCount("rescale_done", 3)
 	t.Logf("rollup scale-out: %s", done.Text)
 	c.checkOwners("rollup", 3)
 	wait()
+	// The retired count#2 and count#3 checkpoint once they own nothing
+	// (one may still be in flight at the scale-in), then never again.
+	for _, id := range []string{"count#2", "count#3"} {
+		n := 0
+		for _, e := range c.events() {
+			if e.Kind == events.Checkpoint && e.Instance == id && e.Seq > scaledIn {
+				n++
+			}
+		}
+		if n > 2 {
+			t.Errorf("retired %s completed %d checkpoints after the scale-in; want at most 2", id, n)
+		}
+	}
 	c.verifyOK()
 }
 

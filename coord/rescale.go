@@ -49,6 +49,10 @@ type rescaleOp struct {
 	started  time.Time
 	rerouted time.Time
 	load     []float64
+	hold     []job.InstanceID          // existing receivers, held from the prepare
+	startAt  map[job.InstanceID]uint64 // pre-copy: new instances started (their After)
+	fresh2   map[job.InstanceID]uint64 // pre-copy: instances asked for a checkpoint now, with their latest complete one then
+	olds     []job.InstanceID          // pre-copy: the old owners (their checkpoint follows the sources')
 }
 
 // move is one Move of the plan being carried out.
@@ -63,6 +67,14 @@ type move struct {
 	atMs     int64 // capture time
 	firstMs  int64 // the last of its key groups' first record at the new owner
 	slice    *sliceRef
+	// Pre-copy (into a new instance): the new owner is staged from the
+	// old owner's complete checkpoint base (chain), and the old owner
+	// drops the range without a capture; the rest is replayed.
+	pre      bool
+	chain    []string
+	base     uint64
+	staged   bool
+	stagedAt time.Time
 }
 
 // sliceRef is a moved slice an instance must load at its restore while
@@ -215,11 +227,10 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 		placed[node]++
 		r.fresh = append(r.fresh, wire.Placement{ID: mv.to, Op: op, Index: m.To, Node: node, Gen: 1})
 	}
-	r.waiting = map[string]bool{}
-	for _, name := range c.liveNodes() {
-		r.waiting[name] = true
-	}
+	r.hold = hold
+	r.startAt = map[job.InstanceID]uint64{}
 	c.eds.cur = r
+	c.startPrecopy(r)
 	moves := make([]string, len(plan.Moves))
 	for i, m := range plan.Moves {
 		moves[i] = fmt.Sprintf("%v %s→%s", m.Range, job.MakeInstanceID(op, m.From), job.MakeInstanceID(op, m.To))
@@ -227,10 +238,193 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": moves, "load": load,
 		"key_groups": plan.Moved(), "max_load_before": plan.OldMaxLoad, "max_load_after": plan.MaxLoad, "why": why, "id": r.id},
 		"rescale %d of %s (%s): %v", r.id, op, why, plan)
-	for name := range r.waiting {
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: op, Plan: r.fresh, Hold: hold}})
+	if r.phase == "prepare" {
+		c.sendPrepare(r)
 	}
 	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, old.N(), n, plan.Moved(), len(plan.Moves))}, nil
+}
+
+// sendPrepare sends the prepare step to every live node.
+func (c *Coordinator) sendPrepare(r *rescaleOp) {
+	r.phase = "prepare"
+	r.waiting = map[string]bool{}
+	for _, name := range c.liveNodes() {
+		r.waiting[name] = true
+	}
+	for name := range r.waiting {
+		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: r.fresh, Hold: r.hold}})
+	}
+}
+
+// startPrecopy begins a rescale with pre-copy moves by asking for fresh
+// checkpoints, so that the base is young and little is replayed after
+// the hand-over: first the sources (a replay re-reads a partition from
+// the source's newest checkpoint marker before the base's positions),
+// then the old owners; their bases are chosen once those are complete.
+// Without pre-copy moves the rescale starts with the prepare.
+func (c *Coordinator) startPrecopy(r *rescaleOp) {
+	c.choosePrecopy(r)
+	if r.phase != "stage" {
+		return
+	}
+	for _, mv := range r.moves {
+		if mv.pre && !slices.Contains(r.olds, mv.from) {
+			r.olds = append(r.olds, mv.from)
+		}
+		mv.pre, mv.chain, mv.base = false, nil, 0 // chosen again after the checkpoints
+	}
+	var srcs []job.InstanceID
+	if oi := c.spec.Op(r.op); oi >= 0 {
+		for _, ui := range c.spec.Inputs(oi) {
+			if c.spec.Ops[ui].Kind != job.KindSource {
+				continue // a keyed upstream replays from its backup
+			}
+			for _, p := range c.plan.Instances {
+				if p.Op == c.spec.Ops[ui].Name && c.done[p.ID] == nil && !c.lost[p.ID] {
+					srcs = append(srcs, p.ID)
+				}
+			}
+		}
+	}
+	r.phase = "fresh"
+	if !c.askCheckpoints(r, srcs) {
+		r.phase = "fresh-old"
+		if !c.askCheckpoints(r, r.olds) {
+			c.precopyReady(r)
+		}
+	}
+}
+
+// askCheckpoints asks ids for a checkpoint now; false if there is none
+// to wait for.
+func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
+	r.fresh2 = map[job.InstanceID]uint64{}
+	byNode := map[string][]job.InstanceID{}
+	for _, id := range ids {
+		p := c.placeOf[id]
+		if p == nil {
+			continue
+		}
+		ns := c.nodes[p.Node]
+		if ns == nil || ns.state == "lost" || ns.state == "exited" || c.recovering[id] != nil {
+			continue
+		}
+		last := uint64(0)
+		if list := c.manifest.Instances[id]; len(list) > 0 {
+			last = list[len(list)-1].ID
+		}
+		r.fresh2[id] = last
+		byNode[p.Node] = append(byNode[p.Node], id)
+	}
+	for node, list := range byNode {
+		_ = c.nodes[node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCheckpoint, Op: r.op, Hold: list}})
+	}
+	return len(r.fresh2) > 0
+}
+
+// precopyFreshDone notes a checkpoint (or a restore) of an instance a
+// pre-copy waits for, and goes on once none is left.
+func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
+	r := c.eds.cur
+	if r == nil || (r.phase != "fresh" && r.phase != "fresh-old") {
+		return
+	}
+	if last, ok := r.fresh2[id]; !ok || ckpt <= last {
+		return
+	}
+	delete(r.fresh2, id)
+	if len(r.fresh2) > 0 {
+		return
+	}
+	if r.phase == "fresh" {
+		r.phase = "fresh-old"
+		if c.askCheckpoints(r, r.olds) {
+			return
+		}
+	}
+	c.precopyReady(r)
+}
+
+// precopyReady chooses the bases and stages (or, if no move can go by
+// pre-copy any more, prepares).
+func (c *Coordinator) precopyReady(r *rescaleOp) {
+	r.phase = "prepare"
+	c.choosePrecopy(r)
+	if r.phase == "stage" {
+		c.sendStage(r)
+		return
+	}
+	c.sendPrepare(r)
+}
+
+// choosePrecopy marks the moves that go by pre-copy: those into a new
+// instance whose every old owner has a complete checkpoint (the base the
+// new instance is staged from). A move into an existing instance keeps
+// the capture (its watermark is ahead of the base's: records of the
+// range replayed from the base could be late there).
+func (c *Coordinator) choosePrecopy(r *rescaleOp) {
+	ok := map[job.InstanceID]bool{}
+	for _, f := range r.fresh {
+		ok[f.ID] = true
+	}
+	for _, mv := range r.moves {
+		// The base must be A's latest complete checkpoint: no trim A
+		// ordered before the pin reaches past its positions.
+		list := c.manifest.Instances[mv.from]
+		if _, cps := c.manifest.restorable(mv.from); len(cps) == 0 || len(list) == 0 || list[len(list)-1].ID != cps[0].ID {
+			ok[mv.to] = false
+		}
+	}
+	for _, mv := range r.moves {
+		if !ok[mv.to] {
+			continue
+		}
+		chains, cps := c.manifest.restorable(mv.from)
+		mv.pre, mv.chain, mv.base = true, chains[0], cps[0].ID
+		r.phase = "stage"
+	}
+}
+
+// sendStage pins the moving ranges at their old owners (their upstream
+// backup is kept from the base on) and stages the new instances.
+func (c *Coordinator) sendStage(r *rescaleOp) {
+	for _, mv := range r.moves {
+		if !mv.pre {
+			continue
+		}
+		c.sendPin(r, mv)
+		f := r.freshOf(mv.to)
+		ns := c.nodes[f.Node]
+		if ns == nil || ns.state == "lost" || ns.state == "exited" {
+			mv.staged = true // restored with its slice once the old owner has dropped it
+			continue
+		}
+		_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStage, Op: r.op, Instance: mv.to,
+			Ranges: []job.Range{mv.r}, Chain: mv.chain, CkptID: mv.base, Place: f}})
+	}
+}
+
+// sendPin tells a pre-copy move's old owner to keep the range's upstream
+// backup. It is sent before any later completion of the old owner can
+// reach it (one control stream), so no trim beyond the base's positions
+// precedes it; a restored old owner gets it again.
+func (c *Coordinator) sendPin(r *rescaleOp, mv *move) {
+	p := c.placeOf[mv.from]
+	if ns := c.nodes[p.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" {
+		_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePin, Op: r.op, Instance: mv.from,
+			Gen: p.Gen, Ranges: []job.Range{mv.r}}})
+	}
+}
+
+// freshOf is the new instance id's placement (a copy), nil if id is not new.
+func (r *rescaleOp) freshOf(id job.InstanceID) *wire.Placement {
+	for _, f := range r.fresh {
+		if f.ID == id {
+			cp := f
+			return &cp
+		}
+	}
+	return nil
 }
 
 // leastLoadedFor is the live node hosting the fewest instances, counting
@@ -273,7 +467,15 @@ func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
 		c.rescaleAdvance()
 	case wire.RescaleCaptured:
 		c.onCaptured(ns, r, m)
+	case wire.RescaleStaged:
+		c.onStaged(ns, r, m)
+	case wire.RescaleReleased:
+		c.onReleased(ns, r, m)
 	case wire.RescaleLoaded:
+		if r.startAt != nil && slices.ContainsFunc(r.moves, func(mv *move) bool { return mv.pre && mv.to == m.Instance }) {
+			c.onStarted(ns, r, m)
+			return
+		}
 		p := c.placeOf[m.Instance]
 		if p == nil || p.Node != ns.name || p.Gen != m.Gen {
 			return
@@ -347,8 +549,105 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	if tn := c.nodes[q.Node]; tn != nil && tn.state != "lost" && tn.state != "exited" {
 		_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
 			Ranges: []job.Range{mv.r}, File: mv.file, Place: place}})
+	} else if place != nil {
+		// A new instance whose node was lost before it entered the plan:
+		// no recovery was started for it; restore it with the slice.
+		c.recover(q.Node, []job.InstanceID{mv.to})
 	}
 	// else: the owner's node is lost; its recovery restores it with the slice.
+}
+
+// onStaged records that a pre-copy's new instance has loaded a slice
+// from the old owner's base. A failure sends the moves into that
+// instance the capture's way.
+func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+	if r.phase != "stage" {
+		return
+	}
+	if m.Error != "" {
+		c.emit(events.Error, ns.name, string(m.Instance), nil, "rescale %d: %s could not stage %v (%s); its moves go by capture", r.id, m.Instance, m.Ranges, m.Error)
+		for _, mv := range r.moves {
+			if mv.to == m.Instance {
+				mv.pre, mv.staged = false, false
+			}
+		}
+		c.rescaleAdvance()
+		return
+	}
+	for _, mv := range r.moves {
+		if mv.pre && !mv.staged && mv.to == m.Instance && slices.Contains(m.Ranges, mv.r) {
+			mv.staged, mv.stagedAt, mv.bytes = true, c.opt.Now(), m.Bytes
+			if wm, ok := r.holds[mv.to]; !ok || m.WM < wm {
+				r.holds[mv.to] = m.WM // the release waits until the old owner is at least there
+			}
+			c.emit(events.Kind("rescale_staged"), ns.name, string(mv.to), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
+				"to": string(mv.to), "checkpoint": mv.base, "bytes": m.Bytes, "ms": c.opt.Now().Sub(r.started).Milliseconds(), "id": r.id},
+				"rescale %d: %s staged %v from checkpoint %d of %s (%s) while %s keeps processing it", r.id, mv.to, mv.r, mv.base, mv.from, bytesText(m.Bytes), mv.from)
+		}
+	}
+	c.rescaleAdvance()
+}
+
+// onReleased commits a pre-copy move: the old owner has dropped the
+// range, which is the new owner's from now on; its recovery point is the
+// old owner's base checkpoint (pinned), and the upstreams replay the rest.
+func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+	p := c.placeOf[m.Instance]
+	if p == nil || p.Node != ns.name || p.Gen != m.Gen {
+		return // a zombie: the drop is sent again to the restored owner
+	}
+	var mv *move
+	for _, x := range r.moves {
+		if x.pre && x.from == m.Instance && x.phase == "releasing" && slices.Contains(m.Ranges, x.r) {
+			mv = x
+		}
+	}
+	if mv == nil {
+		return
+	}
+	mv.phase, mv.wm, mv.atMs, mv.ckpt = "loading", m.WM, m.AtMs, mv.base
+	mv.file = mv.chain[len(mv.chain)-1]
+	p.Ranges = subtract(p.Ranges, mv.r)
+	created := false
+	if q := c.placeOf[mv.to]; q != nil {
+		q.Ranges = union(q.Ranges, mv.r)
+	} else if f := r.freshOf(mv.to); f != nil {
+		f.Ranges = []job.Range{mv.r}
+		c.plan.Instances = append(c.plan.Instances, *f)
+		c.reindex()
+		created = true
+	}
+	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base}
+	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
+	c.emit(events.Kind("rescale_captured"), ns.name, string(mv.from), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
+		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "precopy": true, "id": r.id},
+		"rescale %d: %s dropped %v; it is %s's from now on, from checkpoint %d and the upstreams' backup", r.id, mv.from, mv.r, mv.to, mv.ckpt)
+	q := c.placeOf[mv.to]
+	if tn := c.nodes[q.Node]; tn == nil || tn.state == "lost" || tn.state == "exited" {
+		if created {
+			c.recover(q.Node, []job.InstanceID{mv.to}) // it was lost staged: restored with its slice
+		}
+		return
+	}
+	if after, ok := r.startAt[mv.to]; ok {
+		c.moveLoaded(r, mv, after, q.Node)
+		c.rescaleAdvance()
+	}
+}
+
+// onStarted records that a staged instance runs (held).
+func (c *Coordinator) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+	if m.Error != "" {
+		c.emit(events.Error, ns.name, string(m.Instance), nil, "rescale %d: %s could not start: %s", r.id, m.Instance, m.Error)
+		return
+	}
+	r.startAt[m.Instance] = m.After
+	for _, mv := range r.moves {
+		if mv.pre && mv.to == m.Instance && mv.phase == "loading" {
+			c.moveLoaded(r, mv, m.After, ns.name)
+		}
+	}
+	c.rescaleAdvance()
 }
 
 // moveLoaded records that a move's new owner holds the slice.
@@ -367,11 +666,29 @@ func (c *Coordinator) rescaleAdvance() {
 		return
 	}
 	switch r.phase {
+	case "stage":
+		for _, mv := range r.moves {
+			if mv.pre && !mv.staged {
+				return
+			}
+		}
+		c.sendPrepare(r)
 	case "prepare":
 		if len(r.waiting) > 0 {
 			return
 		}
 		r.phase = "release"
+		started := map[job.InstanceID]bool{}
+		for _, mv := range r.moves {
+			if !mv.pre || started[mv.to] {
+				continue
+			}
+			started[mv.to] = true
+			f := r.freshOf(mv.to)
+			if ns := c.nodes[f.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" {
+				_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStart, Op: r.op, Instance: mv.to, Place: f}})
+			}
+		}
 		for _, mv := range r.moves {
 			c.sendRelease(r, mv)
 		}
@@ -417,7 +734,11 @@ func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
 	if !ok {
 		minWM = job.NoWatermark
 	}
-	_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRelease, Op: r.op, Instance: mv.from,
+	step := wire.RescaleRelease
+	if mv.pre {
+		step = wire.RescaleDrop
+	}
+	_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: step, Op: r.op, Instance: mv.from,
 		Gen: p.Gen, Ranges: []job.Range{mv.r}, MinWM: minWM}})
 }
 
@@ -469,6 +790,7 @@ func (c *Coordinator) reindex() {
 // edsCheckpointed counts the complete checkpoints that hold moved slices.
 func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
 	c.restartCheckpointed(cp)
+	c.precopyFreshDone(cp.Instance, cp.ID)
 	list := c.eds.slices[cp.Instance]
 	if len(list) == 0 {
 		return
@@ -489,6 +811,13 @@ func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
 // edsPinned lists the checkpoints of id that moved slices still need.
 func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 	var out []uint64
+	if r := c.eds.cur; r != nil {
+		for _, mv := range r.moves {
+			if mv.pre && mv.from == id {
+				out = append(out, mv.base) // a staging reads it
+			}
+		}
+	}
 	for _, list := range c.eds.slices {
 		for _, s := range list {
 			if s.owner == id {
@@ -505,7 +834,17 @@ func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 // them as inputs).
 func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fresh []wire.Placement) {
 	for _, s := range c.eds.slices[id] {
-		sl = append(sl, s.load)
+		l := s.load
+		if len(l.Chain) > 0 {
+			// A pre-copy's base as the manifest has it now: a compaction
+			// may have folded its chain into one file since.
+			if cp, ok := c.manifest.byID[s.owner][s.ckpt]; ok {
+				if files, ok := c.manifest.chain(cp); ok {
+					l.Chain = files
+				}
+			}
+		}
+		sl = append(sl, l)
 	}
 	if r := c.eds.cur; r != nil {
 		hold = slices.Contains(r.recv, id) && r.phase != "settle"
@@ -523,6 +862,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // had not released yet is asked again.
 func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 	c.restartRestored(p)
+	c.precopyFreshDone(p.ID, math.MaxUint64) // restored: it waits for none
 	for _, s := range c.eds.slices[p.ID] {
 		if restoredID <= s.load.After {
 			s.load.After = restoredID // its checkpoints from now on hold the slice
@@ -537,8 +877,13 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 		switch {
 		case mv.to == p.ID && mv.phase == "loading":
 			c.moveLoaded(r, mv, restoredID, p.Node)
-		case mv.from == p.ID && mv.phase == "releasing" && r.phase == "release":
-			c.sendRelease(r, mv)
+		case mv.from == p.ID && mv.phase == "releasing":
+			if mv.pre {
+				c.sendPin(r, mv)
+			}
+			if r.phase == "release" {
+				c.sendRelease(r, mv)
+			}
 		}
 	}
 	c.rescaleAdvance()
@@ -547,10 +892,19 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 // edsNodeLost stops waiting for a lost node's answers.
 func (c *Coordinator) edsNodeLost(name string) {
 	c.restartStopped(name)
-	if r := c.eds.cur; r != nil && r.waiting[name] {
-		delete(r.waiting, name)
-		c.rescaleAdvance()
+	r := c.eds.cur
+	if r == nil {
+		return
 	}
+	for _, mv := range r.moves {
+		// A new instance lost while staged is restored with its slice
+		// once the old owner has dropped it (onReleased).
+		if f := r.freshOf(mv.to); mv.pre && f != nil && f.Node == name && c.placeOf[mv.to] == nil {
+			mv.staged = true
+		}
+	}
+	delete(r.waiting, name)
+	c.rescaleAdvance()
 }
 
 // edsTick samples the input rates once a second and settles a rescale

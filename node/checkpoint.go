@@ -60,9 +60,13 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 		return
 	}
 	in.ck.next = now.Add(in.ck.interval(in.plan))
+	if in.idle() {
+		return // nothing new to write (PROTOCOL.md, "Retired instances")
+	}
 	id := in.ck.lastID + 1
 	full := in.ck.wantFull(in.plan)
 	pc := in.capture(id, full)
+	in.noteEmpty(id)
 	in.ck.inflight = true
 	go func() {
 		err := in.persist(pc)
@@ -264,7 +268,7 @@ func (in *instance) onCompleted(id uint64) {
 		}
 	}
 	for i, ps := range in.ck.prev {
-		if in.back[i] != nil && len(ps) > 0 {
+		if ps = in.trimmable(ps); in.back[i] != nil && len(ps) > 0 {
 			in.back[i](ps)
 		}
 	}

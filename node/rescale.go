@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,46 @@ type rescaleState struct {
 	reported  bool            // a held_records event is out
 	release   []*wire.Rescale // releases waiting for their moment, in order (one move each)
 	first     *firstWait
+	pinned    []job.Range // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
+	emptyID   uint64      // the last checkpoint taken while the instance owned no key group (0: none)
+	emptyOut  uint64      // records emitted when it was taken
+}
+
+// ownsNothing reports whether the instance owns no key group (a keyed
+// instance retired by a scale-in).
+func (in *instance) ownsNothing() bool {
+	if in.src != nil || in.sink != nil {
+		return false
+	}
+	for _, o := range in.owned {
+		if o {
+			return false
+		}
+	}
+	return true
+}
+
+// noteEmpty remembers a checkpoint taken while the instance owned nothing.
+func (in *instance) noteEmpty(id uint64) {
+	if in.ownsNothing() {
+		in.rs.emptyID, in.rs.emptyOut = id, in.nOut.Load()
+	} else {
+		in.rs.emptyID = 0
+	}
+}
+
+// idle reports whether a checkpoint now would carry nothing new, so that
+// none is taken: the instance owns no key group, its latest checkpoint
+// was taken when it already owned none and was written (the chain is
+// whole), and it has emitted nothing since. Such an instance applies no
+// record and has no state; its positions are empty, its output counters
+// and backup unchanged (trims need no checkpoint of the trimmed side);
+// only its watermark moves, which a restore may take back (receivers
+// never go back). Recovery restores the latest complete checkpoint as
+// ever; the instance's own trims toward its upstreams cover no key group.
+func (in *instance) idle() bool {
+	return in.rs.emptyID != 0 && in.rs.emptyID == in.ck.lastID && in.ck.base != 0 &&
+		in.ownsNothing() && in.nOut.Load() == in.rs.emptyOut
 }
 
 type heldKey struct {
@@ -234,6 +275,10 @@ func (in *instance) tryRelease(ctx context.Context) {
 		return
 	}
 	r := in.rs.release[0]
+	if r.Step == wire.RescaleDrop {
+		in.tryDrop(r)
+		return
+	}
 	if in.ck.inflight || in.releaseWM() < r.MinWM || in.finished {
 		return
 	}
@@ -242,17 +287,7 @@ func (in *instance) tryRelease(ctx context.Context) {
 	pc := in.capture(id, true)
 	in.ck.inflight = true
 	at := time.Now()
-	kgs := keyGroupsOf(r.Ranges)
-	for _, kg := range kgs {
-		in.owned[kg] = false
-		for _, last := range in.dedup {
-			last[kg] = 0
-		}
-	}
-	in.dropHeld(func(kg job.KeyGroup) bool { return in.owned[kg] })
-	if in.stateful != nil {
-		in.stateful.DropGroups(kgs)
-	}
+	in.giveUp(r.Ranges)
 	go func() {
 		for {
 			err := in.persist(pc)
@@ -277,6 +312,61 @@ func (in *instance) tryRelease(ctx context.Context) {
 				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}})
 		})
 	}()
+}
+
+// giveUp stops owning rs at once: later records of rs are strays, and
+// their state, positions and held records are forgotten.
+func (in *instance) giveUp(rs []job.Range) {
+	kgs := keyGroupsOf(rs)
+	for _, kg := range kgs {
+		in.owned[kg] = false
+		for _, last := range in.dedup {
+			last[kg] = 0
+		}
+	}
+	in.dropHeld(func(kg job.KeyGroup) bool { return in.owned[kg] })
+	if in.stateful != nil {
+		in.stateful.DropGroups(kgs)
+	}
+	// Its pins go with it: should the key groups come back, their
+	// backup is trimmed again.
+	in.rs.pinned = slices.DeleteFunc(in.rs.pinned, func(p job.Range) bool {
+		return slices.ContainsFunc(rs, func(r job.Range) bool { return r.Lo <= p.Lo && p.Hi <= r.Hi })
+	})
+}
+
+// tryDrop carries out a pre-copy hand-over, the first pending release:
+// the new owner holds the ranges' state as of a complete checkpoint of
+// this instance and replays the rest from the upstreams' backup (pinned
+// since), so nothing is captured: at a batch boundary the ranges are
+// given up at once and the coordinator told.
+func (in *instance) tryDrop(r *wire.Rescale) {
+	if in.releaseWM() < r.MinWM || in.finished {
+		return
+	}
+	in.rs.release = in.rs.release[1:]
+	in.giveUp(r.Ranges)
+	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
+		ID: r.ID, Step: wire.RescaleReleased, Op: r.Op, Instance: in.id, Gen: in.place.Gen, Ranges: r.Ranges,
+		WM: in.wm, AtMs: time.Now().UnixMilli()}})
+	if len(in.rs.release) > 0 {
+		in.tryRelease(context.Background())
+	}
+}
+
+// trimmable keeps, of the positions a completed checkpoint lets the
+// upstreams trim to, those of key groups this instance still owns and
+// has not pinned: a pre-copy's new owner replays a pinned range from an
+// older checkpoint's positions, and the range's new owner trims it once
+// it has moved.
+func (in *instance) trimmable(ps []wire.Position) []wire.Position {
+	out := ps[:0:0]
+	for _, p := range ps {
+		if int(p.KG) < len(in.owned) && in.owned[p.KG] && !inRanges(in.rs.pinned, p.KG) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // releaseWM is the watermark a release compares with the receiver's: no
@@ -311,6 +401,17 @@ func (in *instance) loadSlice(file string, rs []job.Range, setWM bool) error {
 // then its deltas (--rescale restart re-splits from every instance's
 // latest complete checkpoint).
 func (in *instance) loadSliceChain(files []string, rs []job.Range, setWM bool) error {
+	_, err := in.loadSliceChainN(files, rs, setWM)
+	return err
+}
+
+// loadSliceChainN is loadSliceChain that also says how many bytes it read.
+func (in *instance) loadSliceChainN(files []string, rs []job.Range, setWM bool) (int, error) {
+	nbytes := 0
+	return nbytes, in.loadSliceFiles(files, rs, setWM, &nbytes)
+}
+
+func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, nbytes *int) error {
 	file := files[len(files)-1]
 	snaps := make([]*state.Snapshot, 0, len(files))
 	for _, f := range files {
@@ -318,6 +419,7 @@ func (in *instance) loadSliceChain(files []string, rs []job.Range, setWM bool) e
 		if err != nil {
 			return fmt.Errorf("slice %v: %w", rs, err)
 		}
+		*nbytes += len(data)
 		s, err := state.Decode(data)
 		if err != nil {
 			return fmt.Errorf("slice %v: %s: %w", rs, f, err)
@@ -549,12 +651,38 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 	}
 }
 
-// unhold lets a receiver's watermark move again.
+// replaysToward lists the replays in flight on this instance's links
+// toward op (they end when their goroutine returns).
+func (in *instance) replaysToward(op string) []<-chan struct{} {
+	var out []<-chan struct{}
+	for _, pt := range in.ports {
+		if pt.to != op {
+			continue
+		}
+		for _, l := range pt.links {
+			if l.replay != nil {
+				out = append(out, l.replay.done)
+			}
+		}
+	}
+	return out
+}
+
+// unhold lets a receiver's watermark move again. The watermarks its
+// inputs sent while it held its own are forgotten: an input that
+// re-routed a range to it replays the range on a new stream, and what it
+// sent on the old one may be ahead of the replayed records. Every input
+// sends its watermark again on its current stream, after the replay.
 func (in *instance) unhold() {
 	if !in.rs.hold {
 		return
 	}
 	in.rs.hold = false
+	for i, w := range in.wms {
+		if !in.ended[i] && w != job.MaxWatermark {
+			in.wms[i] = job.NoWatermark
+		}
+	}
 	in.advance()
 }
 
@@ -600,14 +728,54 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		}
 	case wire.RescaleLoad:
 		n.load(ctx, r, reply)
+	case wire.RescalePin:
+		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
+			in.do(func() {
+				for _, g := range r.Ranges {
+					if !slices.Contains(in.rs.pinned, g) {
+						in.rs.pinned = append(in.rs.pinned, g)
+					}
+				}
+			})
+		}
+	case wire.RescaleDrop:
+		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
+			in.do(func() { in.queueRelease(r); in.tryRelease(ctx) })
+		}
+	case wire.RescaleCheckpoint:
+		for _, id := range r.Hold {
+			if in := n.instance(id); in != nil {
+				in.do(func() { in.ck.next = time.Time{} })
+			}
+		}
+	case wire.RescaleStage:
+		n.stage(r, reply)
+	case wire.RescaleStart:
+		n.startStaged(ctx, r, reply)
 	case wire.RescaleCommit:
 		for _, q := range r.Plan {
 			n.setPlacement(q)
 		}
+		var replays []<-chan struct{}
 		for _, in := range n.instances() {
-			in.call(ctx, func() { in.commit(ctx, r.Op, r.Plan) })
+			in.call(ctx, func() {
+				in.commit(ctx, r.Op, r.Plan)
+				replays = append(replays, in.replaysToward(r.Op)...)
+			})
 		}
-		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+		// Committed once the re-routed links' replays are sent: the
+		// unhold that follows must not let a receiver's watermark pass
+		// records a replay still brings.
+		go func() {
+			for _, done := range replays {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					return
+				}
+			}
+			reply(wire.Rescale{ID: r.ID, Step: wire.RescaleCommitted, Op: r.Op})
+		}()
 	case wire.RescaleFull:
 		for _, in := range n.instances() {
 			in.do(func() { in.ck.base, in.ck.next = 0, time.Time{} }) // the next checkpoint, now, is full
@@ -681,6 +849,93 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		answer.Error = err.Error()
 	}
 	reply(answer)
+}
+
+// staged holds, per node, the instances a pre-copy created and loaded
+// but has not started yet: they are no node's running instances until
+// every downstream knows them (the start step). Guarded by stagedMu.
+var (
+	stagedMu sync.Mutex
+	staged   = map[*Node]map[job.InstanceID]*stagedInst{}
+)
+
+type stagedInst struct {
+	in     *instance
+	ranges []job.Range
+}
+
+// stage creates a pre-copy's new instance (once) and loads a slice into
+// it from the old owner's complete checkpoint: the slow part of a move,
+// while the old owner keeps processing the slice. A failure forgets the
+// staged instance (the coordinator moves the slice the other way).
+func (n *Node) stage(r *wire.Rescale, reply func(wire.Rescale)) {
+	answer := wire.Rescale{ID: r.ID, Step: wire.RescaleStaged, Op: r.Op, Instance: r.Instance, Ranges: r.Ranges}
+	stagedMu.Lock()
+	m := staged[n]
+	if m == nil {
+		m = map[job.InstanceID]*stagedInst{}
+		staged[n] = m
+	}
+	st := m[r.Instance]
+	stagedMu.Unlock()
+	var err error
+	switch {
+	case r.Place == nil || r.Place.ID != r.Instance || len(r.Chain) == 0:
+		err = fmt.Errorf("stage %s: no placement or no checkpoint", r.Instance)
+	case n.instance(r.Instance) != nil:
+		err = fmt.Errorf("stage %s: it runs on this node already", r.Instance)
+	case st == nil:
+		place := *r.Place
+		place.Ranges = nil
+		var in *instance
+		if in, err = newInstance(n, n.plan, &place); err == nil {
+			st = &stagedInst{in: in}
+		}
+	}
+	if err == nil {
+		// The instance is not running: this goroutine is its only user.
+		answer.Bytes, err = st.in.loadSliceChainN(r.Chain, r.Ranges, true)
+		answer.WM = st.in.wm
+	}
+	stagedMu.Lock()
+	if err != nil {
+		delete(m, r.Instance)
+		answer.Error = err.Error()
+	} else {
+		st.ranges = append(st.ranges, r.Ranges...)
+		m[r.Instance] = st
+	}
+	stagedMu.Unlock()
+	reply(answer)
+}
+
+// startStaged starts a staged instance, held: every downstream knows it
+// now. It answers loaded with every range it was staged with.
+func (n *Node) startStaged(ctx context.Context, r *wire.Rescale, reply func(wire.Rescale)) {
+	stagedMu.Lock()
+	st := staged[n][r.Instance]
+	delete(staged[n], r.Instance)
+	stagedMu.Unlock()
+	answer := wire.Rescale{ID: r.ID, Step: wire.RescaleLoaded, Op: r.Op, Instance: r.Instance}
+	if st == nil {
+		answer.Error = fmt.Sprintf("%s is not staged on this node", r.Instance)
+		reply(answer)
+		return
+	}
+	in := st.in
+	if r.Place != nil {
+		n.setPlacement(*r.Place)
+	}
+	in.rs.hold, in.rs.fresh = true, true
+	in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: st.ranges, want: wantOf(st.ranges), since: time.Now()}
+	answer.Gen, answer.After, answer.Ranges = in.place.Gen, in.ck.lastID, st.ranges
+	in.place.Ranges = append([]job.Range(nil), st.ranges...)
+	sort.Slice(in.place.Ranges, func(i, j int) bool { return in.place.Ranges[i].Lo < in.place.Ranges[j].Lo })
+	n.mu.Lock()
+	n.insts[in.id] = in
+	n.mu.Unlock()
+	reply(answer)
+	in.start(ctx)
 }
 
 func wantOf(rs []job.Range) map[job.KeyGroup]bool {

@@ -106,3 +106,78 @@ func TestReleaseDropsHeldRecordsOfTheRange(t *testing.T) {
 		t.Fatalf("held %d after the release of key group 5, want 1 (key group 9's)", h)
 	}
 }
+
+// TestRetiredInstanceSkipsEmptyCheckpoints: an instance that owns no key
+// group takes one checkpoint once it owns none (it records that it holds
+// nothing) and none after it, until it emits or owns again.
+func TestRetiredInstanceSkipsEmptyCheckpoints(t *testing.T) {
+	in, _ := testCount(t, "spate")
+	if in.idle() {
+		t.Fatal("idle before any checkpoint")
+	}
+	in.ck.lastID, in.ck.base = 4, 1
+	in.noteEmpty(4)
+	if in.idle() {
+		t.Fatal("idle while owning key groups")
+	}
+	for kg := range in.owned {
+		in.owned[kg] = false
+	}
+	if in.idle() {
+		t.Fatal("idle before a checkpoint taken while owning nothing")
+	}
+	in.ck.lastID = 5
+	in.noteEmpty(5)
+	if !in.idle() {
+		t.Fatal("not idle: owns nothing, emitted nothing since its empty checkpoint")
+	}
+	in.nOut.Add(1)
+	if in.idle() {
+		t.Fatal("idle although it emitted since its last checkpoint")
+	}
+	in.ck.lastID = 6
+	in.noteEmpty(6)
+	if !in.idle() {
+		t.Fatal("not idle after a checkpoint that holds its outputs")
+	}
+	in.ck.base = 0 // a failed write broke the chain
+	if in.idle() {
+		t.Fatal("idle although its last checkpoint was not written")
+	}
+	in.ck.base = 6
+	in.owned[7] = true
+	if in.idle() {
+		t.Fatal("idle although it owns a key group again")
+	}
+}
+
+// TestTrimsSparePinnedAndForeignKeyGroups: a completed checkpoint trims
+// only key groups the instance owns and has not pinned for a pre-copy.
+func TestTrimsSparePinnedAndForeignKeyGroups(t *testing.T) {
+	in, _ := testCount(t, "spate")
+	p := job.MakeProducer(0, 0)
+	ps := []wire.Position{{P: p, KG: 5, Seq: 9}, {P: p, KG: 15, Seq: 9}, {P: p, KG: 25, Seq: 9}}
+	in.rs.pinned = []job.Range{{Lo: 10, Hi: 20}}
+	in.owned[25] = false
+	got := in.trimmable(ps)
+	if len(got) != 1 || got[0].KG != 5 {
+		t.Fatalf("trimmable = %v, want only key group 5", got)
+	}
+	if len(ps) != 3 || ps[1].KG != 15 {
+		t.Fatalf("trimmable changed its input: %v", ps)
+	}
+}
+
+// TestGivingUpARangeUnpinsIt: the pin of a pre-copy ends with the move,
+// so key groups that come back later are trimmed again.
+func TestGivingUpARangeUnpinsIt(t *testing.T) {
+	in, _ := testCount(t, "spate")
+	in.rs.pinned = []job.Range{{Lo: 10, Hi: 20}, {Lo: 40, Hi: 50}}
+	in.giveUp([]job.Range{{Lo: 10, Hi: 20}})
+	if len(in.rs.pinned) != 1 || in.rs.pinned[0] != (job.Range{Lo: 40, Hi: 50}) {
+		t.Fatalf("pinned after giving up [10,20): %v", in.rs.pinned)
+	}
+	if in.owned[15] || !in.owned[45] {
+		t.Fatal("giveUp changed the wrong key groups")
+	}
+}

@@ -21,6 +21,15 @@ const (
 	RescaleStop      = "stop"      // coordinator → every node (--rescale restart): stop every instance (the restores follow)
 	RescaleStopped   = "stopped"   // node → coordinator: every local instance is stopped
 	RescaleFirst     = "first"     // new owner → coordinator: every key group of Ranges has applied a record (AtMs: the last of them)
+
+	// Pre-copy moves (into a new instance; PROTOCOL.md, "Pre-copy").
+	RescaleCheckpoint = "checkpoint" // coordinator → nodes: the instances of Hold take a checkpoint now (a fresh base for a pre-copy)
+	RescalePin        = "pin"        // coordinator → old owner: stop trimming the upstream backup of Ranges (the new owner replays it from CkptID's positions)
+	RescaleStage      = "stage"      // coordinator → new owner's node: create Place (not started) and load Ranges from Chain
+	RescaleStaged     = "staged"     // new owner's node → coordinator: loaded (or Error)
+	RescaleStart      = "start"      // coordinator → new owner's node: start the staged instance (held); answered by loaded
+	RescaleDrop       = "drop"       // coordinator → old owner: at a batch boundary, stop owning Ranges, without a capture
+	RescaleReleased   = "released"   // old owner → coordinator: Ranges dropped (AtMs, WM)
 )
 
 // Rescale is the body of a CtlRescale message.
@@ -42,6 +51,7 @@ type Rescale struct {
 	Bytes    int                      `json:"bytes,omitempty"`    // captured: the file's size
 	AtMs     int64                    `json:"at_ms,omitempty"`    // captured: when it was captured; first: when the last key group got its first record (Unix ms)
 	After    uint64                   `json:"after,omitempty"`    // loaded: the new owner's checkpoints after this id hold Ranges
+	Chain    []string                 `json:"chain,omitempty"`    // stage: the old owner's complete checkpoint CkptID, as its chain (full, then deltas)
 	Error    string                   `json:"error,omitempty"`
 }
 

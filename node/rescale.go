@@ -642,10 +642,6 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 				in.linkFailed(l, err)
 				continue
 			}
-			// Inline: the new owner's watermark is let go once every
-			// upstream has re-routed, so what it lacked must be on its
-			// stream before this upstream says it has.
-			in.endReplay(l, true)
 			in.sendWatermarkTo(l, in.currentWatermark())
 		}
 	}

@@ -27,6 +27,18 @@ func (r *received) count() (int, bool) {
 	return r.n, r.ended
 }
 
+// half is, per (producer, key group), the number of the middle record
+// received: where a new generation that applied about half of it is.
+func (r *received) half() []wire.Position {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ps []wire.Position
+	for k, s := range r.seqs {
+		ps = append(ps, wire.Position{P: job.Producer(k[0]), KG: job.KeyGroup(k[1]), Seq: s[len(s)/2]})
+	}
+	return ps
+}
+
 // consume reads what in is sent until its end, while gate lets it.
 func consume(t *testing.T, in *instance, r *received, gate <-chan struct{}) {
 	go func() {
@@ -125,12 +137,7 @@ func testSourceReplay(t *testing.T, drainEarly bool) {
 
 	// count#0 is replaced by a new generation that has applied about half
 	// of what the old one received.
-	var have []wire.Position
-	r0.mu.Lock()
-	for k, s := range r0.seqs {
-		have = append(have, wire.Position{P: job.Producer(k[0]), KG: job.KeyGroup(k[1]), Seq: s[len(s)/2]})
-	}
-	r0.mu.Unlock()
+	have := r0.half()
 	l0 := links["count#0"]
 	var rp *replay
 	if !src.call(ctx, func() {
@@ -263,12 +270,7 @@ func TestBackupReplayLeavesTheOtherLinksLive(t *testing.T) {
 	emit(20_000)
 	waitFor(t, "rollup#0 receiving records", func() bool { n, _ := r0.count(); return n >= 5_000 })
 
-	var have []wire.Position
-	r0.mu.Lock()
-	for k, s := range r0.seqs {
-		have = append(have, wire.Position{P: job.Producer(k[0]), KG: job.KeyGroup(k[1]), Seq: s[len(s)/2]})
-	}
-	r0.mu.Unlock()
+	have := r0.half() // what the new generation of rollup#0 has applied
 	l0 := links["rollup#0"]
 	if !cnt.call(ctx, func() {
 		l0.local = second

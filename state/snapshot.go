@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -645,11 +646,8 @@ func sortKVs(es []KV) {
 		hs[i] = handle{binary.BigEndian.Uint64(b[:]), i}
 	}
 	slices.SortFunc(hs, func(a, b handle) int {
-		switch {
-		case a.pre < b.pre:
-			return -1
-		case a.pre > b.pre:
-			return 1
+		if c := cmp.Compare(a.pre, b.pre); c != 0 {
+			return c
 		}
 		return bytes.Compare(es[a.i].Key, es[b.i].Key)
 	})

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 
@@ -246,9 +245,13 @@ func (rp *replay) flush(in *instance, l *link) bool {
 			if rp.b.Len() == 0 {
 				return true
 			}
-			rp.buf = rp.b.Encode(rp.buf[:0])
+			if l.local != nil {
+				rp.pending = rp.b.Encode(nil) // the local instance keeps it
+			} else {
+				rp.buf = rp.b.Encode(rp.buf[:0])
+				rp.pending = rp.buf
+			}
 			rp.b.Reset()
-			rp.pending = rp.buf
 		}
 		if !rp.send(in, l, rp.pending) {
 			return false
@@ -257,10 +260,11 @@ func (rp *replay) flush(in *instance, l *link) bool {
 	}
 }
 
-// send sends one encoded batch on the link the replay owns.
+// send sends one encoded batch on the link the replay owns; a local
+// instance keeps the payload.
 func (rp *replay) send(in *instance, l *link, payload []byte) bool {
 	if l.local != nil {
-		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: bytes.Clone(payload)})
+		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
 	}
 	err := l.w.WriteFrame(wire.TBatch, payload)
 	if err == nil {

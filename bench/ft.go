@@ -331,7 +331,14 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	victim := fs.String("victim", "count#0", "the instance whose node is killed")
 	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period: the resolution of the output-lag samples")
 	keep := fs.String("data", "", "keep the run directories under this directory")
+	source := fs.String("source", "gen:constant", "input: a steady load, so that the output lag before the kill is a baseline")
+	par := fs.String("parallelism", "", "OP=N,...: parallelism over the job's defaults")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	parallelism := coord.DefaultConfig().Parallelism
+	if err := coord.ParseParallelism(*par, parallelism); err != nil {
+		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
 	root, cleanup, err := tempRoot(*keep)
@@ -344,7 +351,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 		// Recovery time depends on the spare capacity left for catching
 		// up, so the load is set relative to what this machine can do.
 		cfg := benchConfig(root, "capacity", 0, "none")
-		cfg.Rate, cfg.Duration, cfg.Keys = 0, 6*time.Second, *keys
+		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Source, cfg.Parallelism = 0, 6*time.Second, *keys, *source, parallelism
 		r, err := clusterRun(cfg, 0, "", false)
 		if err != nil {
 			fmt.Fprintln(stderr, "spate bench recovery: capacity:", err)
@@ -363,6 +370,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 		for _, ft := range fts {
 			cfg := benchConfig(root, "rec", i, ft)
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = *rate, *dur, *keys, interval.String(), *heartbeat
+			cfg.Source, cfg.Parallelism = *source, parallelism
 			r, err := clusterRun(cfg, *killAt, *victim, true)
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench recovery:", err)

@@ -100,15 +100,8 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: up: unexpected argument %q", ErrUsage, fs.Arg(0))
 	}
-	if *par != "" {
-		for _, kv := range strings.Split(*par, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			n, err := strconv.Atoi(v)
-			if !ok || err != nil || n < 1 {
-				return c, fmt.Errorf("%w: --parallelism: %q: want OP=N with N >= 1", ErrUsage, kv)
-			}
-			c.Parallelism[strings.TrimSpace(k)] = n
-		}
+	if err := ParseParallelism(*par, c.Parallelism); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if *cost != "" {
 		c.Cost = map[string]time.Duration{}
@@ -225,4 +218,20 @@ func costNs(cost map[string]time.Duration) map[string]int64 {
 		out[op] = d.Nanoseconds()
 	}
 	return out
+}
+
+// ParseParallelism sets into[OP] from a list "OP=N,OP=N" (empty: nothing).
+func ParseParallelism(list string, into map[string]int) error {
+	if list == "" {
+		return nil
+	}
+	for _, kv := range strings.Split(list, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return fmt.Errorf("--parallelism: %q: want OP=N with N >= 1", kv)
+		}
+		into[strings.TrimSpace(k)] = n
+	}
+	return nil
 }

@@ -117,6 +117,11 @@ func (m *Manifest) collect(id job.InstanceID, pinned ...uint64) []string {
 			keep[f] = true
 		}
 	}
+	if l := m.Instances[id]; len(l) > 0 {
+		// The instance's next delta names its latest file as its parent and
+		// reads it back first (scrubParent), compacted or not.
+		keep[l[len(l)-1].File] = true
+	}
 	var drop []string
 	for f := range m.files[id] {
 		if !keep[f] {

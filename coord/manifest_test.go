@@ -85,3 +85,25 @@ func TestManifestCompactedChain(t *testing.T) {
 		t.Fatalf("collect dropped %v: the compacted file replaces the whole chain", drop)
 	}
 }
+
+// The latest checkpoint's own file stays when a compaction covers it: the
+// instance's next delta is written on it (the node names it as the parent
+// and reads it back first), and goes once a newer checkpoint is complete.
+func TestManifestKeepsTheParentOfTheNextDelta(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	for _, c := range []wire.Checkpoint{cp(1, true, 0), cp(2, false, 1), cp(3, false, 2), cp(4, false, 3)} {
+		m.add(c)
+	}
+	m.compacted("count#0", 4, "c4-compacted")
+	if drop := m.collect("count#0"); len(drop) != 0 {
+		t.Fatalf("collect dropped %v; c4-delta is the next delta's parent, and 3's chain is the fallback", drop)
+	}
+	m.add(cp(5, false, 4))
+	chains, _ := m.restorable("count#0")
+	if want := []string{"c4-compacted", "c5-delta"}; !reflect.DeepEqual(chains[0], want) {
+		t.Fatalf("restorable = %v, want %v first", chains, want)
+	}
+	if drop := m.collect("count#0"); !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta", "c4-delta"}) {
+		t.Fatalf("collect dropped %v, want the old chain and c4-delta once checkpoint 5 is complete", drop)
+	}
+}

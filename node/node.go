@@ -24,6 +24,7 @@ import (
 
 	"spate/job"
 	"spate/state"
+	"spate/traces"
 	"spate/wire"
 )
 
@@ -428,6 +429,10 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	n.plan = d
 	n.store = &faultStore{Store: store}
 	n.mu.Unlock()
+	// Before the job starts, so that a source restored here later reads at
+	// once (a million keys' table takes a few hundred milliseconds).
+	o := d.Source
+	traces.Warm(o.Spec, traces.Options{Seed: o.Seed, Rate: o.Rate, Keys: o.Keys, Partitions: d.Job.Ops[0].Parallelism, Speedup: o.Speedup})
 	for i := range d.Instances {
 		p := &d.Instances[i]
 		if p.Node != me {

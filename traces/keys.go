@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 )
@@ -67,12 +68,18 @@ func (d *keyDist) draw(z uint64) (int, int64) {
 // KeyName returns the generator's name for key index j among n keys:
 // "k" and j zero-padded to at least 6 digits (k000042).
 func KeyName(j, n int) string {
-	w := keyWidth(n) - 1
-	s := strconv.Itoa(j)
-	for len(s) < w {
-		s = "0" + s
+	return string(appendKeyName(nil, j, keyWidth(n)))
+}
+
+// appendKeyName appends KeyName's bytes for key index j and key width w.
+func appendKeyName(b []byte, j, w int) []byte {
+	b = append(b, 'k')
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(j), 10)
+	for range w - 1 - len(d) {
+		b = append(b, '0')
 	}
-	return "k" + s
+	return append(b, d...)
 }
 
 func keyWidth(n int) int {
@@ -101,7 +108,7 @@ func zipfDist(n int, s float64) *keyDist {
 	d := &keyDist{n: n, w: keyWidth(n)}
 	d.keys = make([]byte, 0, n*d.w)
 	for j := range n {
-		d.keys = append(d.keys, KeyName(j, n)...)
+		d.keys = appendKeyName(d.keys, j, d.w)
 	}
 	d.alias = buildAlias(n, s)
 	distCache[distKey{n, s}] = d
@@ -112,10 +119,22 @@ func zipfDist(n int, s float64) *keyDist {
 // deterministic arithmetic (see detmath.go).
 func buildAlias(n int, s float64) []aliasEntry {
 	p := make([]float64, n)
+	// The weights are independent: computed on every core (a restored
+	// source builds this table before it reads, so its time is recovery
+	// time), then summed in order, so the table is the same bit for bit.
+	var wg sync.WaitGroup
+	parts := min(runtime.GOMAXPROCS(0), max(n/(1<<16), 1))
+	for i := range parts {
+		wg.Go(func() {
+			for j := i * n / parts; j < (i+1)*n/parts; j++ {
+				p[j] = detPow(j+1, s)
+			}
+		})
+	}
+	wg.Wait()
 	sum := 0.0
-	for j := range p {
-		p[j] = detPow(j+1, s)
-		sum += p[j]
+	for _, x := range p {
+		sum += x
 	}
 	for j := range p {
 		p[j] = float64(p[j]*float64(n)) / sum

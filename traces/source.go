@@ -109,6 +109,15 @@ func Open(spec string, opt Options) (Source, error) {
 	return nil, specErr(spec, "unknown scheme %q (want gen, trace or rate)", scheme)
 }
 
+// Warm builds what every generator source of spec in this process shares
+// (the key table), so that a source opened later, a recovered one, reads
+// at once. It does nothing for other schemes, and leaves errors to Open.
+func Warm(spec string, opt Options) {
+	if spec == "" || strings.HasPrefix(spec, "gen:") {
+		_, _ = Open(spec, opt)
+	}
+}
+
 func (o Options) normalize(spec string) (Options, error) {
 	if o.Partitions == 0 {
 		o.Partitions = 1

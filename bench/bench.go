@@ -164,7 +164,11 @@ func oracleRound(ri *coord.RunInfo) (float64, error) {
 	return float64(total) / time.Since(start).Seconds(), nil
 }
 
+// median is the median of xs; 0 if there are none.
 func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	if len(s)%2 == 1 {

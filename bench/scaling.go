@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +35,10 @@ type Scaling struct {
 	// runs without the scale-out, which could only add to it).
 	RecoveryS map[string]float64 `json:"recovery_s"`
 	// OverheadRatio is steady-state throughput (--rate 0) of count scaled
-	// live 2→4 at the start over count fixed at 4 from the start.
+	// live 2→4 at the start over count fixed at 4 from the start, both
+	// over the same stretch of job time: from a second after the rescale
+	// is done to a second before the run's end (the rescale itself is
+	// the pause's business, not the steady state's).
 	OverheadRatio float64              `json:"overhead_ratio"`
 	Rounds        map[string][]float64 `json:"rounds"`
 	Verified      bool                 `json:"verified"`
@@ -45,6 +49,7 @@ type Scaling struct {
 type scaleRun struct {
 	r        *run
 	pauseMs  float64
+	doneMs   int64 // rescale_done, ms after the job started
 	killAtMs int64
 	err      error
 }
@@ -88,6 +93,7 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 				}
 			}()
 		case "rescale_done":
+			sr.doneMs = e.Time.Sub(started).Milliseconds()
 			if v, ok := e.Fields["pause_ms"].(int64); ok {
 				sr.pauseMs = float64(v)
 			} else if v, ok := e.Fields["pause_ms"].(float64); ok {
@@ -133,15 +139,27 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	// world. At 100k records/s over 1M keys with 5 s windows, scaled 3 s
 	// into a window, it holds about 150k keys (2.3 MB raw per instance).
 	dur := fs.Duration("duration", 24*time.Second, "run time of the pause and recovery runs")
-	tput := fs.Duration("tput", 10*time.Second, "run time of the throughput runs")
+	tput := fs.Duration("tput", 20*time.Second, "run time of the throughput runs (the ratio is taken from a second after the rescale to a second before the end)")
 	scaleAtF := fs.Duration("scale", 13*time.Second, "when count scales 2→4, after the job started")
 	keys := fs.Int("keys", 1_000_000, "distinct keys")
 	rate := fs.Float64("rate", 100_000, "records/s of the pause and recovery runs")
 	window := fs.Duration("window", 5*time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	keep := fs.String("data", "", "keep the run directories under this directory")
+	only := fs.String("only", "", "run only these of eds,restart,checkpoint,overhead (comma-separated; for a diagnosis: the medians then miss the others)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	runs := map[string]bool{"eds": true, "restart": true, "checkpoint": true, "overhead": true}
+	if *only != "" {
+		runs = map[string]bool{}
+		for _, r := range strings.Split(*only, ",") {
+			if r != "eds" && r != "restart" && r != "checkpoint" && r != "overhead" {
+				fmt.Fprintf(stderr, "spate bench scaling: --only: unknown run %q (want eds, restart, checkpoint or overhead)\n", r)
+				return 2
+			}
+			runs[r] = true
+		}
 	}
 	scaleAt := *scaleAtF
 	root, cleanup, err := tempRoot(*keep)
@@ -164,68 +182,81 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 		return cfg
 	}
 	for i := range *rounds {
-		// eds: live scale-out, then the new instance's node killed.
-		cfg := base("eds", i, "spate")
-		sr, err := scalingRun(cfg, scaleAt, 4, true)
-		if err != nil {
-			return fail("eds run", err)
+		edsKill := int64(-1)
+		if runs["eds"] {
+			// eds: live scale-out, then the new instance's node killed.
+			sr, err := scalingRun(base("eds", i, "spate"), scaleAt, 4, true)
+			if err != nil {
+				return fail("eds run", err)
+			}
+			res.Verified = res.Verified && sr.r.verified
+			t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second)
+			if !ok || sr.killAtMs < 0 {
+				t = (*dur).Seconds() - float64(max(sr.killAtMs, 0))/1000
+			}
+			res.add("pause_eds", lagBump(sr.r.info, scaleAt.Milliseconds(), sr.killAtMs, 2*time.Second))
+			res.add("pause_ms_eds", sr.pauseMs)
+			res.add("recovery_eds", t)
+			edsKill = sr.killAtMs
 		}
-		res.Verified = res.Verified && sr.r.verified
-		t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second)
-		if !ok || sr.killAtMs < 0 {
-			t = (*dur).Seconds() - float64(max(sr.killAtMs, 0))/1000
+		if runs["restart"] {
+			// restart: the Flink way.
+			cfg := base("restart", i, "spate")
+			cfg.Rescale = "restart"
+			sr, err := scalingRun(cfg, scaleAt, 4, false)
+			if err != nil {
+				return fail("restart run", err)
+			}
+			res.Verified = res.Verified && sr.r.verified
+			res.add("pause_restart", lagBump(sr.r.info, scaleAt.Milliseconds(), scaleAt.Milliseconds()+2500, 2*time.Second))
+			res.add("pause_ms_restart", sr.pauseMs)
 		}
-		res.Rounds["pause_eds"] = append(res.Rounds["pause_eds"], lagBump(sr.r.info, scaleAt.Milliseconds(), sr.killAtMs, 2*time.Second))
-		res.Rounds["pause_ms_eds"] = append(res.Rounds["pause_ms_eds"], sr.pauseMs)
-		res.Rounds["recovery_eds"] = append(res.Rounds["recovery_eds"], t)
-		edsKill := sr.killAtMs
-
-		// restart: the Flink way.
-		cfg = base("restart", i, "spate")
-		cfg.Rescale = "restart"
-		sr, err = scalingRun(cfg, scaleAt, 4, false)
-		if err != nil {
-			return fail("restart run", err)
+		if runs["checkpoint"] {
+			// checkpoint: a kill at the same time, the whole job rolled back.
+			killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+500)) * time.Millisecond
+			r, err := clusterRun(base("ckpt", i, "global"), killAt, "count#0", true)
+			if err != nil {
+				return fail("checkpoint run", err)
+			}
+			res.Verified = res.Verified && r.verified
+			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second)
+			if !ok {
+				t = (*dur - killAt).Seconds()
+			}
+			res.add("recovery_checkpoint", t)
 		}
-		res.Verified = res.Verified && sr.r.verified
-		res.Rounds["pause_restart"] = append(res.Rounds["pause_restart"], lagBump(sr.r.info, scaleAt.Milliseconds(), scaleAt.Milliseconds()+2500, 2*time.Second))
-		res.Rounds["pause_ms_restart"] = append(res.Rounds["pause_ms_restart"], sr.pauseMs)
-
-		// checkpoint: a kill at the same time, the whole job rolled back.
-		cfg = base("ckpt", i, "global")
-		killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+500)) * time.Millisecond
-		r, err := clusterRun(cfg, killAt, "count#0", true)
-		if err != nil {
-			return fail("checkpoint run", err)
+		if runs["overhead"] {
+			// overhead: throughput with count scaled live 2→4 against fixed at 4.
+			cfg := base("sliced", i, "spate")
+			cfg.Rate, cfg.Duration = 0, *tput
+			sr, err := scalingRun(cfg, time.Second, 4, false)
+			if err != nil {
+				return fail("sliced run", err)
+			}
+			res.Verified = res.Verified && sr.r.verified
+			cfg = base("fixed", i, "spate")
+			cfg.Rate, cfg.Duration = 0, *tput
+			cfg.Parallelism = map[string]int{"source": 2, "count": 4, "rollup": 2, "sink": 2}
+			fr, err := clusterRun(cfg, 0, "", true)
+			if err != nil {
+				return fail("fixed run", err)
+			}
+			res.Verified = res.Verified && fr.verified
+			from, to := max(sr.doneMs+1000, 3000), tput.Milliseconds()-1000
+			sliced, fixed := steadyRate(sr.r, from, to), steadyRate(fr, from, to)
+			if sr.doneMs <= 0 || sliced <= 0 || fixed <= 0 {
+				return fail("overhead runs", fmt.Errorf("no steady stretch between %d and %d ms (rescale done at %d ms): make --tput longer", from, to, sr.doneMs))
+			}
+			res.add("overhead", sliced/fixed)
 		}
-		res.Verified = res.Verified && r.verified
-		t, ok = recoveryTime(r.info, r.killAtMs, 2*time.Second)
-		if !ok {
-			t = (*dur - killAt).Seconds()
-		}
-		res.Rounds["recovery_checkpoint"] = append(res.Rounds["recovery_checkpoint"], t)
-
-		// overhead: throughput with count scaled live 2→4 against fixed at 4.
-		cfg = base("sliced", i, "spate")
-		cfg.Rate, cfg.Duration = 0, *tput
-		sr, err = scalingRun(cfg, time.Second, 4, false)
-		if err != nil {
-			return fail("sliced run", err)
-		}
-		res.Verified = res.Verified && sr.r.verified
-		cfg = base("fixed", i, "spate")
-		cfg.Rate, cfg.Duration = 0, *tput
-		cfg.Parallelism = map[string]int{"source": 2, "count": 4, "rollup": 2, "sink": 2}
-		fr, err := clusterRun(cfg, 0, "", true)
-		if err != nil {
-			return fail("fixed run", err)
-		}
-		res.Verified = res.Verified && fr.verified
-		res.Rounds["overhead"] = append(res.Rounds["overhead"], sr.r.rps/fr.rps)
 		if !*asJSON {
-			n := len(res.Rounds["overhead"]) - 1
-			fmt.Fprintf(stdout, "round %d: pause eds %.3fs restart %.3fs; recovery eds %.2fs checkpoint %.2fs; throughput sliced/fixed %.3f\n", i+1,
-				res.Rounds["pause_eds"][n], res.Rounds["pause_restart"][n], res.Rounds["recovery_eds"][n], res.Rounds["recovery_checkpoint"][n], res.Rounds["overhead"][n])
+			fmt.Fprintf(stdout, "round %d:", i+1)
+			for _, k := range []string{"pause_eds", "pause_restart", "recovery_eds", "recovery_checkpoint", "overhead"} {
+				if xs := res.Rounds[k]; len(xs) > i {
+					fmt.Fprintf(stdout, " %s %.3f", k, xs[i])
+				}
+			}
+			fmt.Fprintln(stdout)
 		}
 	}
 	res.PauseS["eds"], res.PauseS["restart"] = median(res.Rounds["pause_eds"]), median(res.Rounds["pause_restart"])
@@ -265,4 +296,40 @@ func lagBump(ri *coord.RunInfo, from, to int64, warm time.Duration) float64 {
 		}
 	}
 	return max(peak-percentile(before, 0.5), 0) / 1000
+}
+
+func (s *Scaling) add(k string, v float64) { s.Rounds[k] = append(s.Rounds[k], v) }
+
+// steadyRate is the sources' records/s between from and to ms of job time,
+// from the coordinator's throughput samples (their running total of
+// records read): the first sample at or after from, the last at or before
+// to.
+func steadyRate(r *run, from, to int64) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.info == nil || r.info.JobStart == nil {
+		return 0
+	}
+	var t0, t1 int64 = -1, -1
+	var n0, n1 float64
+	for _, e := range r.evs {
+		if e.Kind != events.Throughput {
+			continue
+		}
+		in, ok := e.Fields["in"].(uint64)
+		if !ok {
+			continue
+		}
+		t := e.Time.Sub(*r.info.JobStart).Milliseconds()
+		if t >= from && t0 < 0 {
+			t0, n0 = t, float64(in)
+		}
+		if t <= to {
+			t1, n1 = t, float64(in)
+		}
+	}
+	if t0 < 0 || t1 <= t0 {
+		return 0
+	}
+	return (n1 - n0) * 1000 / float64(t1-t0)
 }

@@ -126,6 +126,7 @@ type Coordinator struct {
 	store      state.Store
 	outputs    OutputManifest
 	recovering map[job.InstanceID]*recovery
+	awaiting   []awaiting // lost instances waiting for a respawned node
 	global     globalState
 	mw         manifestWriter
 
@@ -459,6 +460,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 				}
 			}
 			c.checkHeartbeats()
+			c.placeAwaiting("")
 			c.throughput()
 			c.checkCaughtUp()
 			c.globalTick()
@@ -587,7 +589,12 @@ func (c *Coordinator) join(ns *nodeState) error {
 // lateJoin takes in a node the coordinator respawned while the job runs:
 // it hosts nothing yet, dials every live peer, and is there for the next
 // recovery to use.
-func (c *Coordinator) lateJoin(ns, old *nodeState) error {
+func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
+	defer func() {
+		if err == nil {
+			c.placeAwaiting(ns.name)
+		}
+	}()
 	ns.proc, ns.state, ns.lastBeat = old.proc, "joined", c.opt.Now()
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
@@ -605,28 +612,30 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) error {
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
 
-// respawn starts a fresh local node process in place of a lost one.
-func (c *Coordinator) respawn(lost string) {
+// respawn starts a fresh local node process in place of a lost one and
+// returns its name ("" if none was started).
+func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
 	if (!restart && (!c.cfg.Respawn || c.cfg.FT == "none")) || c.draining || c.coordAddr == "" {
-		return
+		return ""
 	}
 	if c.respawns >= 8*c.cfg.Local {
 		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned already (a crash loop?)", lost, c.respawns)
-		return
+		return ""
 	}
 	c.respawns++
 	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
 	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
 	if err != nil {
 		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
-		return
+		return ""
 	}
 	c.nodes[name] = &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
 	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
+	return name
 }
 
 // deploy places every instance and sends the plan.
@@ -759,11 +768,12 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	}
 	ns.state = "lost"
 	defer func() { ns.stats = nil }() // after the rollback has read them
-	if ns.proc != nil {
-		defer c.respawn(ns.name)
-	}
 	if ns.sess != nil {
 		ns.sess.Close()
+	}
+	fresh := ""
+	if ns.proc != nil {
+		fresh = c.respawn(ns.name) // joins later: placements skip it until then
 	}
 	var ids []job.InstanceID
 	if c.plan != nil {
@@ -780,9 +790,15 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	if c.cfg.FT == "spate" && c.plan != nil {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-			"node %s lost: %s; recovering %v", ns.name, why, ids)
-		c.recover(ns.name, ids)
+		if fresh != "" && c.eds.cur == nil && len(ids) > 0 {
+			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+				"node %s lost: %s; recovering %v on %s, the node respawned in its place, once it joins", ns.name, why, ids, fresh)
+			c.awaitRespawn(ns.name, ids, fresh)
+		} else {
+			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+				"node %s lost: %s; recovering %v", ns.name, why, ids)
+			c.recover(ns.name, ids, "")
+		}
 		c.edsNodeLost(ns.name)
 		return
 	}

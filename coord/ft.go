@@ -309,9 +309,60 @@ func (c *Coordinator) writeOutputManifest() error {
 	return WriteFileAtomic(filepath.Join(c.dir, "output", "MANIFEST.json"), b, 0o644)
 }
 
-// recover places every instance of a lost node anew (generation + 1) and
-// asks the new owners to restore them.
-func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
+// respawnWait bounds how long the instances of a lost node wait for the
+// node respawned in its place before they go to the survivors.
+const respawnWait = time.Second
+
+// awaiting is a lost node's instances waiting for the node respawned in
+// its place: a whole fresh process for the instances that must catch up,
+// rather than a share of a survivor's (which keeps its own instances'
+// load). A respawned process joins in tens of milliseconds.
+type awaiting struct {
+	lost, node string
+	ids        []job.InstanceID
+	since      time.Time
+}
+
+func (c *Coordinator) awaitRespawn(lost string, ids []job.InstanceID, node string) {
+	now := c.opt.Now()
+	for _, id := range ids {
+		if c.recovering[id] == nil {
+			c.recovering[id] = &recovery{id: id, from: lost, detected: now, lastWM: c.nodes[lost].stats[id].Watermark}
+		}
+	}
+	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: now})
+}
+
+// placeAwaiting recovers the instances waiting for node (which has just
+// joined) on it, and those whose node took too long or died before
+// joining on the survivors. joined "" only looks at the deadlines.
+func (c *Coordinator) placeAwaiting(joined string) {
+	now := c.opt.Now()
+	kept := c.awaiting[:0]
+	var due []awaiting
+	for _, a := range c.awaiting {
+		ns := c.nodes[a.node]
+		gone := ns == nil || ns.state == "lost" || ns.state == "exited"
+		if a.node == joined || gone || now.Sub(a.since) >= respawnWait || c.draining {
+			due = append(due, a)
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	c.awaiting = kept
+	for _, a := range due {
+		prefer := ""
+		if a.node == joined {
+			prefer = joined
+		}
+		c.recover(a.lost, a.ids, prefer)
+	}
+}
+
+// recover places every instance of a lost node anew (generation + 1), on
+// node prefer if it is given and live, else on the least loaded survivor,
+// and asks the new owners to restore them.
+func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) {
 	var sends []func()
 	defer func() {
 		for _, f := range sends {
@@ -325,7 +376,10 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID) {
 			r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark}
 			c.recovering[id] = r
 		}
-		target := c.leastLoaded(lost)
+		target := prefer
+		if ns := c.nodes[prefer]; ns == nil || ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+			target = c.leastLoaded(lost)
+		}
 		if target == "" {
 			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
 			c.lost[id] = true

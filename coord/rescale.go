@@ -552,7 +552,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	} else if place != nil {
 		// A new instance whose node was lost before it entered the plan:
 		// no recovery was started for it; restore it with the slice.
-		c.recover(q.Node, []job.InstanceID{mv.to})
+		c.recover(q.Node, []job.InstanceID{mv.to}, "")
 	}
 	// else: the owner's node is lost; its recovery restores it with the slice.
 }
@@ -625,7 +625,7 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	q := c.placeOf[mv.to]
 	if tn := c.nodes[q.Node]; tn == nil || tn.state == "lost" || tn.state == "exited" {
 		if created {
-			c.recover(q.Node, []job.InstanceID{mv.to}) // it was lost staged: restored with its slice
+			c.recover(q.Node, []job.InstanceID{mv.to}, "") // it was lost staged: restored with its slice
 		}
 		return
 	}

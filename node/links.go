@@ -39,6 +39,13 @@ type link struct {
 	lastWM  int64
 	err     error
 	replay  *replay // a source's replay owns the link (replay.go)
+	// ahead holds, per producer and key group, how far the downstream
+	// already is beyond what we had numbered when the link connected (a
+	// restored instance regenerates records its old generation sent):
+	// those are not sent again, the downstream would drop them. aheadN
+	// counts the entries left; nil when there are none.
+	ahead  map[job.Producer][]uint64
+	aheadN int
 }
 
 // buildPorts makes the routers of every output port from the plan.
@@ -180,6 +187,7 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 		go in.readTrims(pi, l, st, r)
 	}
 	l.err = nil
+	in.markAhead(pi, l, resume)
 	switch {
 	case in.plan.FT == "spate" && in.src != nil: // on a goroutine of its own (replay.go)
 		in.src.startReplay(in, l, resume)
@@ -312,10 +320,60 @@ func (in *instance) emitTo(pt *port, prod job.Producer, kg job.KeyGroup, rec job
 	if l.replay != nil {
 		return // the replay will read it again and send it
 	}
+	if l.ahead != nil && l.knownTo(prod, kg, seqs[kg]) {
+		return
+	}
 	l.b.Append(prod, kg, seqs[kg], rec)
 	if l.b.Size() >= batchBytes {
 		in.flushLink(l)
 	}
+}
+
+// markAhead records where the downstream of l, by its resume positions,
+// is ahead of our numbering on port pi.
+func (in *instance) markAhead(pi int, l *link, resume []wire.Position) {
+	l.ahead, l.aheadN = nil, 0
+	pt := in.ports[pi]
+	for _, p := range resume {
+		if int(p.KG) >= in.spec.Groups {
+			continue
+		}
+		var have uint64
+		if seqs := pt.seqs[p.P]; seqs != nil {
+			have = seqs[p.KG]
+		}
+		if p.Seq <= have {
+			continue
+		}
+		if l.ahead == nil {
+			l.ahead = map[job.Producer][]uint64{}
+		}
+		h := l.ahead[p.P]
+		if h == nil {
+			h = make([]uint64, in.spec.Groups)
+			l.ahead[p.P] = h
+		}
+		if h[p.KG] == 0 {
+			l.aheadN++
+		}
+		h[p.KG] = p.Seq
+	}
+}
+
+// knownTo reports whether record seq of (prod, kg) is one the downstream
+// of l had when it connected, and forgets the mark once seq reaches it.
+func (l *link) knownTo(prod job.Producer, kg job.KeyGroup, seq uint64) bool {
+	h := l.ahead[prod]
+	if h == nil || seq > h[kg] {
+		return false
+	}
+	if seq == h[kg] {
+		h[kg] = 0
+		if l.aheadN--; l.aheadN == 0 {
+			l.ahead = nil
+		}
+	}
+	return true
 }
 
 // errConnecting marks a link whose stream is not open yet.

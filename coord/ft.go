@@ -174,8 +174,9 @@ type recovery struct {
 	detected time.Time
 	placed   time.Time
 	restored time.Time
-	target   int64 // watermark to reach to be caught up
-	lastWM   int64 // the instance's own watermark when its node was lost
+	target   int64             // watermark to reach to be caught up
+	lastWM   int64             // the instance's own watermark when its node was lost
+	clock    *wire.PacingClock // a source's pacing clock when its node was lost
 }
 
 // onCheckpointed accepts a durable checkpoint from the instance's current
@@ -324,13 +325,23 @@ type awaiting struct {
 }
 
 func (c *Coordinator) awaitRespawn(lost string, ids []job.InstanceID, node string) {
-	now := c.opt.Now()
 	for _, id := range ids {
-		if c.recovering[id] == nil {
-			c.recovering[id] = &recovery{id: id, from: lost, detected: now, lastWM: c.nodes[lost].stats[id].Watermark}
-		}
+		c.tunerLost(id, lost)
+		c.beginRecovery(id, lost)
 	}
-	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: now})
+	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: c.opt.Now()})
+}
+
+// beginRecovery notes the loss of id on node lost, with what the lost
+// node last said of it (its stats go with the node), unless a recovery of
+// id is under way already.
+func (c *Coordinator) beginRecovery(id job.InstanceID, lost string) *recovery {
+	r := c.recovering[id]
+	if r == nil {
+		r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark, clock: c.pacingClock(lost, id)}
+		c.recovering[id] = r
+	}
+	return r
 }
 
 // placeAwaiting recovers the instances waiting for node (which has just
@@ -355,14 +366,24 @@ func (c *Coordinator) placeAwaiting(joined string) {
 		if a.node == joined {
 			prefer = joined
 		}
-		c.recover(a.lost, a.ids, prefer)
+		c.place(a.lost, a.ids, prefer)
 	}
 }
 
-// recover places every instance of a lost node anew (generation + 1), on
+// recover notes the loss of the instances of node lost and places them at
+// once.
+func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) {
+	for _, id := range ids {
+		c.tunerLost(id, lost)
+		c.beginRecovery(id, lost)
+	}
+	c.place(lost, ids, prefer)
+}
+
+// place places every instance of a lost node anew (generation + 1), on
 // node prefer if it is given and live, else on the least loaded survivor,
 // and asks the new owners to restore them.
-func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) {
+func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 	var sends []func()
 	defer func() {
 		for _, f := range sends {
@@ -370,12 +391,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) 
 		}
 	}()
 	for _, id := range ids {
-		c.tunerLost(id, lost)
-		r := c.recovering[id]
-		if r == nil {
-			r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark}
-			c.recovering[id] = r
-		}
+		r := c.beginRecovery(id, lost)
 		target := prefer
 		if ns := c.nodes[prefer]; ns == nil || ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
 			target = c.leastLoaded(lost)
@@ -390,7 +406,7 @@ func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) 
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: c.pacingClock(lost, id)}
+		rs := &wire.Restore{Place: np, Clock: r.clock}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]

@@ -416,9 +416,10 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 	}
 	end := r.pos + int(size)
 	recs := r.d[:end]
+	stored := int64(0)
 	for k := 0; r.pos < end; k++ {
 		at := r.pos
-		p, seq, rec, next, field, fat := decodeRecord(recs, r.pos)
+		p, seq, _, next, field, fat := decodeRecord(recs, r.pos)
 		if next < 0 {
 			return r.fail(fat, "section %d (%v) record %d: bad %s", j, kg, k, field)
 		}
@@ -440,10 +441,12 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 		st.high = seq
 		lg.last = st
 		if seq > st.low {
-			b.store(lg, st, seq, &rec)
+			b.storeEncoded(lg, st, seq, recs[at:next])
+			stored++
 		}
 		r.pos = next
 	}
+	lg.records.Add(stored)
 	for _, st := range listed {
 		if st.high < st.wantHigh {
 			if st.wantHigh > st.low {

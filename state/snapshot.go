@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"spate/internal/varint"
 )
 
 // Snapshot is one checkpoint of one operator instance: a full snapshot
@@ -453,6 +455,64 @@ func (r *reader) count(what string, min int) int {
 	return int(n)
 }
 
+// entries decodes the entries of key group kg into es. It is the bulk of
+// a body, so it reads the bytes itself (with str) rather than through byte
+// and bytes, which it calls only to report an error.
+func (r *reader) entries(kg uint64, es []KV) {
+	b, off := r.b, r.off
+	for j := range es {
+		kv := &es[j]
+		if off >= len(b) {
+			r.off = off
+			r.fail("truncated at entry flags")
+			return
+		}
+		flags := b[off]
+		if flags&^flagDeleted != 0 {
+			r.off = off + 1
+			r.fail("key group %d: entry %d: unknown flags %#x", kg, j, flags)
+			return
+		}
+		kv.Deleted = flags&flagDeleted != 0
+		var next int
+		if kv.Key, next = str(b, off+1); next < 0 {
+			r.badStr(off+1, "key")
+			return
+		}
+		if !kv.Deleted {
+			at := next
+			if kv.Value, next = str(b, at); next < 0 {
+				r.badStr(at, "value")
+				return
+			}
+		}
+		off = next
+	}
+	r.off = off
+}
+
+// badStr reports what is wrong with the byte string at offset at, which
+// str refused.
+func (r *reader) badStr(at int, what string) {
+	r.off = at
+	if r.bytes(what); r.err == nil {
+		r.fail("bad %s", what)
+	}
+}
+
+// str returns the byte string at b[off:] (uvarint length, then the bytes),
+// aliasing b with its capacity cut (never nil), and the offset after it;
+// next is -1 if it is malformed or does not fit in b.
+func str(b []byte, off int) (s []byte, next int) {
+	n, w := varint.At(b, off)
+	if w <= 0 || n > uint64(len(b)-off-w) {
+		return nil, -1
+	}
+	off += w
+	end := off + int(n)
+	return b[off:end:end], end
+}
+
 func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
 	r := &reader{b: raw}
 	s := &Snapshot{}
@@ -518,24 +578,7 @@ func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
 			g.Reset = gflags&flagReset != 0
 			if m := r.count("entries", 2); m > 0 {
 				g.Entries = make([]KV, m)
-				for j := range g.Entries {
-					kv := &g.Entries[j]
-					eflags := r.byte("entry flags")
-					if eflags&^flagDeleted != 0 {
-						r.fail("key group %d: entry %d: unknown flags %#x", kg, j, eflags)
-					}
-					kv.Deleted = eflags&flagDeleted != 0
-					kv.Key = r.bytes("key")
-					if !kv.Deleted {
-						kv.Value = r.bytes("value")
-						if kv.Value == nil && r.err == nil {
-							kv.Value = []byte{}
-						}
-					}
-					if r.err != nil {
-						break
-					}
-				}
+				r.entries(kg, g.Entries)
 			}
 			if r.err != nil {
 				break

@@ -314,16 +314,46 @@ func (c *Count) Capture(full bool) Captured {
 
 // Restore implements Stateful.
 func (c *Count) Restore(groups []state.GroupData) error {
-	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, func(kg KeyGroup, key []byte, v countKey) {
-		e, _ := c.tab.Upsert(int(kg), key)
-		*e.Mut() = v
+	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, c.reindex)
+}
+
+// reindex adds the open windows of the keys of kg, just restored, to the
+// open-window index. Keys share few window starts: each start's list is
+// built apart and goes into the index once.
+func (c *Count) reindex(kg KeyGroup) {
+	type run struct {
+		ws   int64
+		list []*countEntry
+	}
+	var runs []run
+	at := map[int64]int{} // window start -> its run
+	add := func(ws int64, e *countEntry) {
+		i, ok := at[ws]
+		if !ok {
+			i = len(runs)
+			at[ws] = i
+			runs = append(runs, run{ws: ws})
+		}
+		runs[i].list = append(runs[i].list, e)
+	}
+	c.tab.Range(int(kg), func(e *countEntry) bool {
+		v := e.Val()
 		if v.cur.count > 0 {
-			c.index(kg, e, v.cur.start)
+			add(v.cur.start, e)
 		}
 		for _, w := range v.older {
-			c.index(kg, e, w.start)
+			add(w.start, e)
 		}
+		return true
 	})
+	open := c.openOf(kg)
+	for _, r := range runs {
+		if list, ok := open[r.ws]; ok {
+			r.list = append(list, r.list...)
+		}
+		open[r.ws] = r.list
+		c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
+	}
 }
 
 // DropGroups implements Stateful.
@@ -373,30 +403,31 @@ func (c *Count) decodeKey(key, b []byte) (countKey, error) {
 		r.fail("negative total")
 	}
 	n := r.uvarint("number of windows", uint64(len(b)/3))
-	starts := make([]int64, 0, n)
 	for i := range n {
 		w := countWin{start: r.varint("window start"), count: r.varint("window count"), sum: r.varint("window sum")}
 		if r.err != nil {
 			break
 		}
-		if w.count < 1 || WindowStart(w.start, c.w) != w.start {
+		if w.count < 1 || w.start%c.w != 0 { // aligned: WindowStart(start) == start
 			r.fail(fmt.Sprintf("bad window (start %d, count %d)", w.start, w.count))
 			break
 		}
 		if i == 0 {
 			k.cur = w
-		} else {
-			if w.start >= k.cur.start {
-				r.fail("an older window after the latest")
-				break
-			}
-			k.older = append(k.older, w)
+			continue
 		}
-		starts = append(starts, w.start)
-	}
-	slices.Sort(starts)
-	if len(slices.Compact(starts)) != int(n) && r.err == nil {
-		r.fail("two windows with the same start")
+		if w.start >= k.cur.start {
+			r.fail("an older window after the latest")
+			break
+		}
+		if slices.ContainsFunc(k.older, func(o countWin) bool { return o.start == w.start }) {
+			r.fail("two windows with the same start")
+			break
+		}
+		if k.older == nil {
+			k.older = make([]countWin, 0, n-1)
+		}
+		k.older = append(k.older, w)
 	}
 	return k, r.end()
 }

@@ -209,13 +209,15 @@ func (r *Rollup) Capture(full bool) Captured {
 
 // Restore implements Stateful.
 func (r *Rollup) Restore(groups []state.GroupData) error {
-	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup, key []byte, v rollupGroup) {
-		e, _ := r.tab.Upsert(int(kg), key)
-		v.nameb = []byte(e.Key())
-		*e.Mut() = v
-		for _, w := range v.wins {
-			r.nextEnd = min(r.nextEnd, windowEnd(w.start, r.w))
-		}
+	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup) {
+		r.tab.Range(int(kg), func(e *rollupEntry) bool {
+			v := e.Mut()
+			v.nameb = []byte(e.Key())
+			for _, w := range v.wins {
+				r.nextEnd = min(r.nextEnd, windowEnd(w.start, r.w))
+			}
+			return true
+		})
 	})
 }
 

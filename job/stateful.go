@@ -1,10 +1,11 @@
 package job
 
 import (
-	"encoding/binary"
+	"bytes"
 	"errors"
 	"fmt"
 
+	"spate/internal/varint"
 	"spate/state"
 )
 
@@ -26,8 +27,8 @@ type Stateful interface {
 	// snapshot, into an instance that does not hold them: a fresh one
 	// (recovery) or one that takes them over (rescaling). It fails, and
 	// changes nothing, if a group is already held, out of range, holds a
-	// deletion or a key of another group, or does not decode (the error
-	// then wraps state.ErrCorrupt).
+	// deletion, a key of another group or keys out of order, or does not
+	// decode (the error then wraps state.ErrCorrupt).
 	Restore(groups []state.GroupData) error
 	// DropGroups forgets the state of key groups that moved away.
 	DropGroups(kgs []KeyGroup)
@@ -61,13 +62,14 @@ type captured[V any] struct {
 func (x captured[V]) Encode() []state.GroupData { return state.EncodeCapture(x.c, x.enc) }
 func (x captured[V]) Done()                     { x.c.Done() }
 
-// restoreGroups decodes every entry of groups with dec before anything is
-// applied, checking what Restore promises; then it calls apply per key.
+// restoreGroups builds every group of groups off the table (see
+// state.GroupBuilder), decoding its values with dec and checking what
+// Restore promises; only then does it attach them, calling apply after
+// each. On an error the table is unchanged.
 func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.GroupData,
-	dec func(key, b []byte) (V, error), apply func(kg KeyGroup, key []byte, v V)) error {
-	vals := make([][]V, len(groups))
+	dec func(key, b []byte) (V, error), apply func(kg KeyGroup)) error {
 	seen := make(map[int]bool, len(groups))
-	for i, g := range groups {
+	for _, g := range groups {
 		if g.KG < 0 || g.KG >= ngroups {
 			return fmt.Errorf("%s: restore: key group %d out of range 0..%d", op, g.KG, ngroups-1)
 		}
@@ -75,28 +77,49 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 			return fmt.Errorf("%s: restore: %w: %v", op, ErrGroupHeld, KeyGroup(g.KG))
 		}
 		seen[g.KG] = true
-		vals[i] = make([]V, len(g.Entries))
-		for j, kv := range g.Entries {
-			if kv.Deleted {
-				return fmt.Errorf("%s: restore: %v: %w: deletion of %q in a full snapshot", op, KeyGroup(g.KG), state.ErrCorrupt, kv.Key)
-			}
-			if kg := GroupOf(kv.Key, ngroups); int(kg) != g.KG {
-				return fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, KeyGroup(g.KG), state.ErrCorrupt, kv.Key, kg)
-			}
-			v, err := dec(kv.Key, kv.Value)
-			if err != nil {
-				return fmt.Errorf("%s: restore: %v: key %q: %w: %v", op, KeyGroup(g.KG), kv.Key, state.ErrCorrupt, err)
-			}
-			vals[i][j] = v
-		}
 	}
-	for i, g := range groups {
-		tab.Reserve(g.KG, len(g.Entries))
-		for j, kv := range g.Entries {
-			apply(KeyGroup(g.KG), kv.Key, vals[i][j])
+	built := make([]*state.GroupBuilder[V], len(groups))
+	for i := range groups {
+		b, err := buildGroup(op, ngroups, tab, &groups[i], dec)
+		if err != nil {
+			return err
 		}
+		built[i] = b
+	}
+	for i, b := range built {
+		tab.Attach(b)
+		apply(KeyGroup(groups[i].KG))
 	}
 	return nil
+}
+
+// buildGroup decodes and checks the entries of g into a builder of its
+// key group.
+func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.GroupData,
+	dec func(key, b []byte) (V, error)) (*state.GroupBuilder[V], error) {
+	keyBytes := 0
+	for _, kv := range g.Entries {
+		keyBytes += len(kv.Key)
+	}
+	b := tab.Build(g.KG, len(g.Entries), keyBytes)
+	kgOf := KeyGroup(g.KG)
+	for j, kv := range g.Entries {
+		if kv.Deleted {
+			return nil, fmt.Errorf("%s: restore: %v: %w: deletion of %q in a full snapshot", op, kgOf, state.ErrCorrupt, kv.Key)
+		}
+		if j > 0 && bytes.Compare(g.Entries[j-1].Key, kv.Key) >= 0 {
+			return nil, fmt.Errorf("%s: restore: %v: %w: key %q after %q", op, kgOf, state.ErrCorrupt, kv.Key, g.Entries[j-1].Key)
+		}
+		if kg := GroupOf(kv.Key, ngroups); kg != kgOf {
+			return nil, fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, kgOf, state.ErrCorrupt, kv.Key, kg)
+		}
+		v, err := dec(kv.Key, kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: restore: %v: key %q: %w: %v", op, kgOf, kv.Key, state.ErrCorrupt, err)
+		}
+		*b.Add(kv.Key).Val() = v
+	}
+	return b, nil
 }
 
 // valReader decodes a value. The first error sticks.
@@ -112,25 +135,19 @@ func (r *valReader) fail(msg string) {
 }
 
 func (r *valReader) varint(what string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
+	u, n := varint.At(r.b, 0)
+	if n <= 0 || r.err != nil {
 		r.fail("bad " + what)
 		return 0
 	}
 	r.b = r.b[n:]
-	return v
+	return varint.Unzigzag(u)
 }
 
 // uvarint reads a uvarint no larger than limit.
 func (r *valReader) uvarint(what string, limit uint64) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 || v > limit {
+	v, n := varint.At(r.b, 0)
+	if n <= 0 || v > limit || r.err != nil {
 		r.fail("bad " + what)
 		return 0
 	}

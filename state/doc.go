@@ -38,6 +38,10 @@
 // a value. On the hot path (no capture running, entry already dirty) Mut is
 // one atomic load and an epoch comparison, and inlined.
 //
+// A restore builds each key group off the table (GroupBuilder), on as many
+// goroutines as it likes, and attaches the groups once they are all
+// built: a restore that fails leaves the table as it was.
+//
 // # Snapshots and chains
 //
 // A Snapshot is full (every key of every group) or a delta (the keys changed

@@ -313,7 +313,7 @@ func (c *Count) Capture(full bool) Captured {
 }
 
 // Restore implements Stateful.
-func (c *Count) Restore(groups []state.GroupData) error {
+func (c *Count) Restore(groups []state.MergedGroup) error {
 	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, c.reindex)
 }
 

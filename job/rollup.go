@@ -208,7 +208,7 @@ func (r *Rollup) Capture(full bool) Captured {
 }
 
 // Restore implements Stateful.
-func (r *Rollup) Restore(groups []state.GroupData) error {
+func (r *Rollup) Restore(groups []state.MergedGroup) error {
 	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup) {
 		r.tab.Range(int(kg), func(e *rollupEntry) bool {
 			v := e.Mut()

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"spate/internal/varint"
 	"spate/state"
@@ -23,13 +26,14 @@ type Stateful interface {
 	// state.Table.Capture). It is quick: no value is copied or encoded. If
 	// the previous capture has not ended, it waits for it.
 	Capture(full bool) Captured
-	// Restore loads the state of whole key groups, from a merged (full)
-	// snapshot, into an instance that does not hold them: a fresh one
-	// (recovery) or one that takes them over (rescaling). It fails, and
-	// changes nothing, if a group is already held, out of range, holds a
-	// deletion, a key of another group or keys out of order, or does not
-	// decode (the error then wraps state.ErrCorrupt).
-	Restore(groups []state.GroupData) error
+	// Restore loads the state of whole key groups, from a merged chain
+	// (state.MergeGroups) or a full snapshot (state.WholeGroups), into an
+	// instance that does not hold them: a fresh one (recovery) or one that
+	// takes them over (rescaling). It fails, and changes nothing, if a
+	// group is already held, out of range, holds a deletion, a key of
+	// another group or keys out of order, or does not decode (the error
+	// then wraps state.ErrCorrupt).
+	Restore(groups []state.MergedGroup) error
 	// DropGroups forgets the state of key groups that moved away.
 	DropGroups(kgs []KeyGroup)
 }
@@ -65,8 +69,10 @@ func (x captured[V]) Done()                     { x.c.Done() }
 // restoreGroups builds every group of groups off the table (see
 // state.GroupBuilder), decoding its values with dec and checking what
 // Restore promises; only then does it attach them, calling apply after
-// each. On an error the table is unchanged.
-func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.GroupData,
+// each. On an error the table is unchanged (the error is that of the
+// first group that fails). The groups are built on up to GOMAXPROCS
+// goroutines: dec must be safe for concurrent use.
+func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.MergedGroup,
 	dec func(key, b []byte) (V, error), apply func(kg KeyGroup)) error {
 	seen := make(map[int]bool, len(groups))
 	for _, g := range groups {
@@ -79,37 +85,68 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 		seen[g.KG] = true
 	}
 	built := make([]*state.GroupBuilder[V], len(groups))
-	for i := range groups {
-		b, err := buildGroup(op, ngroups, tab, &groups[i], dec)
-		if err != nil {
-			return err
+	errs := make([]error, len(groups))
+	var failed atomic.Bool
+	inParallel(len(groups), func(i int) {
+		if groups[i].Len() > 0 && !failed.Load() { // after a failure, the rest is wasted work
+			if built[i], errs[i] = buildGroup(op, ngroups, tab, &groups[i], dec); errs[i] != nil {
+				failed.Store(true)
+			}
 		}
-		built[i] = b
+	})
+	if failed.Load() {
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
 	}
 	for i, b := range built {
-		tab.Attach(b)
-		apply(KeyGroup(groups[i].KG))
+		if b != nil { // an empty group is not held
+			tab.Attach(b)
+			apply(KeyGroup(groups[i].KG))
+		}
 	}
 	return nil
 }
 
+// inParallel calls fn(i) for every i in [0, n) on up to GOMAXPROCS
+// goroutines and returns when every call has returned.
+func inParallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // buildGroup decodes and checks the entries of g into a builder of its
 // key group.
-func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.GroupData,
+func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup,
 	dec func(key, b []byte) (V, error)) (*state.GroupBuilder[V], error) {
-	keyBytes := 0
-	for _, kv := range g.Entries {
-		keyBytes += len(kv.Key)
-	}
-	b := tab.Build(g.KG, len(g.Entries), keyBytes)
+	b := tab.Build(g.KG, g.Len(), g.KeyBytes())
 	kgOf := KeyGroup(g.KG)
-	for j, kv := range g.Entries {
+	var prev []byte
+	for kv := range g.All() {
 		if kv.Deleted {
 			return nil, fmt.Errorf("%s: restore: %v: %w: deletion of %q in a full snapshot", op, kgOf, state.ErrCorrupt, kv.Key)
 		}
-		if j > 0 && bytes.Compare(g.Entries[j-1].Key, kv.Key) >= 0 {
-			return nil, fmt.Errorf("%s: restore: %v: %w: key %q after %q", op, kgOf, state.ErrCorrupt, kv.Key, g.Entries[j-1].Key)
+		if b.Len() > 0 && bytes.Compare(prev, kv.Key) >= 0 {
+			return nil, fmt.Errorf("%s: restore: %v: %w: key %q after %q", op, kgOf, state.ErrCorrupt, kv.Key, prev)
 		}
+		prev = kv.Key
 		if kg := GroupOf(kv.Key, ngroups); kg != kgOf {
 			return nil, fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, kgOf, state.ErrCorrupt, kv.Key, kg)
 		}

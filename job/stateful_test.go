@@ -56,7 +56,7 @@ func TestRestoreReproducesState(t *testing.T) {
 			tc.fill(a)
 			groups := a.Capture(true).Encode()
 			b := tc.mk()
-			if err := b.Restore(groups); err != nil {
+			if err := b.Restore(state.WholeGroups(groups)); err != nil {
 				t.Fatal(err)
 			}
 			again := b.Capture(true).Encode()
@@ -117,7 +117,7 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		dst := NewCount(spec)
-		err := dst.Restore(c.groups)
+		err := dst.Restore(state.WholeGroups(c.groups))
 		if err == nil || c.want != nil && !errors.Is(err, c.want) {
 			t.Errorf("%s: Restore = %v, want %v", c.name, err, c.want)
 		}
@@ -127,13 +127,13 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	// A group the instance already holds.
 	dst := NewCount(spec)
-	if err := dst.Restore(good[:1]); err != nil {
+	if err := dst.Restore(state.WholeGroups(good[:1])); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Restore(good); !errors.Is(err, ErrGroupHeld) {
+	if err := dst.Restore(state.WholeGroups(good)); !errors.Is(err, ErrGroupHeld) {
 		t.Fatalf("Restore of a held group: %v", err)
 	}
-	if err := dst.Restore(good[1:]); err != nil {
+	if err := dst.Restore(state.WholeGroups(good[1:])); err != nil {
 		t.Fatalf("Restore adding groups: %v", err)
 	}
 	if !slices.Equal(dst.Groups(), src.Groups()) {

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 )
@@ -22,28 +23,13 @@ import (
 // earlier snapshot of the chain. (Base names the full snapshot the writer's
 // chain started at, or the checkpoint a restored writer continued from; the
 // first snapshot may come after it when it is a compaction.)
+//
+// A restore, which reads every key once, uses MergeGroups instead: it
+// spares the copy of the merged entries.
 func Merge(chain []*Snapshot) (*Snapshot, error) {
-	if len(chain) == 0 {
-		return nil, fmt.Errorf("%w: empty", ErrBrokenChain)
-	}
-	base := chain[0]
-	if !base.Full {
-		return nil, fmt.Errorf("%w: %s checkpoint %d: starts with a delta", ErrBrokenChain, base.Instance, base.ID)
-	}
-	for i, s := range chain[1:] {
-		prev := chain[i]
-		switch {
-		case s.Instance != base.Instance:
-			return nil, fmt.Errorf("%w: checkpoint %d of %s follows one of %s", ErrBrokenChain, s.ID, s.Instance, base.Instance)
-		case s.Full:
-			return nil, fmt.Errorf("%w: %s checkpoint %d: a full snapshot inside the chain of %d", ErrBrokenChain, s.Instance, s.ID, base.ID)
-		case s.Base > base.ID && !slices.ContainsFunc(chain[:i+1], func(p *Snapshot) bool { return p.ID == s.Base }):
-			return nil, fmt.Errorf("%w: %s checkpoint %d: base %d is neither at or before %d nor in the chain", ErrBrokenChain, s.Instance, s.ID, s.Base, base.ID)
-		case s.Parent != prev.ID:
-			return nil, fmt.Errorf("%w: %s checkpoint %d: parent %d, want %d", ErrBrokenChain, s.Instance, s.ID, s.Parent, prev.ID)
-		case s.Gen < prev.Gen:
-			return nil, fmt.Errorf("%w: %s checkpoint %d: generation %d after %d", ErrBrokenChain, s.Instance, s.ID, s.Gen, prev.Gen)
-		}
+	groups, err := MergeGroups(chain)
+	if err != nil {
+		return nil, err
 	}
 	last := chain[len(chain)-1]
 	out := &Snapshot{Instance: last.Instance, Gen: last.Gen, ID: last.ID, Full: true, Base: last.ID}
@@ -63,84 +49,171 @@ func Merge(chain []*Snapshot) (*Snapshot, error) {
 			}
 		}
 	}
-	if len(chain) == 1 {
-		out.Groups = base.Groups
-		if slices.ContainsFunc(out.Groups, func(g GroupData) bool { return len(g.Entries) == 0 }) {
-			out.Groups = slices.DeleteFunc(slices.Clone(out.Groups), func(g GroupData) bool { return len(g.Entries) == 0 })
-		}
-		return out, nil
+	out.Groups = make([]GroupData, len(groups))
+	for i := range groups {
+		out.Groups[i] = GroupData{KG: groups[i].KG, Entries: groups[i].entries()}
 	}
+	return out, nil
+}
 
-	groups := make(map[int][]KV, len(base.Groups))
-	for _, g := range base.Groups {
-		groups[g.KG] = g.Entries
+// MergedGroup is one key group of a merged chain, its entries merged as
+// they are read: what Merge gives for that key group, without the copy.
+// A MergedGroup is not safe for concurrent use; distinct ones are.
+type MergedGroup struct {
+	KG    int
+	parts [][]KV // oldest first: the group whole, then later changes
+	n     int    // keys
+	size  int    // bytes of keys
+}
+
+// MergeGroups checks a chain as Merge does and returns the key groups
+// Merge would give, ascending, none empty, their entries merged only when
+// read (All).
+func MergeGroups(chain []*Snapshot) ([]MergedGroup, error) {
+	if err := checkChain(chain); err != nil {
+		return nil, err
+	}
+	parts := make(map[int][][]KV, len(chain[0].Groups))
+	for _, g := range chain[0].Groups {
+		parts[g.KG] = [][]KV{g.Entries}
 	}
 	for _, s := range chain[1:] {
 		for _, g := range s.Groups {
-			if g.Reset {
-				groups[g.KG] = live(g.Entries)
-				continue
+			switch {
+			case g.Reset:
+				parts[g.KG] = [][]KV{g.Entries}
+			case parts[g.KG] == nil:
+				parts[g.KG] = [][]KV{nil, g.Entries} // changes to nothing
+			default:
+				parts[g.KG] = append(parts[g.KG], g.Entries)
 			}
-			groups[g.KG] = mergeKVs(groups[g.KG], g.Entries)
 		}
 	}
-	kgs := slices.Sorted(maps.Keys(groups))
-	for _, kg := range kgs {
-		if es := groups[kg]; len(es) > 0 {
-			out.Groups = append(out.Groups, GroupData{KG: kg, Entries: es})
+	out := make([]MergedGroup, 0, len(parts))
+	for _, kg := range slices.Sorted(maps.Keys(parts)) {
+		g := MergedGroup{KG: kg, parts: parts[kg]}
+		for kv := range g.All() {
+			if !kv.Deleted {
+				g.n++
+				g.size += len(kv.Key)
+			}
+		}
+		if g.n > 0 {
+			out = append(out, g)
 		}
 	}
 	return out, nil
 }
 
-// live returns es without its deletions (a copy if it has any).
-func live(es []KV) []KV {
-	if !slices.ContainsFunc(es, func(kv KV) bool { return kv.Deleted }) {
-		return es
+// WholeGroups returns groups, each whole (as a full snapshot holds them),
+// as MergedGroups: what the restore of a full snapshot reads.
+func WholeGroups(groups []GroupData) []MergedGroup {
+	out := make([]MergedGroup, 0, len(groups))
+	for _, g := range groups {
+		m := MergedGroup{KG: g.KG, parts: [][]KV{g.Entries}, n: len(g.Entries)}
+		for _, kv := range g.Entries {
+			m.size += len(kv.Key)
+		}
+		out = append(out, m)
 	}
-	out := make([]KV, 0, len(es))
-	for _, kv := range es {
+	return out
+}
+
+// Len returns the number of keys of the group.
+func (g *MergedGroup) Len() int { return g.n }
+
+// KeyBytes returns the total size of the group's keys.
+func (g *MergedGroup) KeyBytes() int { return g.size }
+
+// All yields the group's keys in ascending order, each with its latest
+// entry: its value, the keys a later snapshot deleted left out. The entries
+// are the snapshots': do not change them. A whole group holds no deletion;
+// if one does (a snapshot that was not checked), All yields it as it is,
+// for the caller to refuse.
+func (g *MergedGroup) All() iter.Seq[*KV] {
+	return func(yield func(*KV) bool) {
+		if len(g.parts) == 1 {
+			for i := range g.parts[0] {
+				if !yield(&g.parts[0][i]) {
+					return
+				}
+			}
+			return
+		}
+		at := make([]int, len(g.parts)) // the next entry of each part
+		for {
+			// The smallest next key; of the parts that hold it, the latest
+			// wins and the earlier ones move past it.
+			src := -1
+			for p, part := range g.parts {
+				if at[p] == len(part) {
+					continue
+				}
+				if src < 0 {
+					src = p
+					continue
+				}
+				switch c := bytes.Compare(part[at[p]].Key, g.parts[src][at[src]].Key); {
+				case c < 0:
+					src = p
+				case c == 0:
+					at[src]++
+					src = p
+				}
+			}
+			if src < 0 {
+				return
+			}
+			kv := &g.parts[src][at[src]]
+			at[src]++
+			if kv.Deleted && src > 0 {
+				continue
+			}
+			if !yield(kv) {
+				return
+			}
+		}
+	}
+}
+
+// entries returns the group's entries as a list: the whole group's own if
+// it is all there is, else a new one.
+func (g *MergedGroup) entries() []KV {
+	if len(g.parts) == 1 && len(g.parts[0]) == g.n {
+		return g.parts[0]
+	}
+	out := make([]KV, 0, g.n)
+	for kv := range g.All() {
 		if !kv.Deleted {
-			out = append(out, kv)
+			out = append(out, *kv)
 		}
 	}
 	return out
 }
 
-// mergeKVs applies the sorted changes ch to the sorted entries es (which
-// hold no deletions) and returns a new sorted list.
-func mergeKVs(es, ch []KV) []KV {
-	if len(ch) == 0 {
-		return es
+// checkChain checks what Merge says a chain must be.
+func checkChain(chain []*Snapshot) error {
+	if len(chain) == 0 {
+		return fmt.Errorf("%w: empty", ErrBrokenChain)
 	}
-	out := make([]KV, 0, len(es)+len(ch))
-	i, j := 0, 0
-	for i < len(es) || j < len(ch) {
-		var c int
+	base := chain[0]
+	if !base.Full {
+		return fmt.Errorf("%w: %s checkpoint %d: starts with a delta", ErrBrokenChain, base.Instance, base.ID)
+	}
+	for i, s := range chain[1:] {
+		prev := chain[i]
 		switch {
-		case i == len(es):
-			c = 1
-		case j == len(ch):
-			c = -1
-		default:
-			c = bytes.Compare(es[i].Key, ch[j].Key)
-		}
-		switch {
-		case c < 0:
-			out = append(out, es[i])
-			i++
-		case c > 0:
-			if !ch[j].Deleted {
-				out = append(out, ch[j])
-			}
-			j++
-		default:
-			if !ch[j].Deleted {
-				out = append(out, ch[j])
-			}
-			i++
-			j++
+		case s.Instance != base.Instance:
+			return fmt.Errorf("%w: checkpoint %d of %s follows one of %s", ErrBrokenChain, s.ID, s.Instance, base.Instance)
+		case s.Full:
+			return fmt.Errorf("%w: %s checkpoint %d: a full snapshot inside the chain of %d", ErrBrokenChain, s.Instance, s.ID, base.ID)
+		case s.Base > base.ID && !slices.ContainsFunc(chain[:i+1], func(p *Snapshot) bool { return p.ID == s.Base }):
+			return fmt.Errorf("%w: %s checkpoint %d: base %d is neither at or before %d nor in the chain", ErrBrokenChain, s.Instance, s.ID, s.Base, base.ID)
+		case s.Parent != prev.ID:
+			return fmt.Errorf("%w: %s checkpoint %d: parent %d, want %d", ErrBrokenChain, s.Instance, s.ID, s.Parent, prev.ID)
+		case s.Gen < prev.Gen:
+			return fmt.Errorf("%w: %s checkpoint %d: generation %d after %d", ErrBrokenChain, s.Instance, s.ID, s.Gen, prev.Gen)
 		}
 	}
-	return out
+	return nil
 }

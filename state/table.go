@@ -271,6 +271,9 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	return e
 }
 
+// Len returns the number of keys added.
+func (b *GroupBuilder[V]) Len() int { return len(b.g.ents) }
+
 // Attach puts the group built by b into the table, which must not hold it
 // (Attach panics if it does). b must not be used afterwards.
 func (t *Table[V]) Attach(b *GroupBuilder[V]) {

@@ -508,11 +508,11 @@ func TestTableModel(t *testing.T) {
 				finish()
 				full := needFull || rng.IntN(4) == 0
 				ch.add(full, encodeNow(tab.Capture(full)))
-				merged, err := Merge(ch.chain)
+				groups, err := MergeGroups(ch.chain)
 				if err != nil {
 					t.Fatalf("seed %d step %d: %v", seed, step, err)
 				}
-				tab = restoreTable(t, merged.Groups)
+				tab = restoreTable(t, groups)
 				needFull = false
 				if d := m.clone().normalize().diff(tableModel(tab)); d != "" {
 					t.Fatalf("seed %d step %d: the restored table differs:\n%s", seed, step, d)
@@ -587,14 +587,17 @@ func mustPanic(t *testing.T, what string, f func()) {
 	f()
 }
 
-// restoreTable builds a table from a full snapshot's groups, as a restore
-// does: each group off the table, then attached.
-func restoreTable(t *testing.T, groups []GroupData) *Table[tval] {
+// restoreTable builds a table from a merged chain, as a restore does:
+// each group off the table, then attached.
+func restoreTable(t *testing.T, groups []MergedGroup) *Table[tval] {
 	t.Helper()
 	tab := NewTable(cloneT)
 	for _, g := range groups {
-		b := tab.Build(g.KG, len(g.Entries), 0)
-		for _, kv := range g.Entries {
+		b := tab.Build(g.KG, g.Len(), g.KeyBytes())
+		for kv := range g.All() {
+			if kv.Deleted {
+				t.Fatalf("key group %d: a deletion of %q", g.KG, kv.Key)
+			}
 			v, err := decT(kv.Value)
 			if err != nil {
 				t.Fatalf("key group %d, key %q: %v", g.KG, kv.Key, err)

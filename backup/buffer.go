@@ -181,7 +181,9 @@ func (b *Buffer) store(lg *kgLog, st *stream, seq uint64, rec *job.Record) {
 // leaves lg.records to the caller.
 func (b *Buffer) storeEncoded(lg *kgLog, st *stream, seq uint64, enc []byte) {
 	c := b.room(lg, len(enc))
-	c.data = append(c.data, enc...)
+	n := len(c.data)
+	c.data = c.data[:n+len(enc)] // within its capacity: no write barrier
+	copy(c.data[n:], enc)
 	c.stored(st, seq)
 }
 

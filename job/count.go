@@ -312,48 +312,60 @@ func (c *Count) Capture(full bool) Captured {
 	return captured[countKey]{c: c.tab.Capture(full), enc: appendCountKey}
 }
 
-// Restore implements Stateful.
+// Restore implements Stateful. The open-window index of each group is
+// gathered while the group is built (see openRuns) and goes into the index
+// once the group is attached.
 func (c *Count) Restore(groups []state.MergedGroup) error {
-	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, c.reindex)
+	runs := make([]openRuns, c.ngroups) // by key group: each is built by one goroutine
+	dec := func(kg KeyGroup, key, b []byte, e *countEntry) error {
+		k := e.Val()
+		if err := c.decodeKey(key, b, k); err != nil {
+			return err
+		}
+		if k.cur.count > 0 {
+			runs[kg].add(k.cur.start, e)
+		}
+		for _, w := range k.older {
+			runs[kg].add(w.start, e)
+		}
+		return nil
+	}
+	return restoreGroups(KindCount, c.ngroups, c.tab, groups, dec, func(kg KeyGroup) {
+		open := c.openOf(kg)
+		for _, r := range runs[kg].runs {
+			if list, ok := open[r.ws]; ok {
+				r.list = append(list, r.list...)
+			}
+			open[r.ws] = r.list
+			c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
+		}
+	})
 }
 
-// reindex adds the open windows of the keys of kg, just restored, to the
-// open-window index. Keys share few window starts: each start's list is
-// built apart and goes into the index once.
-func (c *Count) reindex(kg KeyGroup) {
-	type run struct {
-		ws   int64
-		list []*countEntry
+// openRuns is the open windows of a key group being restored: per window
+// start, the keys with a window open there. Keys share few starts, so each
+// start's list is built apart and goes into the index with one map access.
+type openRuns struct {
+	runs []openRun
+	at   map[int64]int // window start -> its run
+}
+
+type openRun struct {
+	ws   int64
+	list []*countEntry
+}
+
+func (o *openRuns) add(ws int64, e *countEntry) {
+	i, ok := o.at[ws]
+	if !ok {
+		if o.at == nil {
+			o.at = map[int64]int{}
+		}
+		i = len(o.runs)
+		o.at[ws] = i
+		o.runs = append(o.runs, openRun{ws: ws})
 	}
-	var runs []run
-	at := map[int64]int{} // window start -> its run
-	add := func(ws int64, e *countEntry) {
-		i, ok := at[ws]
-		if !ok {
-			i = len(runs)
-			at[ws] = i
-			runs = append(runs, run{ws: ws})
-		}
-		runs[i].list = append(runs[i].list, e)
-	}
-	c.tab.Range(int(kg), func(e *countEntry) bool {
-		v := e.Val()
-		if v.cur.count > 0 {
-			add(v.cur.start, e)
-		}
-		for _, w := range v.older {
-			add(w.start, e)
-		}
-		return true
-	})
-	open := c.openOf(kg)
-	for _, r := range runs {
-		if list, ok := open[r.ws]; ok {
-			r.list = append(list, r.list...)
-		}
-		open[r.ws] = r.list
-		c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
-	}
+	o.runs[i].list = append(o.runs[i].list, e)
 }
 
 // DropGroups implements Stateful.
@@ -393,12 +405,12 @@ func appendCountWin(b []byte, w countWin) []byte {
 	return binary.AppendVarint(b, w.sum)
 }
 
-// decodeKey decodes what appendCountKey wrote, checking the invariants
+// decodeKey decodes what appendCountKey wrote into k, checking the invariants
 // Process and Advance rely on: counts positive, starts aligned to the
 // window size and distinct, cur the latest.
-func (c *Count) decodeKey(key, b []byte) (countKey, error) {
+func (c *Count) decodeKey(key, b []byte, k *countKey) error {
 	r := valReader{b: b}
-	k := countKey{group: int32(groupIndex(key, c.rollups))}
+	*k = countKey{group: int32(groupIndex(key, c.rollups))}
 	if k.total = r.varint("total"); k.total < 0 {
 		r.fail("negative total")
 	}
@@ -429,7 +441,7 @@ func (c *Count) decodeKey(key, b []byte) (countKey, error) {
 		}
 		k.older = append(k.older, w)
 	}
-	return k, r.end()
+	return r.end()
 }
 
 // errRollupInput reports a count->rollup record whose Data does not decode.

@@ -209,15 +209,23 @@ func (r *Rollup) Capture(full bool) Captured {
 
 // Restore implements Stateful.
 func (r *Rollup) Restore(groups []state.MergedGroup) error {
-	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup) {
-		r.tab.Range(int(kg), func(e *rollupEntry) bool {
-			v := e.Mut()
-			v.nameb = []byte(e.Key())
-			for _, w := range v.wins {
-				r.nextEnd = min(r.nextEnd, windowEnd(w.start, r.w))
-			}
-			return true
-		})
+	next := make([]int64, r.ngroups) // by key group: the end of its earliest window
+	for i := range next {
+		next[i] = math.MaxInt64
+	}
+	dec := func(kg KeyGroup, key, b []byte, e *rollupEntry) (err error) {
+		g := e.Val()
+		if *g, err = r.decodeGroup(key, b); err != nil {
+			return err
+		}
+		g.nameb = []byte(e.Key())
+		for _, w := range g.wins {
+			next[kg] = min(next[kg], windowEnd(w.start, r.w))
+		}
+		return nil
+	}
+	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, dec, func(kg KeyGroup) {
+		r.nextEnd = min(r.nextEnd, next[kg])
 	})
 }
 

@@ -67,13 +67,14 @@ func (x captured[V]) Encode() []state.GroupData { return state.EncodeCapture(x.c
 func (x captured[V]) Done()                     { x.c.Done() }
 
 // restoreGroups builds every group of groups off the table (see
-// state.GroupBuilder), decoding its values with dec and checking what
-// Restore promises; only then does it attach them, calling apply after
-// each. On an error the table is unchanged (the error is that of the
-// first group that fails). The groups are built on up to GOMAXPROCS
-// goroutines: dec must be safe for concurrent use.
+// state.GroupBuilder), checking what Restore promises and calling dec for
+// each key's new entry (its value zero) to decode the value into it; only
+// then does it attach the groups, calling apply after each. On an error the
+// table is unchanged (the error is that of the first group that fails).
+// The groups are built on up to GOMAXPROCS goroutines, each group by one:
+// dec is called concurrently for distinct groups.
 func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.MergedGroup,
-	dec func(key, b []byte) (V, error), apply func(kg KeyGroup)) error {
+	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V]) error, apply func(kg KeyGroup)) error {
 	seen := make(map[int]bool, len(groups))
 	for _, g := range groups {
 		if g.KG < 0 || g.KG >= ngroups {
@@ -135,7 +136,7 @@ func inParallel(n int, fn func(i int)) {
 // buildGroup decodes and checks the entries of g into a builder of its
 // key group.
 func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup,
-	dec func(key, b []byte) (V, error)) (*state.GroupBuilder[V], error) {
+	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V]) error) (*state.GroupBuilder[V], error) {
 	b := tab.Build(g.KG, g.Len(), g.KeyBytes())
 	kgOf := KeyGroup(g.KG)
 	var prev []byte
@@ -150,11 +151,9 @@ func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.Mer
 		if kg := GroupOf(kv.Key, ngroups); kg != kgOf {
 			return nil, fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, kgOf, state.ErrCorrupt, kv.Key, kg)
 		}
-		v, err := dec(kv.Key, kv.Value)
-		if err != nil {
+		if err := dec(kgOf, kv.Key, kv.Value, b.Add(kv.Key)); err != nil {
 			return nil, fmt.Errorf("%s: restore: %v: key %q: %w: %v", op, kgOf, kv.Key, state.ErrCorrupt, err)
 		}
-		*b.Add(kv.Key).Val() = v
 	}
 	return b, nil
 }

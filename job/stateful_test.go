@@ -151,7 +151,8 @@ func TestCountValueCodec(t *testing.T) {
 		{total: math.MaxInt64, cur: countWin{start: 30, count: 1, sum: 1}, older: []countWin{{start: 10, count: 4, sum: 9}, {start: -20, count: 1}}},
 	} {
 		b := appendCountKey(nil, &k)
-		back, err := c.decodeKey([]byte("key"), b)
+		var back countKey
+		err := c.decodeKey([]byte("key"), b, &back)
 		k.group = int32(groupIndex([]byte("key"), spec.Rollups))
 		if err != nil || !reflect.DeepEqual(back, k) {
 			t.Fatalf("%+v decodes as %+v, %v", k, back, err)
@@ -169,7 +170,7 @@ func TestCountValueCodec(t *testing.T) {
 		if name == "count 0" { // appendCountKey would drop it: write it by hand
 			b = []byte{0, 2, 20, 0, 0, 0, 2, 0}
 		}
-		if _, err := c.decodeKey([]byte("key"), b); err == nil {
+		if err := c.decodeKey([]byte("key"), b, new(countKey)); err == nil {
 			t.Errorf("%s: %x decodes", name, b)
 		}
 	}
@@ -284,12 +285,12 @@ func FuzzCountValue(f *testing.F) {
 	f.Add([]byte{0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := NewCount(testSpec(10, 0, 4, 2))
-		v, err := c.decodeKey([]byte("k"), b)
-		if err != nil {
+		var v, v2 countKey
+		if err := c.decodeKey([]byte("k"), b, &v); err != nil {
 			return
 		}
 		if again := appendCountKey(nil, &v); !bytes.Equal(again, b) {
-			if v2, err := c.decodeKey([]byte("k"), again); err != nil || !reflect.DeepEqual(v, v2) {
+			if err := c.decodeKey([]byte("k"), again, &v2); err != nil || !reflect.DeepEqual(v, v2) {
 				t.Fatalf("%x decodes to %+v, which does not round-trip", b, v)
 			}
 		}

@@ -224,7 +224,7 @@ func (t *Table[V]) group(kg int) *group[V] {
 // Capture between a builder's Build and its Attach.
 type GroupBuilder[V any] struct {
 	g    *group[V]
-	slab []Entry[V]      // the entries still to be added, made in one allocation
+	slab []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
 	keys strings.Builder // the keys, back to back
 }
 
@@ -251,8 +251,8 @@ func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
 func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	g, t := b.g, b.g.t
 	var e *Entry[V]
-	if len(b.slab) > 0 {
-		e, b.slab = &b.slab[0], b.slab[1:]
+	if i := len(g.ents); i < len(b.slab) {
+		e = &b.slab[i]
 	} else {
 		e = new(Entry[V])
 	}

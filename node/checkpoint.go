@@ -289,7 +289,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 		wg.Go(func() {
 			data, err := in.n.store.Get(f)
 			if err == nil {
-				snaps[i], err = state.Decode(data)
+				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("checkpoint %s: %w", f, err)

@@ -420,7 +420,7 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 			return fmt.Errorf("slice %v: %w", rs, err)
 		}
 		*nbytes += len(data)
-		s, err := state.Decode(data)
+		s, err := state.DecodeLazy(data) // read by MergeGroups only
 		if err != nil {
 			return fmt.Errorf("slice %v: %s: %w", rs, f, err)
 		}

@@ -61,9 +61,9 @@ func Merge(chain []*Snapshot) (*Snapshot, error) {
 // A MergedGroup is not safe for concurrent use; distinct ones are.
 type MergedGroup struct {
 	KG    int
-	parts [][]KV // oldest first: the group whole, then later changes
-	n     int    // keys
-	size  int    // bytes of keys
+	parts []*GroupData // oldest first: the group whole, then later changes
+	n     int          // keys
+	size  int          // bytes of keys
 }
 
 // MergeGroups checks a chain as Merge does and returns the key groups
@@ -73,19 +73,20 @@ func MergeGroups(chain []*Snapshot) ([]MergedGroup, error) {
 	if err := checkChain(chain); err != nil {
 		return nil, err
 	}
-	parts := make(map[int][][]KV, len(chain[0].Groups))
-	for _, g := range chain[0].Groups {
-		parts[g.KG] = [][]KV{g.Entries}
+	parts := make(map[int][]*GroupData, len(chain[0].Groups))
+	for i := range chain[0].Groups {
+		g := &chain[0].Groups[i]
+		parts[g.KG] = []*GroupData{g}
 	}
 	for _, s := range chain[1:] {
-		for _, g := range s.Groups {
-			switch {
+		for i := range s.Groups {
+			switch g := &s.Groups[i]; {
 			case g.Reset:
-				parts[g.KG] = [][]KV{g.Entries}
+				parts[g.KG] = []*GroupData{g}
 			case parts[g.KG] == nil:
-				parts[g.KG] = [][]KV{nil, g.Entries} // changes to nothing
+				parts[g.KG] = []*GroupData{{KG: g.KG}, g} // changes to nothing
 			default:
-				parts[g.KG] = append(parts[g.KG], g.Entries)
+				parts[g.KG] = append(parts[g.KG], g)
 			}
 		}
 	}
@@ -108,13 +109,14 @@ func MergeGroups(chain []*Snapshot) ([]MergedGroup, error) {
 // WholeGroups returns groups, each whole (as a full snapshot holds them),
 // as MergedGroups: what the restore of a full snapshot reads.
 func WholeGroups(groups []GroupData) []MergedGroup {
-	out := make([]MergedGroup, 0, len(groups))
-	for _, g := range groups {
-		m := MergedGroup{KG: g.KG, parts: [][]KV{g.Entries}, n: len(g.Entries)}
-		for _, kv := range g.Entries {
-			m.size += len(kv.Key)
+	out := make([]MergedGroup, len(groups))
+	for i := range groups {
+		g := &out[i]
+		g.KG, g.parts = groups[i].KG, []*GroupData{&groups[i]}
+		for kv := range g.All() {
+			g.n++
+			g.size += len(kv.Key)
 		}
-		out = append(out, m)
 	}
 	return out
 }
@@ -126,61 +128,87 @@ func (g *MergedGroup) Len() int { return g.n }
 func (g *MergedGroup) KeyBytes() int { return g.size }
 
 // All yields the group's keys in ascending order, each with its latest
-// entry: its value, the keys a later snapshot deleted left out. The entries
-// are the snapshots': do not change them. A whole group holds no deletion;
-// if one does (a snapshot that was not checked), All yields it as it is,
-// for the caller to refuse.
+// entry: its value, the keys a later snapshot deleted left out. The entry
+// is valid until the next one is yielded; its key and value are the
+// snapshots': do not change them. A whole group holds no deletion; if one
+// does (a snapshot that was not checked), All yields it as it is, for the
+// caller to refuse.
 func (g *MergedGroup) All() iter.Seq[*KV] {
 	return func(yield func(*KV) bool) {
-		if len(g.parts) == 1 {
-			for i := range g.parts[0] {
-				if !yield(&g.parts[0][i]) {
-					return
-				}
-			}
-			return
+		cs := make([]cursor, len(g.parts))
+		for i, p := range g.parts {
+			cs[i] = cursor{g: p}
+			cs[i].next()
 		}
-		at := make([]int, len(g.parts)) // the next entry of each part
 		for {
-			// The smallest next key; of the parts that hold it, the latest
-			// wins and the earlier ones move past it.
+			// The smallest current key; of the parts that hold it, the
+			// latest wins and the earlier ones move past it.
 			src := -1
-			for p, part := range g.parts {
-				if at[p] == len(part) {
+			for p := range cs {
+				if !cs[p].ok {
 					continue
 				}
 				if src < 0 {
 					src = p
 					continue
 				}
-				switch c := bytes.Compare(part[at[p]].Key, g.parts[src][at[src]].Key); {
+				switch c := bytes.Compare(cs[p].kv.Key, cs[src].kv.Key); {
 				case c < 0:
 					src = p
 				case c == 0:
-					at[src]++
+					cs[src].next()
 					src = p
 				}
 			}
 			if src < 0 {
 				return
 			}
-			kv := &g.parts[src][at[src]]
-			at[src]++
-			if kv.Deleted && src > 0 {
-				continue
+			c := &cs[src]
+			if !c.kv.Deleted || src == 0 {
+				if !yield(&c.kv) {
+					return
+				}
 			}
-			if !yield(kv) {
-				return
-			}
+			c.next()
 		}
+	}
+}
+
+// cursor reads the entries of one group of a snapshot in order, from its
+// Entries or, decoded lazily, from the body.
+type cursor struct {
+	g   *GroupData
+	i   int // the next entry
+	off int // in g.raw: where the next entry starts
+	kv  KV  // the current entry
+	ok  bool
+}
+
+// next moves to the next entry; ok is false past the last.
+func (c *cursor) next() {
+	g := c.g
+	if c.ok = c.i < len(g.Entries) || c.i < g.n; !c.ok {
+		return
+	}
+	c.i++
+	if g.raw == nil {
+		c.kv = g.Entries[c.i-1]
+		return
+	}
+	// DecodeLazy checked the entries: they parse.
+	b := g.raw
+	c.kv = KV{Deleted: b[c.off]&flagDeleted != 0}
+	c.kv.Key, c.off = str(b, c.off+1)
+	if !c.kv.Deleted {
+		c.kv.Value, c.off = str(b, c.off)
 	}
 }
 
 // entries returns the group's entries as a list: the whole group's own if
 // it is all there is, else a new one.
 func (g *MergedGroup) entries() []KV {
-	if len(g.parts) == 1 && len(g.parts[0]) == g.n {
-		return g.parts[0]
+	if len(g.parts) == 1 && g.parts[0].raw == nil && len(g.parts[0].Entries) == g.n {
+		return g.parts[0].Entries
 	}
 	out := make([]KV, 0, g.n)
 	for kv := range g.All() {

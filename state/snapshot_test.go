@@ -206,7 +206,22 @@ func FuzzDecode(f *testing.F) {
 		var s *Snapshot
 		var err error
 		if isBody {
-			s, err = decodeBody(b, version, []byte("plain section data"))
+			s, err = decodeBody(b, version, []byte("plain section data"), false)
+			lazy, lerr := decodeBody(b, version, []byte("plain section data"), true)
+			if (err == nil) != (lerr == nil) {
+				t.Fatalf("Decode: %v, DecodeLazy: %v", err, lerr)
+			}
+			if err == nil {
+				for i, g := range WholeGroups(lazy.Groups) {
+					var got []KV
+					for kv := range g.All() {
+						got = append(got, *kv)
+					}
+					if !equalKVs(got, s.Groups[i].Entries) {
+						t.Fatalf("key group %d decoded lazily: %v, want %v", g.KG, got, s.Groups[i].Entries)
+					}
+				}
+			}
 		} else {
 			s, err = Decode(b)
 		}
@@ -278,4 +293,10 @@ func TestSortKVsIsByteOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+func equalKVs(a, b []KV) bool {
+	return slices.EqualFunc(a, b, func(x, y KV) bool {
+		return bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Value, y.Value) && x.Deleted == y.Deleted
+	})
 }

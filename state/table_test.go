@@ -409,6 +409,7 @@ func TestEachTwicePanics(t *testing.T) {
 type chainer struct {
 	t     *testing.T
 	chain []*Snapshot
+	lazy  []*Snapshot // the same, decoded for a restore (DecodeLazy)
 	id    uint64
 }
 
@@ -419,7 +420,7 @@ func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
 		Sections: map[string][]byte{"pos": fmt.Appendf(nil, "%d", ch.id)}}
 	if full {
 		s.Base = s.ID
-		ch.chain = nil
+		ch.chain, ch.lazy = nil, nil
 	} else {
 		s.Base, s.Parent = ch.chain[0].ID, ch.chain[len(ch.chain)-1].ID
 	}
@@ -431,7 +432,11 @@ func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
 	if err != nil {
 		ch.t.Fatal(err)
 	}
-	ch.chain = append(ch.chain, back)
+	lazy, err := DecodeLazy(b)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	ch.chain, ch.lazy = append(ch.chain, back), append(ch.lazy, lazy)
 	return back
 }
 
@@ -508,7 +513,7 @@ func TestTableModel(t *testing.T) {
 				finish()
 				full := needFull || rng.IntN(4) == 0
 				ch.add(full, encodeNow(tab.Capture(full)))
-				groups, err := MergeGroups(ch.chain)
+				groups, err := MergeGroups(ch.lazy)
 				if err != nil {
 					t.Fatalf("seed %d step %d: %v", seed, step, err)
 				}

@@ -317,6 +317,11 @@ func (c *Count) Capture(full bool) Captured {
 // once the group is attached.
 func (c *Count) Restore(groups []state.MergedGroup) error {
 	runs := make([]openRuns, c.ngroups) // by key group: each is built by one goroutine
+	for _, g := range groups {
+		if g.KG >= 0 && g.KG < len(runs) {
+			runs[g.KG].keys = g.Len()
+		}
+	}
 	dec := func(kg KeyGroup, key, b []byte, e *countEntry) error {
 		k := e.Val()
 		if err := c.decodeKey(key, b, k); err != nil {
@@ -348,6 +353,7 @@ func (c *Count) Restore(groups []state.MergedGroup) error {
 type openRuns struct {
 	runs []openRun
 	at   map[int64]int // window start -> its run
+	keys int           // in the group: the first run is sized for them all
 }
 
 type openRun struct {
@@ -363,7 +369,11 @@ func (o *openRuns) add(ws int64, e *countEntry) {
 		}
 		i = len(o.runs)
 		o.at[ws] = i
-		o.runs = append(o.runs, openRun{ws: ws})
+		r := openRun{ws: ws}
+		if i == 0 {
+			r.list = make([]*countEntry, 0, o.keys) // most keys have a window open there
+		}
+		o.runs = append(o.runs, r)
 	}
 	o.runs[i].list = append(o.runs[i].list, e)
 }

@@ -6,6 +6,8 @@ import (
 	"iter"
 	"maps"
 	"slices"
+
+	"spate/internal/varint"
 )
 
 // Merge folds a chain, a full snapshot followed by its deltas in order,
@@ -128,17 +130,20 @@ func (g *MergedGroup) Len() int { return g.n }
 func (g *MergedGroup) KeyBytes() int { return g.size }
 
 // All yields the group's keys in ascending order, each with its latest
-// entry: its value, the keys a later snapshot deleted left out. The entry
-// is valid until the next one is yielded; its key and value are the
-// snapshots': do not change them. A whole group holds no deletion; if one
-// does (a snapshot that was not checked), All yields it as it is, for the
-// caller to refuse.
-func (g *MergedGroup) All() iter.Seq[*KV] {
-	return func(yield func(*KV) bool) {
-		cs := make([]cursor, len(g.parts))
-		for i, p := range g.parts {
-			cs[i] = cursor{g: p}
-			cs[i].next()
+// entry: its value, the keys a later snapshot deleted left out. Keys and
+// values are the snapshots': do not change them. A whole group holds no
+// deletion; if one does (a snapshot that was not checked), All yields it as
+// it is, for the caller to refuse.
+func (g *MergedGroup) All() iter.Seq[KV] {
+	return func(yield func(KV) bool) {
+		var few [4]cursor // a chain rarely has more deltas: no allocation
+		cs := few[:0]
+		if len(g.parts) > len(few) {
+			cs = make([]cursor, 0, len(g.parts))
+		}
+		for _, p := range g.parts {
+			cs = append(cs, cursor{g: p})
+			cs[len(cs)-1].next()
 		}
 		for {
 			// The smallest current key; of the parts that hold it, the
@@ -165,7 +170,7 @@ func (g *MergedGroup) All() iter.Seq[*KV] {
 			}
 			c := &cs[src]
 			if !c.kv.Deleted || src == 0 {
-				if !yield(&c.kv) {
+				if !yield(c.kv) {
 					return
 				}
 			}
@@ -195,13 +200,21 @@ func (c *cursor) next() {
 		c.kv = g.Entries[c.i-1]
 		return
 	}
-	// DecodeLazy checked the entries: they parse.
-	b := g.raw
-	c.kv = KV{Deleted: b[c.off]&flagDeleted != 0}
-	c.kv.Key, c.off = str(b, c.off+1)
+	// DecodeLazy checked the entries: they parse. (This is str, inlined.)
+	b, off := g.raw, c.off
+	c.kv.Deleted = b[off]&flagDeleted != 0
+	n, w := varint.At(b, off+1)
+	off += 1 + w
+	c.kv.Key = b[off : off+int(n) : off+int(n)]
+	off += int(n)
+	c.kv.Value = nil
 	if !c.kv.Deleted {
-		c.kv.Value, c.off = str(b, c.off)
+		n, w = varint.At(b, off)
+		off += w
+		c.kv.Value = b[off : off+int(n) : off+int(n)]
+		off += int(n)
 	}
+	c.off = off
 }
 
 // entries returns the group's entries as a list: the whole group's own if
@@ -213,7 +226,7 @@ func (g *MergedGroup) entries() []KV {
 	out := make([]KV, 0, g.n)
 	for kv := range g.All() {
 		if !kv.Deleted {
-			out = append(out, *kv)
+			out = append(out, kv)
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"spate/internal/varint"
 	"spate/state"
 )
 
@@ -352,7 +353,7 @@ func (c *Count) Restore(groups []state.MergedGroup) error {
 // start's list is built apart and goes into the index with one map access.
 type openRuns struct {
 	runs []openRun
-	at   map[int64]int // window start -> its run
+	at   map[int64]int // window start -> its run, once there are many runs
 	keys int           // in the group: the first run is sized for them all
 }
 
@@ -361,19 +362,37 @@ type openRun struct {
 	list []*countEntry
 }
 
+// fewRuns is how many runs add searches in order before it indexes them.
+const fewRuns = 8
+
 func (o *openRuns) add(ws int64, e *countEntry) {
-	i, ok := o.at[ws]
-	if !ok {
-		if o.at == nil {
-			o.at = map[int64]int{}
+	i := -1
+	if o.at == nil {
+		for j := range o.runs {
+			if o.runs[j].ws == ws {
+				i = j
+				break
+			}
 		}
+	} else if j, ok := o.at[ws]; ok {
+		i = j
+	}
+	if i < 0 {
 		i = len(o.runs)
-		o.at[ws] = i
 		r := openRun{ws: ws}
 		if i == 0 {
 			r.list = make([]*countEntry, 0, o.keys) // most keys have a window open there
 		}
 		o.runs = append(o.runs, r)
+		if len(o.runs) > fewRuns {
+			if o.at == nil {
+				o.at = make(map[int64]int, 2*fewRuns)
+				for j, r := range o.runs {
+					o.at[r.ws] = j
+				}
+			}
+			o.at[ws] = i
+		}
 	}
 	o.runs[i].list = append(o.runs[i].list, e)
 }
@@ -417,41 +436,58 @@ func appendCountWin(b []byte, w countWin) []byte {
 
 // decodeKey decodes what appendCountKey wrote into k, checking the invariants
 // Process and Advance rely on: counts positive, starts aligned to the
-// window size and distinct, cur the latest.
+// window size and distinct, cur the latest. It is most of what a restore
+// costs per key, so it reads every varint of b at once (uvarints) and then
+// makes sense of them.
 func (c *Count) decodeKey(key, b []byte, k *countKey) error {
-	r := valReader{b: b}
-	*k = countKey{group: int32(groupIndex(key, c.rollups))}
-	if k.total = r.varint("total"); k.total < 0 {
-		r.fail("negative total")
+	var few [2 + 3*3]uint64 // up to three windows without an allocation
+	us, err := uvarints(b, few[:0])
+	if err != nil {
+		return err
 	}
-	n := r.uvarint("number of windows", uint64(len(b)/3))
-	for i := range n {
-		w := countWin{start: r.varint("window start"), count: r.varint("window count"), sum: r.varint("window sum")}
-		if r.err != nil {
-			break
-		}
-		if w.count < 1 || w.start%c.w != 0 { // aligned: WindowStart(start) == start
-			r.fail(fmt.Sprintf("bad window (start %d, count %d)", w.start, w.count))
-			break
-		}
-		if i == 0 {
+	if len(us) < 2 {
+		return errors.New("truncated")
+	}
+	*k = countKey{group: int32(groupIndex(key, c.rollups)), total: varint.Unzigzag(us[0])}
+	n, wins := us[1], us[2:]
+	switch {
+	case k.total < 0:
+		return errors.New("negative total")
+	case uint64(len(wins)) != 3*n:
+		return fmt.Errorf("%d windows in %d numbers", n, len(wins))
+	}
+	for i := 0; i < len(wins); i += 3 {
+		w := countWin{start: varint.Unzigzag(wins[i]), count: varint.Unzigzag(wins[i+1]), sum: varint.Unzigzag(wins[i+2])}
+		switch {
+		case w.count < 1 || w.start%c.w != 0: // aligned: WindowStart(start) == start
+			return fmt.Errorf("bad window (start %d, count %d)", w.start, w.count)
+		case i == 0:
 			k.cur = w
 			continue
-		}
-		if w.start >= k.cur.start {
-			r.fail("an older window after the latest")
-			break
-		}
-		if slices.ContainsFunc(k.older, func(o countWin) bool { return o.start == w.start }) {
-			r.fail("two windows with the same start")
-			break
+		case w.start >= k.cur.start:
+			return errors.New("an older window after the latest")
+		case slices.ContainsFunc(k.older, func(o countWin) bool { return o.start == w.start }):
+			return errors.New("two windows with the same start")
 		}
 		if k.older == nil {
 			k.older = make([]countWin, 0, n-1)
 		}
 		k.older = append(k.older, w)
 	}
-	return r.end()
+	return nil
+}
+
+// uvarints appends every uvarint of b to dst.
+func uvarints(b []byte, dst []uint64) ([]uint64, error) {
+	for off := 0; off < len(b); {
+		v, w := varint.At(b, off)
+		if w <= 0 {
+			return dst, fmt.Errorf("bad varint at byte %d", off)
+		}
+		dst = append(dst, v)
+		off += w
+	}
+	return dst, nil
 }
 
 // errRollupInput reports a count->rollup record whose Data does not decode.

@@ -50,6 +50,8 @@ func TestRestoreReproducesState(t *testing.T) {
 	}{
 		{KindCount, func() Stateful { return NewCount(spec) }, func(s Stateful) { fill(s.(*Count), spec, 50) }},
 		{KindRollup, func() Stateful { return NewRollup(spec) }, func(s Stateful) { fillRollup(s.(*Rollup), spec, 50) }},
+		// Windows of 1 ms: a key group has many window starts open.
+		{"count, many windows", func() Stateful { return NewCount(testSpec(1, 0, 8, 5)) }, func(s Stateful) { fill(s.(*Count), spec, 200) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.mk()

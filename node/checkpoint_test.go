@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"spate/job"
@@ -20,14 +21,25 @@ type chainFixture struct {
 	want  []state.GroupData // count's state at the last checkpoint, captured whole
 }
 
+// chainKeys is the generator's key space of the fixture: 7-character keys.
+const chainKeys = 1_000_000
+
+// chainStep is what count#0 does before a delta checkpoint: it forgets
+// the key groups drop (they moved away, say: the delta resets them), then
+// gets records for the keys [lo, hi).
+type chainStep struct {
+	lo, hi int
+	drop   []job.KeyGroup
+}
+
 // newChain runs count#0 of a windowcount job over generator-like keys and
 // checkpoints it: a full checkpoint after keys 0..full-1 got records in
 // two windows and the first fired (so the upstream backup holds two
-// records per key), then one delta per element of deltas, each after
-// records for the keys [lo, hi), in the open window and the next (so that
-// about half of them have two windows open): keys below the previous high
-// are overwritten, keys above it are new.
-func newChain(tb testing.TB, full int, deltas [][2]int) *chainFixture {
+// records per key), then one delta per step, its records in the open
+// window and the next (so that about half of their keys have two windows
+// open): keys below the previous high are overwritten, keys above it are
+// new, and the keys of a dropped group come back in it, whole.
+func newChain(tb testing.TB, full int, steps []chainStep) *chainFixture {
 	tb.Helper()
 	spec := job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
 	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
@@ -45,11 +57,10 @@ func newChain(tb testing.TB, full int, deltas [][2]int) *chainFixture {
 			l.err = errConnecting // no downstream: what is emitted stays in the backup
 		}
 	}
-	const nkeys = 1_000_000 // the generator's key space: 7-character keys
-	var seq [2]uint64       // per source
+	var seq [2]uint64 // per source
 	feed := func(lo, hi int, t int64) {
 		for j := lo; j < hi; j++ {
-			key := []byte(traces.KeyName(j, nkeys))
+			key := []byte(traces.KeyName(j, chainKeys))
 			kg := job.GroupOf(key, spec.Groups)
 			src := j % 2
 			seq[src]++
@@ -76,8 +87,9 @@ func newChain(tb testing.TB, full int, deltas [][2]int) *chainFixture {
 	feed(0, full, 41_000)
 	advance(41_000) // fires the first window of every key
 	checkpoint(1, true)
-	for i, r := range deltas {
-		feed(r[0], r[1], 41_500+int64(i)*1000)
+	for i, st := range steps {
+		in.stateful.DropGroups(st.drop)
+		feed(st.lo, st.hi, 41_500+int64(i)*1000)
 		checkpoint(uint64(2+i), false)
 	}
 	f.want = in.stateful.Capture(true).Encode()
@@ -95,11 +107,47 @@ func (f *chainFixture) instance(tb testing.TB) *instance {
 }
 
 // TestRestoreChainEqualsCapture: count#0 restored from a chain of a full
-// checkpoint and deltas that overwrite some of its keys and add others
-// holds exactly the state captured at the last checkpoint, key by key and
-// value by value, and its backup holds what was emitted.
+// checkpoint and deltas that overwrite some of its keys, add others and
+// reset key groups (count deletes no key: a dropped group is its only
+// deletion) holds exactly the state captured at the last checkpoint, key
+// by key and value by value, and its backup holds what was emitted.
 func TestRestoreChainEqualsCapture(t *testing.T) {
-	f := newChain(t, 3000, [][2]int{{2000, 4000}, {100, 300}, {3900, 4500}})
+	// Key groups that the records of the last two steps leave empty once
+	// dropped (gone), and one that those of the second step fill again.
+	touched := func(lo, hi int) map[job.KeyGroup]bool {
+		m := map[job.KeyGroup]bool{}
+		for j := lo; j < hi; j++ {
+			m[job.GroupOf([]byte(traces.KeyName(j, chainKeys)), job.DefaultGroups)] = true
+		}
+		return m
+	}
+	second, third := touched(100, 160), touched(3900, 3960)
+	var gone []job.KeyGroup
+	back := job.KeyGroup(0)
+	for kg := range job.KeyGroup(job.DefaultGroups) {
+		switch {
+		case !second[kg] && !third[kg] && len(gone) < 2:
+			gone = append(gone, kg)
+		case second[kg] && !third[kg]:
+			back = kg
+		}
+	}
+	if len(gone) < 2 || back == 0 {
+		t.Fatalf("the key ranges leave no group to drop: %v, %v", gone, back)
+	}
+	f := newChain(t, 3000, []chainStep{
+		{lo: 2000, hi: 4000},
+		{lo: 100, hi: 160, drop: []job.KeyGroup{gone[0], back}},
+		{lo: 3900, hi: 3960, drop: []job.KeyGroup{gone[1]}},
+	})
+	for _, g := range f.want {
+		if slices.Contains(gone, job.KeyGroup(g.KG)) {
+			t.Fatalf("the fixture holds key group %d, dropped", g.KG)
+		}
+	}
+	if !slices.ContainsFunc(f.want, func(g state.GroupData) bool { return g.KG == int(back) }) {
+		t.Fatalf("the fixture lost key group %d, which came back", back)
+	}
 	in := f.instance(t)
 	id, err := in.restore(f.files)
 	if err != nil {
@@ -145,7 +193,7 @@ func sameGroups(got, want []state.GroupData) error {
 // upstream backups (110,000 records each). cpu-ms/op is the CPU time of
 // every thread (the garbage collector's too) during the restore.
 func BenchmarkRestoreChain(b *testing.B) {
-	f := newChain(b, 110_000, [][2]int{{85_000, 135_000}})
+	f := newChain(b, 110_000, []chainStep{{lo: 85_000, hi: 135_000}})
 	f.want = nil // not needed here: it would only add to what the collector marks
 	var stored int
 	for _, name := range f.files {

@@ -177,10 +177,15 @@ func (b *Buffer) store(lg *kgLog, st *stream, seq uint64, rec *job.Record) {
 }
 
 // storeEncoded is store for record seq of st already in the chunk
-// encoding (a mark's, at a restore): it copies the bytes as they are. It
-// leaves lg.records to the caller.
-func (b *Buffer) storeEncoded(lg *kgLog, st *stream, seq uint64, enc []byte) {
-	c := b.room(lg, len(enc))
+// encoding (a mark's, at a restore): it copies the bytes as they are. rest
+// is the size of the records still to be restored in lg, this one
+// included: a chunk it opens is sized for them (up to the largest chunk),
+// as it knows what is coming. It leaves lg.records to the caller.
+func (b *Buffer) storeEncoded(lg *kgLog, st *stream, seq uint64, enc []byte, rest int) {
+	c := lg.open
+	if c == nil || cap(c.data)-len(c.data) < len(enc) {
+		c = b.openChunk(lg, max(len(enc), min(rest, b.chunk)))
+	}
 	n := len(c.data)
 	c.data = c.data[:n+len(enc)] // within its capacity: no write barrier
 	copy(c.data[n:], enc)

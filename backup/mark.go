@@ -443,7 +443,7 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 		}
 		st.high = seq
 		if seq > st.low {
-			b.storeEncoded(lg, st, seq, recs[at:next])
+			b.storeEncoded(lg, st, seq, recs[at:next], end-at)
 			stored++
 		}
 		r.pos = next

@@ -89,7 +89,7 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 	errs := make([]error, len(groups))
 	var failed atomic.Bool
 	inParallel(len(groups), func(i int) {
-		if groups[i].Len() > 0 && !failed.Load() { // after a failure, the rest is wasted work
+		if !failed.Load() { // after a failure, the rest is wasted work
 			if built[i], errs[i] = buildGroup(op, ngroups, tab, &groups[i], dec); errs[i] != nil {
 				failed.Store(true)
 			}
@@ -103,7 +103,7 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 		}
 	}
 	for i, b := range built {
-		if b != nil { // an empty group is not held
+		if b.Len() > 0 { // an empty group is not held
 			tab.Attach(b)
 			apply(KeyGroup(groups[i].KG))
 		}

@@ -54,7 +54,10 @@
 // only if it restored every group of that checkpoint: otherwise the chain
 // would still hold the groups it did not take; it starts over with a full
 // snapshot instead. Ids in a chain are consecutive. Merge folds a chain into
-// one full snapshot; Chain picks the files of a chain from their names;
+// one full snapshot; a restore uses MergeGroups instead, whose key groups
+// are merged as they are read, on snapshots from DecodeLazy, which leaves
+// the entries in the decompressed body: every entry is read once, copied
+// nowhere. Chain picks the files of a chain from their names;
 // Collectable says which files garbage collection may delete while keeping
 // the latest complete checkpoint and the previous one restorable;
 // Config.WantFull and Planner decide when a checkpoint is full (every

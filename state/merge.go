@@ -68,6 +68,16 @@ type MergedGroup struct {
 	size  int          // bytes of keys
 }
 
+// count sets n and size.
+func (g *MergedGroup) count() {
+	for kv := range g.All() {
+		if !kv.Deleted {
+			g.n++
+			g.size += len(kv.Key)
+		}
+	}
+}
+
 // MergeGroups checks a chain as Merge does and returns the key groups
 // Merge would give, ascending, none empty, their entries merged only when
 // read (All).
@@ -95,13 +105,7 @@ func MergeGroups(chain []*Snapshot) ([]MergedGroup, error) {
 	out := make([]MergedGroup, 0, len(parts))
 	for _, kg := range slices.Sorted(maps.Keys(parts)) {
 		g := MergedGroup{KG: kg, parts: parts[kg]}
-		for kv := range g.All() {
-			if !kv.Deleted {
-				g.n++
-				g.size += len(kv.Key)
-			}
-		}
-		if g.n > 0 {
+		if g.count(); g.n > 0 {
 			out = append(out, g)
 		}
 	}
@@ -115,15 +119,13 @@ func WholeGroups(groups []GroupData) []MergedGroup {
 	for i := range groups {
 		g := &out[i]
 		g.KG, g.parts = groups[i].KG, []*GroupData{&groups[i]}
-		for kv := range g.All() {
-			g.n++
-			g.size += len(kv.Key)
-		}
+		g.count()
 	}
 	return out
 }
 
-// Len returns the number of keys of the group.
+// Len returns the number of keys of the group (what All yields, but for
+// the deletions of an unchecked whole group).
 func (g *MergedGroup) Len() int { return g.n }
 
 // KeyBytes returns the total size of the group's keys.
@@ -217,10 +219,10 @@ func (c *cursor) next() {
 	c.off = off
 }
 
-// entries returns the group's entries as a list: the whole group's own if
-// it is all there is, else a new one.
+// entries returns the group's keys, deletions left out, as a list: the
+// whole group's own if it is all there is, else a new one.
 func (g *MergedGroup) entries() []KV {
-	if len(g.parts) == 1 && g.parts[0].raw == nil && len(g.parts[0].Entries) == g.n {
+	if len(g.parts) == 1 && g.parts[0].raw == nil && len(g.parts[0].Entries) == g.n { // no deletion
 		return g.parts[0].Entries
 	}
 	out := make([]KV, 0, g.n)

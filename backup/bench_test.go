@@ -126,3 +126,43 @@ func BenchmarkMark(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkRestore rebuilds a buffer from a full mark of 128Ki records of
+// 128 producers in 128 key groups and a delta of 32Ki more, as the restore
+// of a keyed instance does. ns/record is per record restored.
+func BenchmarkRestore(b *testing.B) {
+	buf, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Close()
+	next := make([]uint64, 128*128)
+	data := []byte("k000042 7 1700000000000")
+	appendN := func(n int) {
+		for i := range n {
+			p, kg := (i/128)%128, (i*7)%128
+			next[p*128+kg]++
+			rec := job.Record{Key: benchKeys[i&1023], Time: 1_700_000_000_000 + int64(i), Value: int64(i & 127), Data: data}
+			if err := buf.Append(job.Producer(p), job.KeyGroup(kg), next[p*128+kg], rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	appendN(1 << 17)
+	full, err := buf.MarkFull()
+	if err != nil {
+		b.Fatal(err)
+	}
+	appendN(1 << 15)
+	chain := [][]byte{full, buf.Mark()}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r, err := Restore(DefaultConfig(), chain)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(1<<17+1<<15)), "ns/record")
+}

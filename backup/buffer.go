@@ -169,13 +169,40 @@ func (b *Buffer) Append(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Rec
 
 // store copies the record into the log's open chunk.
 func (b *Buffer) store(lg *kgLog, st *stream, seq uint64, rec *job.Record) {
-	need := maxRecordOverhead + len(rec.Key) + len(rec.Data)
-	c := lg.open
-	if c == nil || cap(c.data)-len(c.data) < need {
-		c = b.openChunk(lg, need)
-	}
+	c := b.room(lg, maxRecordOverhead+len(rec.Key)+len(rec.Data))
 	d := c.data[:cap(c.data)]
 	c.data = d[:putRecord(d, len(c.data), st.p, seq, rec)]
+	c.stored(st, seq)
+	lg.records.Add(1)
+}
+
+// storeEncoded is store for record seq of st already in the chunk
+// encoding (a mark's, at a restore): it copies the bytes as they are. rest
+// is the size of the records still to be restored in lg, this one
+// included: a chunk it opens is sized for them (up to the largest chunk),
+// as it knows what is coming. It leaves lg.records to the caller.
+func (b *Buffer) storeEncoded(lg *kgLog, st *stream, seq uint64, enc []byte, rest int) {
+	c := lg.open
+	if c == nil || cap(c.data)-len(c.data) < len(enc) {
+		c = b.openChunk(lg, max(len(enc), min(rest, b.chunk)))
+	}
+	n := len(c.data)
+	c.data = c.data[:n+len(enc)] // within its capacity: no write barrier
+	copy(c.data[n:], enc)
+	c.stored(st, seq)
+}
+
+// room returns the log's open chunk, opening one if it has less than need
+// bytes free.
+func (b *Buffer) room(lg *kgLog, need int) *chunk {
+	if c := lg.open; c != nil && cap(c.data)-len(c.data) >= need {
+		return c
+	}
+	return b.openChunk(lg, need)
+}
+
+// stored counts record seq of st, just written at the end of c.
+func (c *chunk) stored(st *stream, seq uint64) {
 	c.n++
 	if n := len(st.refs); n > st.head && st.refs[n-1].c == c {
 		st.refs[n-1].last = seq
@@ -183,7 +210,6 @@ func (b *Buffer) store(lg *kgLog, st *stream, seq uint64, rec *job.Record) {
 		st.refs = append(st.refs, chunkRef{c: c, last: seq})
 		c.live++
 	}
-	lg.records.Add(1)
 }
 
 // openChunk seals the log's open chunk and opens one with room for need

@@ -416,13 +416,17 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 	}
 	end := r.pos + int(size)
 	recs := r.d[:end]
+	stored := int64(0)
+	var st *stream // the previous record's, most often the next one's too
 	for k := 0; r.pos < end; k++ {
 		at := r.pos
-		p, seq, rec, next, field, fat := decodeRecord(recs, r.pos)
+		p, seq, _, next, field, fat := decodeRecord(recs, r.pos)
 		if next < 0 {
 			return r.fail(fat, "section %d (%v) record %d: bad %s", j, kg, k, field)
 		}
-		st := lg.find(p)
+		if st == nil || st.p != p {
+			st = lg.index[p]
+		}
 		if st == nil || st.section != id {
 			return r.fail(at, "section %d (%v) record %d: %v is not listed in the section", j, kg, k, p)
 		}
@@ -438,11 +442,15 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 			return r.fail(at, "section %d (%v) record %d: %v seq %d does not follow %d (low %d)", j, kg, k, p, seq, st.high, st.low)
 		}
 		st.high = seq
-		lg.last = st
 		if seq > st.low {
-			b.store(lg, st, seq, &rec)
+			b.storeEncoded(lg, st, seq, recs[at:next], end-at)
+			stored++
 		}
 		r.pos = next
+	}
+	lg.records.Add(stored)
+	if st != nil {
+		lg.last = st
 	}
 	for _, st := range listed {
 		if st.high < st.wantHigh {

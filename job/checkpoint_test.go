@@ -404,7 +404,7 @@ func (s *ckSim) crash(idx, pos int) {
 				groups = append(groups, g)
 			}
 		}
-		if err := in.op.Restore(groups); err != nil {
+		if err := in.op.Restore(state.WholeGroups(groups)); err != nil {
 			s.fatalf("%s: restore %s: %v", in.name, target.Name(), err)
 		}
 		from, in.counters = readSections(snap.Sections, own)
@@ -468,7 +468,7 @@ func (s *ckSim) move(a, pos int) {
 	if ib.flight != nil {
 		s.join(b, true)
 	}
-	if err := ib.op.Restore(groups); err != nil {
+	if err := ib.op.Restore(state.WholeGroups(groups)); err != nil {
 		s.fatalf("move: restore into %s: %v", ib.name, err)
 	}
 	maps.Copy(ib.counters, counters)

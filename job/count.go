@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"spate/internal/varint"
 	"spate/state"
 )
 
@@ -312,18 +313,88 @@ func (c *Count) Capture(full bool) Captured {
 	return captured[countKey]{c: c.tab.Capture(full), enc: appendCountKey}
 }
 
-// Restore implements Stateful.
-func (c *Count) Restore(groups []state.GroupData) error {
-	return restoreGroups(KindCount, c.ngroups, c.tab, groups, c.decodeKey, func(kg KeyGroup, key []byte, v countKey) {
-		e, _ := c.tab.Upsert(int(kg), key)
-		*e.Mut() = v
-		if v.cur.count > 0 {
-			c.index(kg, e, v.cur.start)
+// Restore implements Stateful. The open-window index of each group is
+// gathered while the group is built (see openRuns) and goes into the index
+// once the group is attached.
+func (c *Count) Restore(groups []state.MergedGroup) error {
+	runs := make([]openRuns, c.ngroups) // by key group: each is built by one goroutine
+	for _, g := range groups {
+		if g.KG >= 0 && g.KG < len(runs) {
+			runs[g.KG].keys = g.Len()
 		}
-		for _, w := range v.older {
-			c.index(kg, e, w.start)
+	}
+	dec := func(kg KeyGroup, key, b []byte, e *countEntry) error {
+		k := e.Val()
+		if err := c.decodeKey(key, b, k); err != nil {
+			return err
+		}
+		if k.cur.count > 0 {
+			runs[kg].add(k.cur.start, e)
+		}
+		for _, w := range k.older {
+			runs[kg].add(w.start, e)
+		}
+		return nil
+	}
+	return restoreGroups(KindCount, c.ngroups, c.tab, groups, dec, func(kg KeyGroup) {
+		open := c.openOf(kg)
+		for _, r := range runs[kg].runs {
+			if list, ok := open[r.ws]; ok {
+				r.list = append(list, r.list...)
+			}
+			open[r.ws] = r.list
+			c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
 		}
 	})
+}
+
+// openRuns is the open windows of a key group being restored: per window
+// start, the keys with a window open there. Keys share few starts, so each
+// start's list is built apart and goes into the index with one map access.
+type openRuns struct {
+	runs []openRun
+	at   map[int64]int // window start -> its run, once there are many runs
+	keys int           // in the group: the first run is sized for them all
+}
+
+type openRun struct {
+	ws   int64
+	list []*countEntry
+}
+
+// fewRuns is how many runs add searches in order before it indexes them.
+const fewRuns = 8
+
+func (o *openRuns) add(ws int64, e *countEntry) {
+	i := -1
+	if o.at == nil {
+		for j := range o.runs {
+			if o.runs[j].ws == ws {
+				i = j
+				break
+			}
+		}
+	} else if j, ok := o.at[ws]; ok {
+		i = j
+	}
+	if i < 0 {
+		i = len(o.runs)
+		r := openRun{ws: ws}
+		if i == 0 {
+			r.list = make([]*countEntry, 0, o.keys) // most keys have a window open there
+		}
+		o.runs = append(o.runs, r)
+		if len(o.runs) > fewRuns {
+			if o.at == nil {
+				o.at = make(map[int64]int, 2*fewRuns)
+				for j, r := range o.runs {
+					o.at[r.ws] = j
+				}
+			}
+			o.at[ws] = i
+		}
+	}
+	o.runs[i].list = append(o.runs[i].list, e)
 }
 
 // DropGroups implements Stateful.
@@ -363,42 +434,60 @@ func appendCountWin(b []byte, w countWin) []byte {
 	return binary.AppendVarint(b, w.sum)
 }
 
-// decodeKey decodes what appendCountKey wrote, checking the invariants
+// decodeKey decodes what appendCountKey wrote into k, checking the invariants
 // Process and Advance rely on: counts positive, starts aligned to the
-// window size and distinct, cur the latest.
-func (c *Count) decodeKey(key, b []byte) (countKey, error) {
-	r := valReader{b: b}
-	k := countKey{group: int32(groupIndex(key, c.rollups))}
-	if k.total = r.varint("total"); k.total < 0 {
-		r.fail("negative total")
+// window size and distinct, cur the latest. It is most of what a restore
+// costs per key, so it reads every varint of b at once (uvarints) and then
+// makes sense of them.
+func (c *Count) decodeKey(key, b []byte, k *countKey) error {
+	var few [2 + 3*3]uint64 // up to three windows without an allocation
+	us, err := uvarints(b, few[:0])
+	if err != nil {
+		return err
 	}
-	n := r.uvarint("number of windows", uint64(len(b)/3))
-	starts := make([]int64, 0, n)
-	for i := range n {
-		w := countWin{start: r.varint("window start"), count: r.varint("window count"), sum: r.varint("window sum")}
-		if r.err != nil {
-			break
-		}
-		if w.count < 1 || WindowStart(w.start, c.w) != w.start {
-			r.fail(fmt.Sprintf("bad window (start %d, count %d)", w.start, w.count))
-			break
-		}
-		if i == 0 {
+	if len(us) < 2 {
+		return errors.New("truncated")
+	}
+	*k = countKey{group: int32(groupIndex(key, c.rollups)), total: varint.Unzigzag(us[0])}
+	n, wins := us[1], us[2:]
+	switch {
+	case k.total < 0:
+		return errors.New("negative total")
+	case uint64(len(wins)) != 3*n:
+		return fmt.Errorf("%d windows in %d numbers", n, len(wins))
+	}
+	for i := 0; i < len(wins); i += 3 {
+		w := countWin{start: varint.Unzigzag(wins[i]), count: varint.Unzigzag(wins[i+1]), sum: varint.Unzigzag(wins[i+2])}
+		switch {
+		case w.count < 1 || w.start%c.w != 0: // aligned: WindowStart(start) == start
+			return fmt.Errorf("bad window (start %d, count %d)", w.start, w.count)
+		case i == 0:
 			k.cur = w
-		} else {
-			if w.start >= k.cur.start {
-				r.fail("an older window after the latest")
-				break
-			}
-			k.older = append(k.older, w)
+			continue
+		case w.start >= k.cur.start:
+			return errors.New("an older window after the latest")
+		case slices.ContainsFunc(k.older, func(o countWin) bool { return o.start == w.start }):
+			return errors.New("two windows with the same start")
 		}
-		starts = append(starts, w.start)
+		if k.older == nil {
+			k.older = make([]countWin, 0, n-1)
+		}
+		k.older = append(k.older, w)
 	}
-	slices.Sort(starts)
-	if len(slices.Compact(starts)) != int(n) && r.err == nil {
-		r.fail("two windows with the same start")
+	return nil
+}
+
+// uvarints appends every uvarint of b to dst.
+func uvarints(b []byte, dst []uint64) ([]uint64, error) {
+	for off := 0; off < len(b); {
+		v, w := varint.At(b, off)
+		if w <= 0 {
+			return dst, fmt.Errorf("bad varint at byte %d", off)
+		}
+		dst = append(dst, v)
+		off += w
 	}
-	return k, r.end()
+	return dst, nil
 }
 
 // errRollupInput reports a count->rollup record whose Data does not decode.

@@ -208,14 +208,24 @@ func (r *Rollup) Capture(full bool) Captured {
 }
 
 // Restore implements Stateful.
-func (r *Rollup) Restore(groups []state.GroupData) error {
-	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, r.decodeGroup, func(kg KeyGroup, key []byte, v rollupGroup) {
-		e, _ := r.tab.Upsert(int(kg), key)
-		v.nameb = []byte(e.Key())
-		*e.Mut() = v
-		for _, w := range v.wins {
-			r.nextEnd = min(r.nextEnd, windowEnd(w.start, r.w))
+func (r *Rollup) Restore(groups []state.MergedGroup) error {
+	next := make([]int64, r.ngroups) // by key group: the end of its earliest window
+	for i := range next {
+		next[i] = math.MaxInt64
+	}
+	dec := func(kg KeyGroup, key, b []byte, e *rollupEntry) (err error) {
+		g := e.Val()
+		if *g, err = r.decodeGroup(key, b); err != nil {
+			return err
 		}
+		g.nameb = []byte(e.Key())
+		for _, w := range g.wins {
+			next[kg] = min(next[kg], windowEnd(w.start, r.w))
+		}
+		return nil
+	}
+	return restoreGroups(KindRollup, r.ngroups, r.tab, groups, dec, func(kg KeyGroup) {
+		r.nextEnd = min(r.nextEnd, next[kg])
 	})
 }
 

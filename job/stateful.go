@@ -1,10 +1,14 @@
 package job
 
 import (
-	"encoding/binary"
+	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
+	"spate/internal/varint"
 	"spate/state"
 )
 
@@ -22,13 +26,14 @@ type Stateful interface {
 	// state.Table.Capture). It is quick: no value is copied or encoded. If
 	// the previous capture has not ended, it waits for it.
 	Capture(full bool) Captured
-	// Restore loads the state of whole key groups, from a merged (full)
-	// snapshot, into an instance that does not hold them: a fresh one
-	// (recovery) or one that takes them over (rescaling). It fails, and
-	// changes nothing, if a group is already held, out of range, holds a
-	// deletion or a key of another group, or does not decode (the error
+	// Restore loads the state of whole key groups, from a merged chain
+	// (state.MergeGroups) or a full snapshot (state.WholeGroups), into an
+	// instance that does not hold them: a fresh one (recovery) or one that
+	// takes them over (rescaling). It fails, and changes nothing, if a
+	// group is already held, out of range, holds a deletion, a key of
+	// another group or keys out of order, or does not decode (the error
 	// then wraps state.ErrCorrupt).
-	Restore(groups []state.GroupData) error
+	Restore(groups []state.MergedGroup) error
 	// DropGroups forgets the state of key groups that moved away.
 	DropGroups(kgs []KeyGroup)
 }
@@ -61,13 +66,17 @@ type captured[V any] struct {
 func (x captured[V]) Encode() []state.GroupData { return state.EncodeCapture(x.c, x.enc) }
 func (x captured[V]) Done()                     { x.c.Done() }
 
-// restoreGroups decodes every entry of groups with dec before anything is
-// applied, checking what Restore promises; then it calls apply per key.
-func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.GroupData,
-	dec func(key, b []byte) (V, error), apply func(kg KeyGroup, key []byte, v V)) error {
-	vals := make([][]V, len(groups))
+// restoreGroups builds every group of groups off the table (see
+// state.GroupBuilder), checking what Restore promises and calling dec for
+// each key's new entry (its value zero) to decode the value into it; only
+// then does it attach the groups, calling apply after each. On an error the
+// table is unchanged (the error is that of the first group that fails).
+// The groups are built on up to GOMAXPROCS goroutines, each group by one:
+// dec is called concurrently for distinct groups.
+func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []state.MergedGroup,
+	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V]) error, apply func(kg KeyGroup)) error {
 	seen := make(map[int]bool, len(groups))
-	for i, g := range groups {
+	for _, g := range groups {
 		if g.KG < 0 || g.KG >= ngroups {
 			return fmt.Errorf("%s: restore: key group %d out of range 0..%d", op, g.KG, ngroups-1)
 		}
@@ -75,28 +84,78 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 			return fmt.Errorf("%s: restore: %w: %v", op, ErrGroupHeld, KeyGroup(g.KG))
 		}
 		seen[g.KG] = true
-		vals[i] = make([]V, len(g.Entries))
-		for j, kv := range g.Entries {
-			if kv.Deleted {
-				return fmt.Errorf("%s: restore: %v: %w: deletion of %q in a full snapshot", op, KeyGroup(g.KG), state.ErrCorrupt, kv.Key)
+	}
+	built := make([]*state.GroupBuilder[V], len(groups))
+	errs := make([]error, len(groups))
+	var failed atomic.Bool
+	inParallel(len(groups), func(i int) {
+		if !failed.Load() { // after a failure, the rest is wasted work
+			if built[i], errs[i] = buildGroup(op, ngroups, tab, &groups[i], dec); errs[i] != nil {
+				failed.Store(true)
 			}
-			if kg := GroupOf(kv.Key, ngroups); int(kg) != g.KG {
-				return fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, KeyGroup(g.KG), state.ErrCorrupt, kv.Key, kg)
-			}
-			v, err := dec(kv.Key, kv.Value)
+		}
+	})
+	if failed.Load() {
+		for _, err := range errs {
 			if err != nil {
-				return fmt.Errorf("%s: restore: %v: key %q: %w: %v", op, KeyGroup(g.KG), kv.Key, state.ErrCorrupt, err)
+				return err
 			}
-			vals[i][j] = v
 		}
 	}
-	for i, g := range groups {
-		tab.Reserve(g.KG, len(g.Entries))
-		for j, kv := range g.Entries {
-			apply(KeyGroup(g.KG), kv.Key, vals[i][j])
+	for i, b := range built {
+		if b.Len() > 0 { // an empty group is not held
+			tab.Attach(b)
+			apply(KeyGroup(groups[i].KG))
 		}
 	}
 	return nil
+}
+
+// inParallel calls fn(i) for every i in [0, n) on up to GOMAXPROCS
+// goroutines and returns when every call has returned.
+func inParallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// buildGroup decodes and checks the entries of g into a builder of its
+// key group.
+func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup,
+	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V]) error) (*state.GroupBuilder[V], error) {
+	b := tab.Build(g.KG, g.Len(), g.KeyBytes())
+	kgOf := KeyGroup(g.KG)
+	var prev []byte
+	for kv := range g.All() {
+		if kv.Deleted {
+			return nil, fmt.Errorf("%s: restore: %v: %w: deletion of %q in a full snapshot", op, kgOf, state.ErrCorrupt, kv.Key)
+		}
+		if b.Len() > 0 && bytes.Compare(prev, kv.Key) >= 0 {
+			return nil, fmt.Errorf("%s: restore: %v: %w: key %q after %q", op, kgOf, state.ErrCorrupt, kv.Key, prev)
+		}
+		prev = kv.Key
+		if kg := GroupOf(kv.Key, ngroups); kg != kgOf {
+			return nil, fmt.Errorf("%s: restore: %v: %w: key %q belongs to %v", op, kgOf, state.ErrCorrupt, kv.Key, kg)
+		}
+		if err := dec(kgOf, kv.Key, kv.Value, b.Add(kv.Key)); err != nil {
+			return nil, fmt.Errorf("%s: restore: %v: key %q: %w: %v", op, kgOf, kv.Key, state.ErrCorrupt, err)
+		}
+	}
+	return b, nil
 }
 
 // valReader decodes a value. The first error sticks.
@@ -112,25 +171,19 @@ func (r *valReader) fail(msg string) {
 }
 
 func (r *valReader) varint(what string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
+	u, n := varint.At(r.b, 0)
+	if n <= 0 || r.err != nil {
 		r.fail("bad " + what)
 		return 0
 	}
 	r.b = r.b[n:]
-	return v
+	return varint.Unzigzag(u)
 }
 
 // uvarint reads a uvarint no larger than limit.
 func (r *valReader) uvarint(what string, limit uint64) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 || v > limit {
+	v, n := varint.At(r.b, 0)
+	if n <= 0 || v > limit || r.err != nil {
 		r.fail("bad " + what)
 		return 0
 	}

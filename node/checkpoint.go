@@ -289,7 +289,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 		wg.Go(func() {
 			data, err := in.n.store.Get(f)
 			if err == nil {
-				snaps[i], err = state.Decode(data)
+				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("checkpoint %s: %w", f, err)
@@ -302,13 +302,15 @@ func (in *instance) restore(files []string) (uint64, error) {
 			return 0, err // the oldest file's: the one a fallback is about
 		}
 	}
-	merged, err := state.Merge(snaps)
+	groups, err := state.MergeGroups(snaps)
 	if err != nil {
 		return 0, err
 	}
 	last := snaps[len(snaps)-1]
+	backups := in.restoreBackups(snaps)
+	defer backups.discard()
 	if in.stateful != nil {
-		if err := in.stateful.Restore(merged.Groups); err != nil {
+		if err := in.stateful.Restore(groups); err != nil {
 			return 0, fmt.Errorf("restore state: %w", err)
 		}
 	}
@@ -345,11 +347,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 			}
 		}
 		if pt.backup != nil {
-			var deltas [][]byte
-			for _, s := range snaps {
-				deltas = append(deltas, s.Sections[fmt.Sprintf("backup.%d", pi)])
-			}
-			b, err := backup.Restore(in.backupConfig(), deltas)
+			b, err := backups.take(pi)
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
 			}
@@ -363,6 +361,51 @@ func (in *instance) restore(files []string) (uint64, error) {
 		}
 		in.src.restored = &cp
 	}
-	in.ck.lastID, in.ck.base, in.ck.lastFile = last.ID, merged.Base, files[len(files)-1]
+	in.ck.lastID, in.ck.base, in.ck.lastFile = last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
 	return last.ID, nil
+}
+
+// backupsRestore is the upstream backups of an instance's ports being
+// rebuilt from the marks of a chain, each on a goroutine of its own, while
+// the instance's state is restored: they share nothing.
+type backupsRestore struct {
+	wg   sync.WaitGroup
+	bufs []*backup.Buffer // by port; nil for a port without a backup
+	errs []error
+}
+
+// restoreBackups starts rebuilding the backup of every port that keeps one
+// from the marks of snaps, a chain (oldest first).
+func (in *instance) restoreBackups(snaps []*state.Snapshot) *backupsRestore {
+	r := &backupsRestore{bufs: make([]*backup.Buffer, len(in.ports)), errs: make([]error, len(in.ports))}
+	for pi, pt := range in.ports {
+		if pt.backup == nil {
+			continue
+		}
+		marks := make([][]byte, len(snaps))
+		for i, s := range snaps {
+			marks[i] = s.Sections[fmt.Sprintf("backup.%d", pi)]
+		}
+		cfg := in.backupConfig()
+		r.wg.Go(func() { r.bufs[pi], r.errs[pi] = backup.Restore(cfg, marks) })
+	}
+	return r
+}
+
+// take waits for the backups and hands over that of port pi.
+func (r *backupsRestore) take(pi int) (*backup.Buffer, error) {
+	r.wg.Wait()
+	b := r.bufs[pi]
+	r.bufs[pi] = nil
+	return b, r.errs[pi]
+}
+
+// discard waits for the backups and closes those not taken.
+func (r *backupsRestore) discard() {
+	r.wg.Wait()
+	for _, b := range r.bufs {
+		if b != nil {
+			_ = b.Close()
+		}
+	}
 }

@@ -420,22 +420,21 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 			return fmt.Errorf("slice %v: %w", rs, err)
 		}
 		*nbytes += len(data)
-		s, err := state.Decode(data)
+		s, err := state.DecodeLazy(data) // read by MergeGroups only
 		if err != nil {
 			return fmt.Errorf("slice %v: %s: %w", rs, f, err)
 		}
 		snaps = append(snaps, s)
 	}
-	merged, err := state.Merge(snaps)
+	merged, err := state.MergeGroups(snaps)
 	if err != nil {
 		return fmt.Errorf("slice %v: %s: %w", rs, file, err)
 	}
 	snap := snaps[len(snaps)-1]
-	snap = &state.Snapshot{Groups: merged.Groups, Sections: snap.Sections}
 	kgs := keyGroupsOf(rs)
 	if in.stateful != nil {
-		var groups []state.GroupData
-		for _, g := range snap.Groups {
+		var groups []state.MergedGroup
+		for _, g := range merged {
 			if inRanges(rs, job.KeyGroup(g.KG)) {
 				groups = append(groups, g)
 			}

@@ -38,6 +38,10 @@
 // a value. On the hot path (no capture running, entry already dirty) Mut is
 // one atomic load and an epoch comparison, and inlined.
 //
+// A restore builds each key group off the table (GroupBuilder), on as many
+// goroutines as it likes, and attaches the groups once they are all
+// built: a restore that fails leaves the table as it was.
+//
 // # Snapshots and chains
 //
 // A Snapshot is full (every key of every group) or a delta (the keys changed
@@ -50,7 +54,10 @@
 // only if it restored every group of that checkpoint: otherwise the chain
 // would still hold the groups it did not take; it starts over with a full
 // snapshot instead. Ids in a chain are consecutive. Merge folds a chain into
-// one full snapshot; Chain picks the files of a chain from their names;
+// one full snapshot; a restore uses MergeGroups instead, whose key groups
+// are merged as they are read, on snapshots from DecodeLazy, which leaves
+// the entries in the decompressed body: every entry is read once, copied
+// nowhere. Chain picks the files of a chain from their names;
 // Collectable says which files garbage collection may delete while keeping
 // the latest complete checkpoint and the previous one restorable;
 // Config.WantFull and Planner decide when a checkpoint is full (every

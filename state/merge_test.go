@@ -137,5 +137,22 @@ func TestMergeRandom(t *testing.T) {
 		if d := m.normalize().diff(fromSnapshot(t, got)); d != "" {
 			t.Fatalf("seed %d:\n%s", seed, d)
 		}
+		// The same chain stored and read back for a restore.
+		lazy := make([]*Snapshot, len(chain))
+		for i, s := range chain {
+			b, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lazy[i], err = DecodeLazy(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err = Merge(lazy); err != nil {
+			t.Fatal(err)
+		}
+		if d := m.diff(fromSnapshot(t, got)); d != "" {
+			t.Fatalf("seed %d, decoded lazily:\n%s", seed, d)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"spate/internal/varint"
 )
 
 // Snapshot is one checkpoint of one operator instance: a full snapshot
@@ -45,6 +47,11 @@ type GroupData struct {
 	KG      int
 	Reset   bool
 	Entries []KV // by Key, ascending (byte order), each key once
+
+	// A group decoded by DecodeLazy keeps its entries in the body instead:
+	// n of them, in raw, in the stored form. Entries is then nil.
+	raw []byte
+	n   int
 }
 
 // KV is one key of a group: its encoded value, or its deletion (Value nil).
@@ -172,6 +179,33 @@ func (s *Snapshot) Validate() error {
 }
 
 func (s *Snapshot) validate() error {
+	if err := s.validateHead(); err != nil {
+		return err
+	}
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if g.raw != nil {
+			return fmt.Errorf("key group %d: decoded lazily, its entries are not at hand", g.KG)
+		}
+		for j := range g.Entries {
+			kv := &g.Entries[j]
+			if j > 0 && bytes.Compare(g.Entries[j-1].Key, kv.Key) >= 0 {
+				return fmt.Errorf("key group %d: key %q after %q: not ascending", g.KG, kv.Key, g.Entries[j-1].Key)
+			}
+			if kv.Deleted && (s.Full || g.Reset) {
+				return fmt.Errorf("key group %d: deletion of %q in a full group", g.KG, kv.Key)
+			}
+			if kv.Deleted && kv.Value != nil {
+				return fmt.Errorf("key group %d: deletion of %q with a value", g.KG, kv.Key)
+			}
+		}
+	}
+	return nil
+}
+
+// validateHead is validate without the entries: the ids and the groups'
+// order and flags.
+func (s *Snapshot) validateHead() error {
 	switch {
 	case s.ID == 0:
 		return fmt.Errorf("id 0")
@@ -190,18 +224,6 @@ func (s *Snapshot) validate() error {
 		}
 		if s.Full && g.Reset {
 			return fmt.Errorf("key group %d: reset in a full snapshot", g.KG)
-		}
-		for j := range g.Entries {
-			kv := &g.Entries[j]
-			if j > 0 && bytes.Compare(g.Entries[j-1].Key, kv.Key) >= 0 {
-				return fmt.Errorf("key group %d: key %q after %q: not ascending", g.KG, kv.Key, g.Entries[j-1].Key)
-			}
-			if kv.Deleted && (s.Full || g.Reset) {
-				return fmt.Errorf("key group %d: deletion of %q in a full group", g.KG, kv.Key)
-			}
-			if kv.Deleted && kv.Value != nil {
-				return fmt.Errorf("key group %d: deletion of %q with a value", g.KG, kv.Key)
-			}
 		}
 	}
 	return nil
@@ -334,7 +356,17 @@ func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
 // need. Keys, values and sections alias one buffer owned by the result.
 //
 // Decode is safe for concurrent use.
-func Decode(b []byte) (*Snapshot, error) {
+func Decode(b []byte) (*Snapshot, error) { return decode(b, false) }
+
+// DecodeLazy is Decode for a restore: it checks everything Decode does, but
+// leaves each group's entries in the decompressed body, read only by
+// MergeGroups (and Merge): Entries is nil. It spares a KV per entry. Such
+// a snapshot cannot be encoded again.
+//
+// DecodeLazy is safe for concurrent use.
+func DecodeLazy(b []byte) (*Snapshot, error) { return decode(b, true) }
+
+func decode(b []byte, lazy bool) (*Snapshot, error) {
 	h, err := Verify(b)
 	if err != nil {
 		return nil, err
@@ -355,7 +387,7 @@ func Decode(b []byte) (*Snapshot, error) {
 	if int64(len(raw)) != h.Raw {
 		return nil, corrupt("bad length: body decompresses to %d bytes, header says %d", len(raw), h.Raw)
 	}
-	return decodeBody(raw, h.Version, plain)
+	return decodeBody(raw, h.Version, plain, lazy)
 }
 
 // Verify checks a stored snapshot's header, length and checksum without
@@ -453,7 +485,80 @@ func (r *reader) count(what string, min int) int {
 	return int(n)
 }
 
-func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
+// entries decodes the entries of group g, n of them, into es (nil: it
+// only checks them), and checks that keys ascend and that a whole group
+// (whole: a full snapshot's or a reset one) holds no deletion. It is the
+// bulk of a body, so it reads the bytes itself (with str) rather than
+// through byte and bytes, which it calls only to report an error.
+func (r *reader) entries(g *GroupData, n int, es []KV, whole bool) {
+	b, off := r.b, r.off
+	var prev []byte
+	for j := range n {
+		if off >= len(b) {
+			r.off = off
+			r.fail("truncated at entry flags")
+			return
+		}
+		flags := b[off]
+		if flags&^flagDeleted != 0 {
+			r.off = off + 1
+			r.fail("key group %d: entry %d: unknown flags %#x", g.KG, j, flags)
+			return
+		}
+		kv := KV{Deleted: flags&flagDeleted != 0}
+		var next int
+		if kv.Key, next = str(b, off+1); next < 0 {
+			r.badStr(off+1, "key")
+			return
+		}
+		if j > 0 && bytes.Compare(prev, kv.Key) >= 0 {
+			r.off = off
+			r.fail("key group %d: key %q after %q: not ascending", g.KG, kv.Key, prev)
+			return
+		}
+		if kv.Deleted && whole {
+			r.off = off
+			r.fail("key group %d: deletion of %q in a full group", g.KG, kv.Key)
+			return
+		}
+		if !kv.Deleted {
+			at := next
+			if kv.Value, next = str(b, at); next < 0 {
+				r.badStr(at, "value")
+				return
+			}
+		}
+		if es != nil {
+			es[j] = kv
+		}
+		prev, off = kv.Key, next
+	}
+	r.off = off
+}
+
+// badStr reports what is wrong with the byte string at offset at, which
+// str refused.
+func (r *reader) badStr(at int, what string) {
+	r.off = at
+	if r.bytes(what); r.err == nil {
+		r.fail("bad %s", what)
+	}
+}
+
+// str returns the byte string at b[off:] (uvarint length, then the bytes),
+// aliasing b with its capacity cut (never nil), and the offset after it;
+// next is -1 if it is malformed or does not fit in b.
+func str(b []byte, off int) (s []byte, next int) {
+	n, w := varint.At(b, off)
+	if w <= 0 || n > uint64(len(b)-off-w) {
+		return nil, -1
+	}
+	off += w
+	end := off + int(n)
+	return b[off:end:end], end
+}
+
+func decodeBody(raw []byte, version int, plain []byte, lazy bool) (*Snapshot, error) {
 	r := &reader{b: raw}
 	s := &Snapshot{}
 	s.Instance = string(r.bytes("instance"))
@@ -516,26 +621,13 @@ func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
 				r.fail("key group %d: unknown flags %#x", kg, gflags)
 			}
 			g.Reset = gflags&flagReset != 0
-			if m := r.count("entries", 2); m > 0 {
+			if m := r.count("entries", 2); m > 0 && lazy {
+				start := r.off
+				r.entries(g, m, nil, s.Full || g.Reset)
+				g.raw, g.n = raw[start:r.off:r.off], m
+			} else if m > 0 {
 				g.Entries = make([]KV, m)
-				for j := range g.Entries {
-					kv := &g.Entries[j]
-					eflags := r.byte("entry flags")
-					if eflags&^flagDeleted != 0 {
-						r.fail("key group %d: entry %d: unknown flags %#x", kg, j, eflags)
-					}
-					kv.Deleted = eflags&flagDeleted != 0
-					kv.Key = r.bytes("key")
-					if !kv.Deleted {
-						kv.Value = r.bytes("value")
-						if kv.Value == nil && r.err == nil {
-							kv.Value = []byte{}
-						}
-					}
-					if r.err != nil {
-						break
-					}
-				}
+				r.entries(g, m, g.Entries, s.Full || g.Reset)
 			}
 			if r.err != nil {
 				break
@@ -548,7 +640,7 @@ func decodeBody(raw []byte, version int, plain []byte) (*Snapshot, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if err := s.validate(); err != nil {
+	if err := s.validateHead(); err != nil { // the entries are checked already
 		return nil, corrupt("%s checkpoint %d: %v", s.Instance, s.ID, err)
 	}
 	return s, nil

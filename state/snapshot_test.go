@@ -97,6 +97,69 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
+// encodeV1 is Encode as it was in version 1: every section in the
+// compressed body, with no flags.
+func encodeV1(s *Snapshot) []byte {
+	raw := appendString(nil, s.Instance)
+	raw = binary.AppendUvarint(raw, s.Gen)
+	raw = binary.AppendUvarint(raw, s.ID)
+	raw = append(raw, map[bool]byte{false: 0, true: flagFull}[s.Full])
+	raw = binary.AppendUvarint(raw, s.Base)
+	raw = binary.AppendUvarint(raw, s.Parent)
+	raw = binary.AppendUvarint(raw, uint64(len(s.Sections)))
+	for _, name := range sectionNames(s) {
+		raw = appendString(raw, name)
+		raw = appendBytes(raw, s.Sections[name])
+	}
+	// The groups are as in version 2: the end of a body without sections,
+	// from the number of groups on.
+	bare := *s
+	bare.Sections, bare.Plain, bare.Groups = nil, nil, nil
+	head := rawBody(&bare) // ends with the number of groups, 0: one byte
+	bare.Groups = s.Groups
+	raw = append(raw, rawBody(&bare)[len(head)-1:]...)
+	out := encoder().EncodeAll(raw, make([]byte, headerSize))
+	copy(out, magic)
+	out[4], out[5] = 1, codecZstd
+	binary.LittleEndian.PutUint64(out[8:], uint64(len(raw)))
+	binary.LittleEndian.PutUint64(out[16:], uint64(len(out)-headerSize))
+	return reseal(out)
+}
+
+// TestDecodeVersion1: a file of version 1 (no plain sections) is still
+// read, by Decode and by DecodeLazy.
+func TestDecodeVersion1(t *testing.T) {
+	s := sampleSnapshot()
+	s.Plain = nil
+	b := encodeV1(s)
+	if h, err := ReadHeader(b); err != nil || h.Version != 1 {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalSnapshots(got, s) {
+		t.Fatalf("Decode of version 1: %+v, want %+v", got, s)
+	}
+	lazy, err := DecodeLazy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lazy.Sections, got.Sections) {
+		t.Fatalf("DecodeLazy of version 1: sections %q, want %q", lazy.Sections, got.Sections)
+	}
+	for i, g := range WholeGroups(lazy.Groups) {
+		var kvs []KV
+		for kv := range g.All() {
+			kvs = append(kvs, kv)
+		}
+		if !equalKVs(kvs, got.Groups[i].Entries) {
+			t.Fatalf("DecodeLazy of version 1: key group %d holds %v, want %v", g.KG, kvs, got.Groups[i].Entries)
+		}
+	}
+}
+
 func TestEncodeRejectsInvalid(t *testing.T) {
 	kv := func(k string) KV { return KV{Key: []byte(k), Value: []byte("v")} }
 	cases := map[string]Snapshot{
@@ -206,7 +269,22 @@ func FuzzDecode(f *testing.F) {
 		var s *Snapshot
 		var err error
 		if isBody {
-			s, err = decodeBody(b, version, []byte("plain section data"))
+			s, err = decodeBody(b, version, []byte("plain section data"), false)
+			lazy, lerr := decodeBody(b, version, []byte("plain section data"), true)
+			if (err == nil) != (lerr == nil) {
+				t.Fatalf("Decode: %v, DecodeLazy: %v", err, lerr)
+			}
+			if err == nil {
+				for i, g := range WholeGroups(lazy.Groups) {
+					var got []KV
+					for kv := range g.All() {
+						got = append(got, kv)
+					}
+					if !equalKVs(got, s.Groups[i].Entries) {
+						t.Fatalf("key group %d decoded lazily: %v, want %v", g.KG, got, s.Groups[i].Entries)
+					}
+				}
+			}
 		} else {
 			s, err = Decode(b)
 		}
@@ -278,4 +356,10 @@ func TestSortKVsIsByteOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+func equalKVs(a, b []KV) bool {
+	return slices.EqualFunc(a, b, func(x, y KV) bool {
+		return bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Value, y.Value) && x.Deleted == y.Deleted
+	})
 }

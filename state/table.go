@@ -3,6 +3,7 @@ package state
 import (
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -122,7 +123,6 @@ type group[V any] struct {
 	deleted map[string]struct{} // keys deleted in this epoch
 	fresh   bool                // created since the last capture: the next one takes it whole
 	wholeAt uint32              // the last capture that took the group whole
-	slab    []Entry[V]          // entries made ahead by Reserve, taken by insert
 }
 
 // Table is keyed state partitioned by key group, with dirty tracking and a
@@ -184,12 +184,7 @@ func (t *Table[V]) insert(kg int, key []byte) (e *Entry[V], created bool) {
 	if e := g.m[string(key)]; e != nil {
 		return e, false
 	}
-	if len(g.slab) > 0 {
-		e, g.slab = &g.slab[0], g.slab[1:]
-		e.key, e.g, e.dirtyAt = string(key), g, t.epoch
-	} else {
-		e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
-	}
+	e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
 	e.saved.Store(t.seq) // no capture up to now needs it
 	g.m[e.key] = e
 	g.ents = append(g.ents, e)
@@ -218,18 +213,83 @@ func (t *Table[V]) group(kg int) *group[V] {
 	return g
 }
 
-// Reserve prepares group kg, which must hold nothing yet, for n keys: its
-// index is sized once and its entries are made in one allocation. A
-// restore calls it before it inserts a group's keys.
-func (t *Table[V]) Reserve(kg, n int) {
-	if t.Has(kg) || n <= 0 {
-		return
+// GroupBuilder builds the content of one key group off its table, for a
+// restore: Table.Build makes it, Add adds the keys, Table.Attach puts the
+// group into the table. Until Attach the table is unchanged, so a restore
+// that fails halfway drops its builders and leaves nothing behind.
+//
+// Build and Add only read the table: they may run on other goroutines
+// while the owner waits, and builders of different groups may be filled
+// concurrently. Attach belongs to the owner goroutine, which must not call
+// Capture between a builder's Build and its Attach.
+type GroupBuilder[V any] struct {
+	g    *group[V]
+	slab []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
+	keys strings.Builder // the keys, back to back
+}
+
+// Build returns a builder of group kg for n keys of keyBytes bytes in all
+// (more keys or bytes only cost more allocations). The group's index and
+// entries are sized once, and its keys share one allocation: it lives as
+// long as any of them. kg must be in [0, MaxGroups).
+func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
+	if kg < 0 || kg >= MaxGroups {
+		panic("state: key group out of range")
 	}
-	g := t.group(kg)
-	g.m = make(map[string]*Entry[V], n)
-	g.ents = make([]*Entry[V], 0, n)
-	g.dirty = make([]*Entry[V], 0, n)
-	g.slab = make([]Entry[V], n)
+	b := &GroupBuilder[V]{
+		g:    &group[V]{t: t, kg: kg, m: make(map[string]*Entry[V], n), ents: make([]*Entry[V], 0, n), fresh: true},
+		slab: make([]Entry[V], n),
+	}
+	b.keys.Grow(keyBytes)
+	return b
+}
+
+// Add adds key (copied) with the zero value and returns its entry. Until
+// Attach, set the value through Val; the group is new, so the next capture
+// takes it whole and no dirty tracking is needed. A key must be added once:
+// Add panics on a repeat, and the builder is then unusable.
+func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
+	g, t := b.g, b.g.t
+	var e *Entry[V]
+	if i := len(g.ents); i < len(b.slab) {
+		e = &b.slab[i]
+	} else {
+		e = new(Entry[V])
+	}
+	at := b.keys.Len()
+	b.keys.Write(key)
+	e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
+	e.g, e.dirtyAt = g, t.epoch
+	if t.seq != 0 {
+		e.saved.Store(t.seq) // no capture up to now needs it
+	}
+	g.m[e.key] = e
+	g.ents = append(g.ents, e)
+	if len(g.m) != len(g.ents) {
+		panic("state: GroupBuilder.Add: a key added twice")
+	}
+	return e
+}
+
+// Len returns the number of keys added.
+func (b *GroupBuilder[V]) Len() int { return len(b.g.ents) }
+
+// Attach puts the group built by b into the table, which must not hold it
+// (Attach panics if it does). b must not be used afterwards.
+func (t *Table[V]) Attach(b *GroupBuilder[V]) {
+	g := b.g
+	if g == nil || g.t != t {
+		panic("state: Attach of a builder of another table, or attached already")
+	}
+	if t.Has(g.kg) {
+		panic("state: Attach of a key group the table holds")
+	}
+	if g.kg >= len(t.groups) {
+		t.groups = append(t.groups, make([]*group[V], g.kg+1-len(t.groups))...)
+	}
+	t.groups[g.kg] = g
+	t.n += len(g.ents)
+	b.g, b.slab = nil, nil
 }
 
 // Delete removes key from group kg, if present. The next delta capture

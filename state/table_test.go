@@ -409,6 +409,7 @@ func TestEachTwicePanics(t *testing.T) {
 type chainer struct {
 	t     *testing.T
 	chain []*Snapshot
+	lazy  []*Snapshot // the same, decoded for a restore (DecodeLazy)
 	id    uint64
 }
 
@@ -419,7 +420,7 @@ func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
 		Sections: map[string][]byte{"pos": fmt.Appendf(nil, "%d", ch.id)}}
 	if full {
 		s.Base = s.ID
-		ch.chain = nil
+		ch.chain, ch.lazy = nil, nil
 	} else {
 		s.Base, s.Parent = ch.chain[0].ID, ch.chain[len(ch.chain)-1].ID
 	}
@@ -431,7 +432,11 @@ func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
 	if err != nil {
 		ch.t.Fatal(err)
 	}
-	ch.chain = append(ch.chain, back)
+	lazy, err := DecodeLazy(b)
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	ch.chain, ch.lazy = append(ch.chain, back), append(ch.lazy, lazy)
 	return back
 }
 
@@ -502,6 +507,21 @@ func TestTableModel(t *testing.T) {
 				needFull = false
 			case r < 80:
 				finish()
+			case r < 82:
+				// A crash: the table is restored from its chain, taken
+				// now, and goes on (its next capture continues the chain).
+				finish()
+				full := needFull || rng.IntN(4) == 0
+				ch.add(full, encodeNow(tab.Capture(full)))
+				groups, err := MergeGroups(ch.lazy)
+				if err != nil {
+					t.Fatalf("seed %d step %d: %v", seed, step, err)
+				}
+				tab = restoreTable(t, groups)
+				needFull = false
+				if d := m.clone().normalize().diff(tableModel(tab)); d != "" {
+					t.Fatalf("seed %d step %d: the restored table differs:\n%s", seed, step, d)
+				}
 			default:
 				if e := tab.Get(kg, []byte(key)); e != nil {
 					if v := e.Val(); v.n != 0 || len(v.xs) > 0 {
@@ -516,6 +536,122 @@ func TestTableModel(t *testing.T) {
 		}
 		finish()
 	}
+}
+
+// TestGroupBuilder: a group built off the table changes nothing until it
+// is attached; then it is a group like any other, new to the chain (the
+// next delta capture takes it whole), and a repeated key or a held group
+// is refused.
+func TestGroupBuilder(t *testing.T) {
+	tab := NewTable(cloneT)
+	bump(first(tab.Upsert(1, []byte("old"))), 1)
+	tab.Capture(true).Done()
+
+	b := tab.Build(2, 2, 2)
+	for i, k := range []string{"a", "bb", "ccc"} { // one key more than announced
+		b.Add([]byte(k)).Val().n = int64(i + 1)
+	}
+	if tab.Has(2) || tab.Len() != 1 || tab.Get(2, []byte("a")) != nil {
+		t.Fatal("the table changed before Attach")
+	}
+	tab.Attach(b)
+	if !tab.Has(2) || tab.Len() != 4 || tab.GroupLen(2) != 3 || tab.Get(2, []byte("ccc")).Val().n != 3 {
+		t.Fatalf("after Attach: Len %d, GroupLen %d", tab.Len(), tab.GroupLen(2))
+	}
+	mustPanic(t, "Attach of a held group", func() { tab.Attach(tab.Build(2, 0, 0)) })
+	mustPanic(t, "a repeated key", func() {
+		b := tab.Build(3, 2, 0)
+		b.Add([]byte("x"))
+		b.Add([]byte("x"))
+	})
+
+	c := tab.Capture(false)
+	bump(tab.Get(2, []byte("a")), 10) // while the capture is pinned
+	delta := encodeNow(c)
+	if len(delta) != 1 || delta[0].KG != 2 || !delta[0].Reset || len(delta[0].Entries) != 3 {
+		t.Fatalf("the delta after Attach: %+v", delta)
+	}
+	if v, _ := decT(delta[0].Entries[0].Value); v.n != 1 {
+		t.Fatalf("the delta holds a = %d, want its value at the capture, 1", v.n)
+	}
+	delta = encodeNow(tab.Capture(false))
+	if len(delta) != 1 || delta[0].Reset || len(delta[0].Entries) != 1 || string(delta[0].Entries[0].Key) != "a" {
+		t.Fatalf("the next delta: %+v", delta)
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
+
+func mustPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Fatalf("%s: no panic", what)
+		}
+	}()
+	f()
+}
+
+// restoreTable builds a table from a merged chain, as a restore does:
+// each group off the table, then attached.
+func restoreTable(t *testing.T, groups []MergedGroup) *Table[tval] {
+	t.Helper()
+	tab := NewTable(cloneT)
+	for _, g := range groups {
+		b := tab.Build(g.KG, g.Len(), g.KeyBytes())
+		for kv := range g.All() {
+			if kv.Deleted {
+				t.Fatalf("key group %d: a deletion of %q", g.KG, kv.Key)
+			}
+			v, err := decT(kv.Value)
+			if err != nil {
+				t.Fatalf("key group %d, key %q: %v", g.KG, kv.Key, err)
+			}
+			*b.Add(kv.Key).Val() = v
+		}
+		tab.Attach(b)
+	}
+	return tab
+}
+
+// decT decodes what encT wrote.
+func decT(b []byte) (tval, error) {
+	var v tval
+	n, w := binary.Varint(b)
+	if w <= 0 {
+		return v, fmt.Errorf("bad n")
+	}
+	b = b[w:]
+	m, w := binary.Uvarint(b)
+	if w <= 0 || m > uint64(len(b)) {
+		return v, fmt.Errorf("bad length")
+	}
+	b = b[w:]
+	v.n = n
+	for range m {
+		x, w := binary.Varint(b)
+		if w <= 0 {
+			return v, fmt.Errorf("bad x")
+		}
+		b = b[w:]
+		v.xs = append(v.xs, x)
+	}
+	if len(b) != 0 {
+		return v, fmt.Errorf("%d trailing bytes", len(b))
+	}
+	return v, nil
+}
+
+// tableModel reads a table into a model, without a capture.
+func tableModel(tab *Table[tval]) model {
+	m := model{}
+	for _, kg := range tab.Groups() {
+		tab.Range(kg, func(e *Entry[tval]) bool {
+			m.set(kg, e.Key(), e.Val())
+			return true
+		})
+	}
+	return m.normalize()
 }
 
 func countModel(m model) int {

@@ -790,10 +790,21 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	if c.cfg.FT == "spate" && c.plan != nil {
-		if fresh != "" && c.eds.cur == nil && len(ids) > 0 {
+		// Sources carry no state to load: a survivor, which has the
+		// generator's table built, hosts them at once.
+		var keyed, sources []job.InstanceID
+		for _, id := range ids {
+			if c.spec.Ops[c.spec.Op(c.placeOf[id].Op)].Kind == job.KindSource {
+				sources = append(sources, id)
+			} else {
+				keyed = append(keyed, id)
+			}
+		}
+		if fresh != "" && c.eds.cur == nil && len(keyed) > 0 {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
-				"node %s lost: %s; recovering %v on %s, the node respawned in its place, once it joins", ns.name, why, ids, fresh)
-			c.awaitRespawn(ns.name, ids, fresh)
+				"node %s lost: %s; recovering %v on %s, the node respawned in its place, once it joins (sources at once on survivors: %v)", ns.name, why, keyed, fresh, sources)
+			c.recover(ns.name, sources, "")
+			c.awaitRespawn(ns.name, keyed, fresh)
 		} else {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
 				"node %s lost: %s; recovering %v", ns.name, why, ids)

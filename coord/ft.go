@@ -134,7 +134,9 @@ func (m *Manifest) collect(id job.InstanceID, pinned ...uint64) []string {
 		oldest := cps[len(cps)-1].ID
 		var kept []wire.Checkpoint
 		for _, c := range m.Instances[id] {
-			if keep[c.File] || c.ID >= oldest {
+			// A compacted checkpoint stays while a chain starts at its
+			// compacted file: the later deltas name it as their parent.
+			if keep[c.File] || keep[c.Compacted] || c.ID >= oldest {
 				kept = append(kept, c)
 			} else {
 				delete(m.byID[id], c.ID)

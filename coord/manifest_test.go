@@ -106,4 +106,15 @@ func TestManifestKeepsTheParentOfTheNextDelta(t *testing.T) {
 	if drop := m.collect("count#0"); !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta", "c4-delta"}) {
 		t.Fatalf("collect dropped %v, want the old chain and c4-delta once checkpoint 5 is complete", drop)
 	}
+	// Two more deltas on the compacted checkpoint: it is no longer one of
+	// the latest two, but both their chains start at its compacted file.
+	for id := uint64(6); id <= 7; id++ {
+		m.add(cp(id, false, id-1))
+		m.collect("count#0")
+	}
+	chains, _ = m.restorable("count#0")
+	want := [][]string{{"c4-compacted", "c5-delta", "c6-delta", "c7-delta"}, {"c4-compacted", "c5-delta", "c6-delta"}}
+	if !reflect.DeepEqual(chains, want) {
+		t.Fatalf("restorable = %v, want %v: the compacted checkpoint was forgotten", chains, want)
+	}
 }

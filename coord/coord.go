@@ -587,8 +587,8 @@ func (c *Coordinator) join(ns *nodeState) error {
 }
 
 // lateJoin takes in a node the coordinator respawned while the job runs:
-// it hosts nothing yet, dials every live peer, and is there for the next
-// recovery to use.
+// it dials every live peer, hosts the lost node's instances that wait for
+// it (placeAwaiting), and is there for the next recoveries.
 func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	defer func() {
 		if err == nil {

@@ -68,6 +68,11 @@ type nodeState struct {
 	lastCPU  float64 // at the last metrics event
 }
 
+// live reports whether n is a joined node that is neither lost nor exited.
+func (n *nodeState) live() bool {
+	return n != nil && n.state != "lost" && n.state != "exited" && n.sess != nil
+}
+
 func (n *nodeState) send(m wire.Control) error {
 	n.ctlMu.Lock()
 	defer n.ctlMu.Unlock()
@@ -603,7 +608,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	d.Late = true
 	d.Nodes = map[string]string{}
 	for _, name := range c.order {
-		if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+		if n := c.nodes[name]; n.live() {
 			d.Nodes[name] = n.listen
 		}
 	}
@@ -745,7 +750,7 @@ func (c *Coordinator) checkHeartbeats() {
 	now := c.opt.Now()
 	for _, name := range c.order {
 		ns := c.nodes[name]
-		if ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+		if !ns.live() {
 			continue
 		}
 		if gap := now.Sub(ns.lastBeat); gap > c.cfg.Timeout {

@@ -395,7 +395,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 	for _, id := range ids {
 		r := c.beginRecovery(id, lost)
 		target := prefer
-		if ns := c.nodes[prefer]; ns == nil || ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+		if !c.nodes[prefer].live() {
 			target = c.leastLoaded(lost)
 		}
 		if target == "" {
@@ -444,7 +444,7 @@ func (c *Coordinator) leastLoaded(not string) string {
 	best := ""
 	for _, name := range c.order {
 		ns := c.nodes[name]
-		if name == not || ns.state == "lost" || ns.state == "exited" || ns.sess == nil {
+		if name == not || !ns.live() {
 			continue
 		}
 		if best == "" || load[name] < load[best] {
@@ -481,7 +481,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		c.lost[p.ID] = true
 		delete(c.recovering, p.ID)
 		for _, name := range c.order {
-			if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+			if n := c.nodes[name]; n.live() {
 				_ = n.send(wire.Control{Kind: wire.CtlLost, Instances: []job.InstanceID{p.ID}})
 			}
 		}
@@ -522,7 +522,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	c.emit(events.RecoveryRestored, ns.name, string(p.ID), map[string]any{"gen": p.Gen, "checkpoint": rs.ID, "fellback": rs.Fellback},
 		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
 	for _, name := range c.order {
-		if n := c.nodes[name]; n.state != "lost" && n.state != "exited" && n.sess != nil {
+		if n := c.nodes[name]; n.live() {
 			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
 		}
 	}

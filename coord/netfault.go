@@ -316,7 +316,7 @@ func (c *Coordinator) pushFaults(adding bool, once *netFault) {
 	}
 	for _, name := range c.allNodes() {
 		ns := c.nodes[name]
-		if ns.sess == nil || ns.state == "lost" || ns.state == "exited" {
+		if !ns.live() {
 			continue
 		}
 		m := &wire.Faults{Links: links[name], Store: stores[name]}

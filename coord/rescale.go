@@ -186,7 +186,7 @@ func (c *Coordinator) loadOf(a eds.Assignment, ids []job.InstanceID) []float64 {
 func (c *Coordinator) liveNodes() []string {
 	var out []string
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns != nil && ns.state != "lost" && ns.state != "exited" && ns.sess != nil {
+		if ns := c.nodes[name]; ns.live() {
 			out = append(out, name)
 		}
 	}

@@ -239,7 +239,7 @@ func (c *Coordinator) sendInterval(id job.InstanceID) {
 	if p == nil || ti == nil {
 		return
 	}
-	if ns := c.nodes[p.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" && ns.sess != nil {
+	if ns := c.nodes[p.Node]; ns.live() {
 		_ = ns.send(wire.Control{Kind: wire.CtlInterval, Interval: &wire.Interval{Instance: id, Ms: max(ti.iv.Milliseconds(), 1)}})
 	}
 }

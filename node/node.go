@@ -432,10 +432,7 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	// Before the job starts, so that a source restored here later reads at
 	// once (a million keys' table takes a few hundred milliseconds); on a
 	// node joining a running job, beside the restores it is there for.
-	o := d.Source
-	warm := func() {
-		traces.Warm(o.Spec, traces.Options{Seed: o.Seed, Rate: o.Rate, Keys: o.Keys, Partitions: d.Job.Ops[0].Parallelism, Speedup: o.Speedup})
-	}
+	warm := func() { traces.Warm(d.Source.Spec, sourceOptions(d, d.Job.Ops[0].Parallelism)) }
 	if d.Late {
 		go warm()
 	} else {

@@ -63,11 +63,17 @@ type partCheckpoint struct {
 	Markers []marker `json:"markers"` // the last one is where reading resumes
 }
 
+// sourceOptions are the options a source of plan with that many
+// partitions opens its input with.
+func sourceOptions(plan *wire.Deploy, partitions int) traces.Options {
+	o := plan.Source
+	return traces.Options{Seed: o.Seed, Rate: o.Rate, Keys: o.Keys, Partitions: partitions, Speedup: o.Speedup}
+}
+
 // open opens the source and positions each partition; restored markers
 // (from a checkpoint) say where.
 func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
-	o := in.plan.Source
-	src, err := traces.Open(o.Spec, traces.Options{Seed: o.Seed, Rate: o.Rate, Keys: o.Keys, Partitions: in.spec.Ops[in.opIdx].Parallelism, Speedup: o.Speedup})
+	src, err := traces.Open(in.plan.Source.Spec, sourceOptions(in.plan, in.spec.Ops[in.opIdx].Parallelism))
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
 	}

@@ -327,10 +327,7 @@ type awaiting struct {
 }
 
 func (c *Coordinator) awaitRespawn(lost string, ids []job.InstanceID, node string) {
-	for _, id := range ids {
-		c.tunerLost(id, lost)
-		c.beginRecovery(id, lost)
-	}
+	c.noteLost(lost, ids)
 	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: c.opt.Now()})
 }
 
@@ -375,11 +372,17 @@ func (c *Coordinator) placeAwaiting(joined string) {
 // recover notes the loss of the instances of node lost and places them at
 // once.
 func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) {
+	c.noteLost(lost, ids)
+	c.place(lost, ids, prefer)
+}
+
+// noteLost takes in, while the lost node's stats are still there, what
+// the tuner and the recovery need of the loss of ids.
+func (c *Coordinator) noteLost(lost string, ids []job.InstanceID) {
 	for _, id := range ids {
 		c.tunerLost(id, lost)
 		c.beginRecovery(id, lost)
 	}
-	c.place(lost, ids, prefer)
 }
 
 // place places every instance of a lost node anew (generation + 1), on

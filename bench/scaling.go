@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,11 +151,14 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	runs := map[string]bool{"eds": true, "restart": true, "checkpoint": true, "overhead": true}
+	all := []string{"eds", "restart", "checkpoint", "overhead"}
+	runs := map[string]bool{}
+	for _, r := range all {
+		runs[r] = *only == ""
+	}
 	if *only != "" {
-		runs = map[string]bool{}
 		for _, r := range strings.Split(*only, ",") {
-			if r != "eds" && r != "restart" && r != "checkpoint" && r != "overhead" {
+			if !slices.Contains(all, r) {
 				fmt.Fprintf(stderr, "spate bench scaling: --only: unknown run %q (want eds, restart, checkpoint or overhead)\n", r)
 				return 2
 			}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"spate/coord"
 	"spate/events"
+	"spate/job"
 	"spate/tuner"
 )
 
@@ -110,9 +112,9 @@ func Measured(accts []coord.TunerAccount) Split {
 // they ask for, and their time average for the replay). The failure rate
 // is the instance's own: the benchmark kills count's nodes, so failures
 // fall on the busiest instances, not evenly. The replay is replay(p, T,
-// k), the model's for the instance's k failures from the run's clean
-// start: PoissonReplay or KillLawReplay.
-func Predicted(accts []coord.TunerAccount, replay func(p tuner.Params, iv time.Duration, k int) float64) Split {
+// a), the model's for the instance's failures from the run's clean start:
+// PoissonReplay or a KillLaw's Replay.
+func Predicted(accts []coord.TunerAccount, replay func(p tuner.Params, iv time.Duration, a coord.TunerAccount) float64) Split {
 	var s Split
 	for _, a := range accts {
 		mu := capacity(a)
@@ -133,36 +135,61 @@ func Predicted(accts []coord.TunerAccount, replay func(p tuner.Params, iv time.D
 		w := p.Waste(iv)
 		s.Useful += m.Useful
 		s.Checkpoint += p.Cost.Base.Seconds()*a.PlannedCkpts + w.Lost*a.ExposureS
-		s.Replay += replay(p, iv, a.Failures)
+		s.Replay += replay(p, iv, a)
 		s.Downtime += w.Downtime * a.ExposureS
 	}
 	return s
 }
 
-// PoissonReplay is the model's replay for k Poisson failures from a clean
-// start (Params.ReplayOver): failures at the instance's rate, with no end.
-func PoissonReplay(p tuner.Params, iv time.Duration, k int) float64 { return p.ReplayOver(iv, k) }
+// PoissonReplay is the model's replay for the account's failures as
+// Poisson failures from a clean start (Params.ReplayOver): at the
+// instance's rate, with no end.
+func PoissonReplay(p tuner.Params, iv time.Duration, a coord.TunerAccount) float64 {
+	return p.ReplayOver(iv, a.Failures)
+}
 
-// KillLawReplay is the model's replay mechanism (Params.ReplayAt) averaged
-// over the benchmark's own law of kill times for a run of length dur: k
-// kills drawn as killTimes draws them, over draws seeds none of which is a
-// round's. It predicts; it never sees the kill times of the run it is
-// compared with.
-func KillLawReplay(dur time.Duration, slots bool, draws int) func(p tuner.Params, iv time.Duration, k int) float64 {
-	return func(p tuner.Params, iv time.Duration, k int) float64 {
-		if k <= 0 || draws <= 0 {
-			return 0
+// KillLaw is the benchmark's law of kill times for a run, from which the
+// prediction draws: Kills kills at times drawn as killTimes draws them
+// (Slots: its slot schedule), over Draws seeds none of which is a round's.
+// It predicts; it never sees the kill times of the run it is compared
+// with. What it takes from the run is what is fixed before the kill times
+// are drawn: which of the kills took each instance's node (Hits, indices
+// into the schedule: the victims are named in advance), and the load
+// (Arrived, as Params.ReplayUnder takes it; nil for a steady one). An
+// instance that Hits does not name takes its failures as the first of a
+// schedule of that many kills.
+type KillLaw struct {
+	Dur     time.Duration
+	Slots   bool
+	Kills   int
+	Draws   int
+	Hits    map[job.InstanceID][]int
+	Arrived func(a, b float64) float64
+}
+
+// Replay is the model's replay mechanism (Params.ReplayUnder) for the
+// account's failures, averaged over the law's draws.
+func (l KillLaw) Replay(p tuner.Params, iv time.Duration, a coord.TunerAccount) float64 {
+	hits, n := l.Hits[a.Instance], l.Kills
+	if len(hits) != a.Failures || slices.ContainsFunc(hits, func(i int) bool { return i < 0 || i >= n }) {
+		hits, n = nil, a.Failures
+		for i := range n {
+			hits = append(hits, i)
 		}
-		var sum float64
-		at := make([]float64, k)
-		for d := range draws {
-			for i, t := range killTimes(dur, k, uint64(1_000_000+d), slots) {
-				at[i] = t.Seconds()
-			}
-			sum += p.ReplayAt(iv, at)
-		}
-		return sum / float64(draws)
 	}
+	if len(hits) == 0 || l.Draws <= 0 {
+		return 0
+	}
+	var sum float64
+	at := make([]float64, len(hits))
+	for d := range l.Draws {
+		times := killTimes(l.Dur, n, uint64(1_000_000+d), l.Slots)
+		for i, k := range hits {
+			at[i] = times[k].Seconds()
+		}
+		sum += p.ReplayUnder(iv, at, l.Arrived)
+	}
+	return sum / float64(l.Draws)
 }
 
 // PredictionError is the largest |predicted − measured| over the policies
@@ -266,7 +293,6 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	meas := map[string][]float64{}
 	pred := map[string][]float64{}
 	predP := map[string][]float64{}
-	law := KillLawReplay(*dur, *schedule == "slots", 400)
 	ivs := map[string][]float64{}
 	var youngs []float64
 	res := TunerResult{UsefulFraction: map[string]float64{}, Predicted: map[string]float64{}, PredictedPoisson: map[string]float64{},
@@ -296,13 +322,15 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "spate bench tuner:", err)
 				return 2
 			}
-			r, accts, err := killRun(cfg, at, victims)
+			r, l, err := killRun(cfg, at, victims)
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench tuner:", err)
 				return 1
 			}
 			res.Verified = res.Verified && r.verified
-			m, p := Measured(accts), Predicted(accts, law)
+			accts := l.accts
+			law := KillLaw{Dur: *dur, Slots: *schedule == "slots", Kills: *kills, Draws: 400, Hits: l.hits, Arrived: l.arrived}
+			m, p := Measured(accts), Predicted(accts, law.Replay)
 			pp := Predicted(accts, PoissonReplay)
 			meas[pol] = append(meas[pol], m.Fraction())
 			pred[pol] = append(pred[pol], p.Fraction())
@@ -400,7 +428,7 @@ const minKillGap = time.Second
 // killRun runs cfg, SIGKILLs the node hosting victims[k] at[k] after the
 // job started (following the instance when a recovery moves it), verifies
 // the run and returns the instances' accounts from its tuner_summary.
-func killRun(cfg coord.Config, at []time.Duration, victims []string) (*run, []coord.TunerAccount, error) {
+func killRun(cfg coord.Config, at []time.Duration, victims []string) (*run, runLog, error) {
 	r := &run{}
 	var mu sync.Mutex
 	pids := map[string]int{}
@@ -469,39 +497,105 @@ func killRun(cfg coord.Config, at []time.Duration, victims []string) (*run, []co
 	}
 	dir, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs})
 	if err != nil {
-		return nil, nil, err
+		return nil, runLog{}, err
 	}
 	rep, err := coord.VerifyRun(dir)
 	r.verified = err == nil && rep.OK()
 	if !r.verified {
 		fmt.Fprintf(os.Stderr, "spate bench: %s did not verify: %v %v\n", dir, rep.String(), err)
 	}
-	accts, err := readSummary(dir)
-	return r, accts, err
+	l, err := readRunLog(dir)
+	return r, l, err
 }
 
-// readSummary reads the tuner_summary event of a run.
-func readSummary(dir string) ([]coord.TunerAccount, error) {
+// runLog is what the prediction takes from a run's events: the
+// tuner_summary's accounts, the kills that took each instance's node (the
+// node_lost events in order: each is one kill) and the load (the records
+// the sources had read at each throughput event, from the job's start).
+type runLog struct {
+	accts   []coord.TunerAccount
+	hits    map[job.InstanceID][]int
+	arrived func(a, b float64) float64
+}
+
+func readRunLog(dir string) (runLog, error) {
+	var l runLog
 	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
+	var start time.Time
+	var at, in []float64
+	l.hits = map[job.InstanceID][]int{}
+	kill := 0
 	for sc.Scan() {
 		var e struct {
 			Kind   events.Kind `json:"kind"`
+			Time   time.Time   `json:"time"`
 			Fields struct {
-				Instances []coord.TunerAccount `json:"instances"`
+				Instances json.RawMessage `json:"instances"`
+				In        *float64        `json:"in"`
 			} `json:"fields"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == events.TunerSummary {
-			return e.Fields.Instances, nil
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Kind {
+		case events.JobStarted:
+			start = e.Time
+		case events.Throughput:
+			if !start.IsZero() && e.Fields.In != nil {
+				at, in = append(at, e.Time.Sub(start).Seconds()), append(in, *e.Fields.In)
+			}
+		case events.NodeLost:
+			var lost []job.InstanceID
+			if json.Unmarshal(e.Fields.Instances, &lost) == nil {
+				for _, id := range lost {
+					l.hits[id] = append(l.hits[id], kill)
+				}
+			}
+			kill++
+		case events.TunerSummary:
+			if err := json.Unmarshal(e.Fields.Instances, &l.accts); err != nil {
+				return l, fmt.Errorf("%s: tuner_summary: %v", dir, err)
+			}
+			l.arrived = Arrived(at, in)
+			return l, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return l, err
 	}
-	return nil, fmt.Errorf("%s: no tuner_summary event", dir)
+	return l, fmt.Errorf("%s: no tuner_summary event", dir)
+}
+
+// Arrived is a measured load as Params.ReplayUnder takes it: given the
+// records read by times at (seconds from the start, ascending), the
+// records that arrive from a to b in seconds of the mean rate, the count
+// interpolated linearly from 0 at the start and held at the mean rate
+// past the last point. Nil (a steady load) with no point or no records.
+func Arrived(at, in []float64) func(a, b float64) float64 {
+	n := len(at)
+	if n == 0 || len(in) != n || !(in[n-1] > 0) || !(at[n-1] > 0) {
+		return nil
+	}
+	mean := in[n-1] / at[n-1]
+	cum := func(t float64) float64 {
+		if t >= at[n-1] {
+			return in[n-1] + (t-at[n-1])*mean
+		}
+		i := sort.SearchFloat64s(at, t)
+		t0, c0 := 0.0, 0.0
+		if i > 0 {
+			t0, c0 = at[i-1], in[i-1]
+		}
+		if t <= t0 || at[i] <= t0 {
+			return c0
+		}
+		return c0 + (in[i]-c0)*(t-t0)/(at[i]-t0)
+	}
+	return func(a, b float64) float64 { return (cum(b) - cum(a)) / mean }
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/job"
 	"spate/tuner"
 )
 
@@ -106,28 +107,59 @@ func TestKillTimesPoisson(t *testing.T) {
 	}
 }
 
-// KillLawReplay averages the model's mechanism over the kill law: with
-// T far above the run, no checkpoint ever completes, and each kill replays
+// KillLaw averages the model's mechanism over the kill law: with T far
+// above the run, no checkpoint ever completes, and each kill replays
 // everything since the start (the downtimes before it included), whatever
 // the draw: ρ·(t1 + t2 + t3).
 func TestKillLawReplay(t *testing.T) {
 	p := tuner.Params{Rate: 1, Capacity: 4, Restart: 100 * time.Millisecond} // ρ = 0.25
 	dur := 20 * time.Second
-	got := KillLawReplay(dur, false, 50)(p, time.Hour, 3)
+	a := coord.TunerAccount{Instance: "count#0", Failures: 3}
+	got := KillLaw{Dur: dur, Draws: 50}.Replay(p, time.Hour, a)
 	var want float64
 	for d := range 50 {
 		at := killTimes(dur, 3, uint64(1_000_000+d), false)
 		want += 0.25 * (at[0].Seconds() + at[1].Seconds() + at[2].Seconds()) / 50
 	}
 	if math.Abs(got-want) > 1e-9 {
-		t.Errorf("KillLawReplay = %v, want %v", got, want)
+		t.Errorf("KillLaw.Replay = %v, want %v", got, want)
 	}
 	// A short interval: about k·ρ·T/2, far below.
-	if short := KillLawReplay(dur, false, 200)(p, 200*time.Millisecond, 3); math.Abs(short-3*0.25*0.1) > 0.01 {
+	if short := (KillLaw{Dur: dur, Draws: 200}).Replay(p, 200*time.Millisecond, a); math.Abs(short-3*0.25*0.1) > 0.01 {
 		t.Errorf("short interval: %v, want about %v", short, 3*0.25*0.1)
 	}
-	if KillLawReplay(dur, false, 10)(p, time.Second, 0) != 0 {
+	if (KillLaw{Dur: dur, Draws: 10}).Replay(p, time.Second, coord.TunerAccount{}) != 0 {
 		t.Error("no failures: want 0")
+	}
+	// The instance's node taken by kills 0 and 2 of a 3-kill slot
+	// schedule, under a load that is all after 10 s (twice the mean): the
+	// first kill (in [2, 7.3]) replays nothing, the last (in [12.7, 18],
+	// no checkpoint since the start) 2ρ·(t3 − 10).
+	l := KillLaw{Dur: dur, Slots: true, Kills: 3, Draws: 40, Hits: map[job.InstanceID][]int{"count#0": {0, 2}},
+		Arrived: func(a, b float64) float64 { return 2 * (max(b, 10) - max(a, 10)) }}
+	want = 0
+	for d := range 40 {
+		at := killTimes(dur, 3, uint64(1_000_000+d), true)
+		want += 2 * 0.25 * (at[2].Seconds() - 10) / 40
+	}
+	if got := l.Replay(p, time.Hour, coord.TunerAccount{Instance: "count#0", Failures: 2}); math.Abs(got-want) > 1e-9 {
+		t.Errorf("KillLaw.Replay with hits and a load = %v, want %v", got, want)
+	}
+}
+
+// Arrived interpolates the sources' counts and holds the mean rate past
+// the last one.
+func TestArrived(t *testing.T) {
+	arrived := Arrived([]float64{1, 2, 4}, []float64{100, 100, 400}) // mean 100/s
+	for _, c := range []struct{ a, b, want float64 }{
+		{0, 1, 1}, {0.5, 1, 0.5}, {1, 2, 0}, {2, 3, 1.5}, {0, 4, 4}, {4, 6, 2}, {-1, 0, 0},
+	} {
+		if got := arrived(c.a, c.b); !near(got, c.want) {
+			t.Errorf("arrived(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+	if Arrived(nil, nil) != nil || Arrived([]float64{1}, []float64{0}) != nil {
+		t.Error("no load measured: want nil (steady)")
 	}
 }
 

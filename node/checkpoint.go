@@ -291,6 +291,9 @@ func (in *instance) restore(files []string) (uint64, error) {
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}
+			if err == nil {
+				err = state.Holds(f, snaps[i])
+			}
 			if err != nil {
 				errs[i] = fmt.Errorf("checkpoint %s: %w", f, err)
 			}

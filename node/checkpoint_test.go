@@ -2,8 +2,10 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"spate/job"
@@ -164,6 +166,24 @@ func TestRestoreChainEqualsCapture(t *testing.T) {
 		if n := pt.backup.Stats().Records; n != 3000 {
 			t.Fatalf("backup toward %s holds %d records, want 3000", pt.to, n)
 		}
+	}
+}
+
+// A chain file holding another checkpoint (here the full one copied over
+// the delta) is refused as corrupt, naming the file, as state.Load refuses
+// it: restored, it would pass for the checkpoint its name says.
+func TestRestoreRefusesAMisnamedFile(t *testing.T) {
+	f := newChain(t, 500, []chainStep{{lo: 400, hi: 600}})
+	full, err := f.n.store.Get(f.files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.n.store.Put(f.files[1], full); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.instance(t).restore(f.files)
+	if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), f.files[1]) {
+		t.Fatalf("restore of a chain with a misnamed file: %v, want ErrCorrupt naming %s", err, f.files[1])
 	}
 }
 

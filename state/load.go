@@ -28,8 +28,8 @@ func Load(s Store, target Ref) (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Name(), err)
 		}
-		if got := (Ref{snap.Instance, snap.Gen, snap.ID, snap.Full}); got != r {
-			return nil, fmt.Errorf("%s: %w: holds %s", r.Name(), ErrCorrupt, got.Name())
+		if err := Holds(r.Name(), snap); err != nil {
+			return nil, err
 		}
 		snaps[i] = snap
 	}
@@ -51,4 +51,15 @@ func Put(s Store, snap *Snapshot) (name string, size int, err error) {
 		return "", 0, err
 	}
 	return name, len(b), nil
+}
+
+// Holds checks that snap, decoded from the file name, is the checkpoint
+// the name says: a file copied or renamed over another would otherwise be
+// restored as it. The error wraps ErrCorrupt and names both.
+func Holds(name string, snap *Snapshot) error {
+	got := Ref{snap.Instance, snap.Gen, snap.ID, snap.Full}
+	if r, err := ParseRef(name); err != nil || got != r {
+		return fmt.Errorf("%s: %w: holds %s", name, ErrCorrupt, got.Name())
+	}
+	return nil
 }

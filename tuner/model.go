@@ -232,6 +232,19 @@ func (p Params) ReplayOver(interval time.Duration, n int) float64 {
 // one at its restore. For Poisson failure times its mean over many draws
 // is ReplayOver.
 func (p Params) ReplayAt(interval time.Duration, at []float64) float64 {
+	return p.ReplayUnder(interval, at, nil)
+}
+
+// ReplayUnder is ReplayAt under a load that varies over the run: arrived(a,
+// b) is the input that arrives from a to b, in seconds of the mean rate λ
+// (b − a for a steady load, which a nil arrived stands for). A failure at f
+// replays ρ·arrived(base, f): the tuples that arrived since the restored
+// capture over the processing rate, section 1's replay term with the
+// arrivals counted instead of taken as λ × the time.
+func (p Params) ReplayUnder(interval time.Duration, at []float64, arrived func(a, b float64) float64) float64 {
+	if arrived == nil {
+		arrived = func(a, b float64) float64 { return b - a }
+	}
 	t, per, rho := interval.Seconds(), p.Persist.Seconds(), p.Util()
 	if t <= 0 {
 		return 0
@@ -242,7 +255,7 @@ func (p Params) ReplayAt(interval time.Duration, at []float64) float64 {
 		if k := math.Floor((f - restored - per) / t); k >= 1 {
 			base = restored + k*t
 		}
-		sum += rho * (f - base)
+		sum += rho * arrived(base, f)
 		restored = f + p.downSec()
 	}
 	return sum

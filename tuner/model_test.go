@@ -335,6 +335,12 @@ func TestReplayAt(t *testing.T) {
 	if p.ReplayAt(2*time.Second, nil) != 0 || p.ReplayAt(0, []float64{1}) != 0 {
 		t.Error("no failures or no interval: want 0")
 	}
+	// A load twice the mean after 5 s and none before: the same bases, with
+	// the arrivals counted: 0.25·(0.6 + 3 + 8).
+	arrived := func(a, b float64) float64 { return 2 * (max(b, 5) - max(a, 5)) }
+	if got, want := p.ReplayUnder(2*time.Second, []float64{5.3, 6.5, 9.0}, arrived), 0.25*(0.6+3+8); !near(got, want, 1e-12) {
+		t.Errorf("ReplayUnder = %v, want %v", got, want)
+	}
 	// Poisson failures: the mean of ReplayAt over draws is ReplayOver.
 	p.FailureRate = 1.0 / 5
 	r := rand.New(rand.NewPCG(5, 5))

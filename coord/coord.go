@@ -61,6 +61,7 @@ type nodeState struct {
 	ctlMu    sync.Mutex
 	lastBeat time.Time
 	state    string // joined, ready, lost, exited
+	late     bool   // joined the running job (a respawn): has not built the generator's key table
 	proc     Process
 	stats    map[job.InstanceID]wire.InstanceStats
 	cpu      float64 // CPU seconds, from the last heartbeat
@@ -600,7 +601,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			c.placeAwaiting(ns.name)
 		}
 	}()
-	ns.proc, ns.state, ns.lastBeat = old.proc, "joined", c.opt.Now()
+	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, "joined", c.opt.Now(), true
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })

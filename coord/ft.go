@@ -399,7 +399,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		r := c.beginRecovery(id, lost)
 		target := prefer
 		if !c.nodes[prefer].live() {
-			target = c.leastLoaded(lost)
+			target = c.leastLoaded(lost, c.placeOf[id].Op == c.spec.Ops[0].Name)
 		}
 		if target == "" {
 			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
@@ -438,8 +438,10 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 	}
 }
 
-// leastLoaded is the live node with the fewest instances, other than not.
-func (c *Coordinator) leastLoaded(not string) string {
+// leastLoaded is the live node with the fewest instances, other than not;
+// for a source, one that was there at the start if any is live, since a
+// respawned node has not built the generator's key table (node.deploy).
+func (c *Coordinator) leastLoaded(not string, source bool) string {
 	load := map[string]int{}
 	for _, p := range c.plan.Instances {
 		load[p.Node]++
@@ -450,7 +452,8 @@ func (c *Coordinator) leastLoaded(not string) string {
 		if name == not || !ns.live() {
 			continue
 		}
-		if best == "" || load[name] < load[best] {
+		if b := c.nodes[best]; best == "" || source && b.late && !ns.late ||
+			(!source || b.late == ns.late) && load[name] < load[best] {
 			best = name
 		}
 	}

@@ -79,7 +79,7 @@ func (c *Coordinator) rollback(lost string) {
 		p := &c.plan.Instances[i]
 		p.Gen++
 		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
-			p.Node = c.leastLoaded(lost)
+			p.Node = c.leastLoaded(lost, p.Op == c.spec.Ops[0].Name)
 		}
 		c.placeOf[p.ID] = p
 		delete(c.done, p.ID)

@@ -1,0 +1,31 @@
+package coord
+
+import (
+	"testing"
+
+	"github.com/hashicorp/yamux"
+
+	"spate/job"
+	"spate/wire"
+)
+
+// A lost source goes to a node that was there at the start, which has the
+// generator's key table, even when a respawned node hosts fewer instances;
+// other instances go to the least loaded node whatever its age.
+func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
+	live := func(late bool) *nodeState { return &nodeState{state: "ready", sess: &yamux.Session{}, late: late} }
+	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2}, 1000, 0), order: []string{"n1", "n2", "n5"},
+		nodes: map[string]*nodeState{"n1": live(false), "n2": live(false), "n5": live(true)},
+		plan: &wire.Deploy{Instances: []wire.Placement{{ID: "count#0", Op: "count", Node: "n1"}, {ID: "rollup#0", Op: "rollup", Node: "n1"},
+			{ID: "count#1", Op: "count", Node: "n2"}}}}
+	if got := c.leastLoaded("n3", true); got != "n2" {
+		t.Errorf("a source goes to %s, want n2 (the least loaded of the nodes there at the start)", got)
+	}
+	if got := c.leastLoaded("n3", false); got != "n5" {
+		t.Errorf("a count goes to %s, want n5 (the least loaded)", got)
+	}
+	c.nodes["n1"].state, c.nodes["n2"].state = "lost", "exited"
+	if got := c.leastLoaded("n3", true); got != "n5" {
+		t.Errorf("with only the respawned node live, a source goes to %s, want n5", got)
+	}
+}

@@ -283,11 +283,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 	// The files of a chain are read and decoded at once: decompression is
 	// most of a restore's time.
 	snaps := make([]*state.Snapshot, len(files))
+	sizes := make([]int64, len(files))
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
 		wg.Go(func() {
 			data, err := in.n.store.Get(f)
+			sizes[i] = int64(len(data))
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}
@@ -316,6 +318,10 @@ func (in *instance) restore(files []string) (uint64, error) {
 		if err := in.stateful.Restore(groups); err != nil {
 			return 0, fmt.Errorf("restore state: %w", err)
 		}
+		// What was restored is the chain's last checkpoint, durable: the
+		// next delta holds what changes from here, not the restored
+		// groups whole (a capture nobody encodes starts the next epoch).
+		in.stateful.Capture(false).Done()
 	}
 	var meta ckptMeta
 	if err := json.Unmarshal(last.Sections["meta"], &meta); err != nil {
@@ -365,6 +371,14 @@ func (in *instance) restore(files []string) (uint64, error) {
 		in.src.restored = &cp
 	}
 	in.ck.lastID, in.ck.base, in.ck.lastFile = last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
+	// The next checkpoint extends the restored chain, a delta whose parent
+	// is its last file, unless the chain is long or heavy enough for a
+	// full one (wantFull): right after a recovery, a full checkpoint would
+	// take the CPU the catch-up needs.
+	in.ck.chain = state.ChainState{Base: true, BaseSize: sizes[0], Deltas: len(files) - 1}
+	for _, n := range sizes[1:] {
+		in.ck.chain.DeltaSize += n
+	}
 	return last.ID, nil
 }
 

@@ -53,52 +53,71 @@ func newChain(tb testing.TB, full int, steps []chainStep) *chainFixture {
 		{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
 	}}
 	f := &chainFixture{d: d, n: &Node{store: &faultStore{Store: state.NewMemStore()}}}
-	in := f.instance(tb)
+	r := f.drive(tb, f.instance(tb))
+	r.feed(0, full, 40_000)
+	r.feed(0, full, 41_000)
+	r.advance(41_000) // fires the first window of every key
+	r.checkpoint(1, true)
+	for i, st := range steps {
+		r.in.stateful.DropGroups(st.drop)
+		r.feed(st.lo, st.hi, 41_500+int64(i)*1000)
+		r.checkpoint(uint64(2+i), false)
+	}
+	f.want = r.in.stateful.Capture(true).Encode()
+	return f
+}
+
+// chainDriver feeds count#0 of a chain fixture and checkpoints it.
+type chainDriver struct {
+	tb  testing.TB
+	f   *chainFixture
+	in  *instance
+	seq [2]uint64 // per source
+}
+
+// drive starts feeding in, whose emitted records stay in its backups.
+func (f *chainFixture) drive(tb testing.TB, in *instance) *chainDriver {
 	for _, pt := range in.ports {
 		for _, l := range pt.links {
 			l.err = errConnecting // no downstream: what is emitted stays in the backup
 		}
 	}
-	var seq [2]uint64 // per source
-	feed := func(lo, hi int, t int64) {
-		for j := lo; j < hi; j++ {
-			key := []byte(traces.KeyName(j, chainKeys))
-			kg := job.GroupOf(key, spec.Groups)
-			src := j % 2
-			seq[src]++
-			in.dedupOf(job.MakeProducer(0, src))[kg] = seq[src]
-			in.applyRecord(kg, job.Record{Key: key, Time: t + int64(j%997), Value: int64(1 + j%100)})
-		}
-	}
-	advance := func(wm int64) {
-		for i := range in.wms {
-			in.wms[i] = wm
-		}
-		in.advance()
-	}
-	checkpoint := func(id uint64, full bool) {
-		pc := in.capture(id, full)
-		err := in.persist(pc)
-		in.persisted(pc, err)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		f.files = append(f.files, state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full))
-	}
-	feed(0, full, 40_000)
-	feed(0, full, 41_000)
-	advance(41_000) // fires the first window of every key
-	checkpoint(1, true)
-	for i, st := range steps {
-		in.stateful.DropGroups(st.drop)
-		feed(st.lo, st.hi, 41_500+int64(i)*1000)
-		checkpoint(uint64(2+i), false)
-	}
-	f.want = in.stateful.Capture(true).Encode()
-	return f
+	return &chainDriver{tb: tb, f: f, in: in}
 }
 
-// instance returns a fresh count#0 on the fixture's node.
+// feed gives count#0 a record for each key of [lo, hi), from alternating
+// sources, at event times from t.
+func (r *chainDriver) feed(lo, hi int, t int64) {
+	for j := lo; j < hi; j++ {
+		key := []byte(traces.KeyName(j, chainKeys))
+		kg := job.GroupOf(key, r.f.d.Job.Groups)
+		src := j % 2
+		r.seq[src]++
+		r.in.dedupOf(job.MakeProducer(0, src))[kg] = r.seq[src]
+		r.in.applyRecord(kg, job.Record{Key: key, Time: t + int64(j%997), Value: int64(1 + j%100)})
+	}
+}
+
+func (r *chainDriver) advance(wm int64) {
+	for i := range r.in.wms {
+		r.in.wms[i] = wm
+	}
+	r.in.advance()
+}
+
+// checkpoint takes checkpoint id through the real capture and persist
+// path, adds its file to the fixture's chain and returns its snapshot.
+func (r *chainDriver) checkpoint(id uint64, full bool) *state.Snapshot {
+	pc := r.in.capture(id, full)
+	err := r.in.persist(pc)
+	r.in.persisted(pc, err)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	r.f.files = append(r.f.files, state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full))
+	return pc.snap
+}
+
 func (f *chainFixture) instance(tb testing.TB) *instance {
 	tb.Helper()
 	in, err := newInstance(f.n, f.d, &f.d.Instances[2])
@@ -166,6 +185,46 @@ func TestRestoreChainEqualsCapture(t *testing.T) {
 		if n := pt.backup.Stats().Records; n != 3000 {
 			t.Fatalf("backup toward %s holds %d records, want 3000", pt.to, n)
 		}
+	}
+}
+
+// A restored instance extends the chain it was restored from: its next
+// checkpoint is a delta of what changed since the restore (not a full one,
+// nor one with the restored groups whole), and the chain with it restores
+// the instance's state.
+func TestRestoredInstanceExtendsItsChain(t *testing.T) {
+	f := newChain(t, 3000, []chainStep{{lo: 2000, hi: 4000}})
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if in.ck.wantFull(in.plan) {
+		t.Fatal("the first checkpoint after a restore is full")
+	}
+	r := f.drive(t, in)
+	r.feed(3950, 4050, 42_500)
+	snap := r.checkpoint(3, false)
+	data, err := f.n.store.Get(f.files[len(f.files)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err = state.Decode(data); err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	for _, g := range snap.Groups {
+		keys += len(g.Entries)
+	}
+	if snap.Full || snap.Parent != 2 || keys != 100 {
+		t.Fatalf("checkpoint after the restore: full %v, parent %d, %d keys; want a delta on 2 with the 100 keys fed since", snap.Full, snap.Parent, keys)
+	}
+	want := in.stateful.Capture(true).Encode()
+	again := f.instance(t)
+	if _, err := again.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameGroups(again.stateful.Capture(true).Encode(), want); err != nil {
+		t.Fatalf("restored from the extended chain: %v", err)
 	}
 }
 

@@ -711,9 +711,9 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 
 // sortKVs sorts es by key, in byte order. It orders 16-byte handles (8
 // bytes of the key as a big-endian integer, and the entry's index) rather
-// than the entries: the 8 bytes after the prefix every key shares, so that
-// whole keys are compared only where those tie. A capture's sort is most
-// of what encoding it costs otherwise.
+// than the entries: the 8 bytes after the prefix every key shares, by a
+// radix sort on the bytes where they differ, then whole keys where those
+// tie. A capture's sort is most of what encoding it costs otherwise.
 func sortKVs(es []KV) {
 	if len(es) < 2 {
 		return
@@ -727,25 +727,69 @@ func sortKVs(es []KV) {
 		}
 		lcp = i
 	}
-	type handle struct {
-		pre uint64
-		i   int
-	}
 	hs := make([]handle, len(es))
 	for i, e := range es {
 		var b [8]byte
 		copy(b[:], e.Key[lcp:])
 		hs[i] = handle{binary.BigEndian.Uint64(b[:]), i}
 	}
-	slices.SortFunc(hs, func(a, b handle) int {
-		if c := cmp.Compare(a.pre, b.pre); c != 0 {
-			return c
+	radixSort(hs)
+	for i := 0; i < len(hs); { // ties of the 8 bytes: by the whole key
+		j := i + 1
+		for j < len(hs) && hs[j].pre == hs[i].pre {
+			j++
 		}
-		return bytes.Compare(es[a.i].Key, es[b.i].Key)
-	})
+		if j-i > 1 {
+			slices.SortFunc(hs[i:j], func(a, b handle) int { return bytes.Compare(es[a.i].Key, es[b.i].Key) })
+		}
+		i = j
+	}
 	sorted := make([]KV, len(es))
 	for i, h := range hs {
 		sorted[i] = es[h.i]
 	}
 	copy(es, sorted)
+}
+
+// handle is an entry of sortKVs: 8 bytes of its key and its index.
+type handle struct {
+	pre uint64
+	i   int
+}
+
+// radixSort orders hs by pre: least significant byte first, one counting
+// pass per byte in which the handles differ. Below a few hundred handles
+// a comparison sort is quicker.
+func radixSort(hs []handle) {
+	if len(hs) < 256 {
+		slices.SortFunc(hs, func(a, b handle) int { return cmp.Compare(a.pre, b.pre) })
+		return
+	}
+	var diff uint64 // the bits in which some handle differs from the first
+	for _, h := range hs {
+		diff |= h.pre ^ hs[0].pre
+	}
+	src, dst := hs, make([]handle, len(hs))
+	for shift := 0; shift < 64; shift += 8 {
+		if diff>>shift&0xff == 0 {
+			continue
+		}
+		var at [256]int
+		for _, h := range src {
+			at[h.pre>>shift&0xff]++
+		}
+		sum := 0
+		for b, n := range at {
+			at[b], sum = sum, sum+n
+		}
+		for _, h := range src {
+			b := h.pre >> shift & 0xff
+			dst[at[b]] = h
+			at[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &hs[0] {
+		copy(hs, src)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -796,21 +797,18 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	if c.cfg.FT == "spate" && c.plan != nil {
-		// Sources carry no state to load: a survivor, which has the
-		// generator's table built, hosts them at once.
-		var keyed, sources []job.InstanceID
-		for _, id := range ids {
-			if c.spec.Ops[c.spec.Op(c.placeOf[id].Op)].Kind == job.KindSource {
-				sources = append(sources, id)
-			} else {
-				keyed = append(keyed, id)
-			}
-		}
-		if fresh != "" && c.eds.cur == nil && len(keyed) > 0 {
+		// The lost instances are placed together, so that each new owner
+		// learns where the others went: a source placed before the keyed
+		// instance it feeds was seen never to replay to it. Keyed instances
+		// go to the respawned node; sources (no state to load) to a node
+		// with the generator's table built (place).
+		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
+			return c.spec.Ops[c.spec.Op(c.placeOf[id].Op)].Kind != job.KindSource
+		})
+		if fresh != "" && c.eds.cur == nil && keyed {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
-				"node %s lost: %s; recovering %v on %s, the node respawned in its place, once it joins (sources at once on survivors: %v)", ns.name, why, keyed, fresh, sources)
-			c.recover(ns.name, sources, "")
-			c.awaitRespawn(ns.name, keyed, fresh)
+				"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
+			c.awaitRespawn(ns.name, ids, fresh)
 		} else {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
 				"node %s lost: %s; recovering %v", ns.name, why, ids)

@@ -177,6 +177,7 @@ type recovery struct {
 	placed   time.Time
 	restored time.Time
 	target   int64             // watermark to reach to be caught up
+	known    bool              // target is set (every upstream had reported where it is placed)
 	lastWM   int64             // the instance's own watermark when its node was lost
 	clock    *wire.PacingClock // a source's pacing clock when its node was lost
 }
@@ -397,9 +398,10 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 	}()
 	for _, id := range ids {
 		r := c.beginRecovery(id, lost)
+		source := c.placeOf[id].Op == c.spec.Ops[0].Name
 		target := prefer
-		if !c.nodes[prefer].live() {
-			target = c.leastLoaded(lost, c.placeOf[id].Op == c.spec.Ops[0].Name)
+		if source || !c.nodes[prefer].live() {
+			target = c.leastLoaded(lost, source)
 		}
 		if target == "" {
 			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
@@ -495,9 +497,9 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	}
 	if r != nil {
 		r.restored = c.opt.Now()
-		r.target = c.upstreamWatermark(p.ID)
+		r.target, r.known = c.upstreamWatermark(p.ID)
 		if len(c.spec.Inputs(c.spec.Op(p.Op))) == 0 {
-			r.target = r.lastWM // a source: back where it was when lost
+			r.target, r.known = r.lastWM, true // a source: back where it was when lost
 		}
 	}
 	c.tunerRestored(p, r)
@@ -549,20 +551,30 @@ func (c *Coordinator) pacingClock(node string, id job.InstanceID) *wire.PacingCl
 }
 
 // upstreamWatermark is the lowest watermark of id's upstream instances now:
-// the point id must reach to have caught up.
-func (c *Coordinator) upstreamWatermark(id job.InstanceID) int64 {
+// the point id must reach to have caught up. ok is false while an upstream
+// has not yet reported from the node it is placed on (restored or moved
+// there a moment ago): the lowest of the others could be out of reach
+// (none at all: MaxWatermark) or too low.
+func (c *Coordinator) upstreamWatermark(id job.InstanceID) (wm int64, ok bool) {
 	op := c.spec.Op(c.placeOf[id].Op)
-	wm := int64(job.MaxWatermark)
+	wm = int64(job.MaxWatermark)
 	for _, src := range c.spec.Inputs(op) {
 		for _, q := range c.plan.Instances {
-			if q.Op == c.spec.Ops[src].Name {
-				if s, ok := c.nodes[q.Node].stats[q.ID]; ok {
-					wm = min(wm, s.Watermark)
-				}
+			if q.Op != c.spec.Ops[src].Name || c.lost[q.ID] {
+				continue
 			}
+			ns := c.nodes[q.Node]
+			if ns == nil {
+				return 0, false
+			}
+			s, have := ns.stats[q.ID]
+			if !have {
+				return 0, false
+			}
+			wm = min(wm, s.Watermark)
 		}
 	}
-	return wm
+	return wm, true
 }
 
 // checkCaughtUp reports recoveries whose instance has reached the watermark
@@ -571,6 +583,11 @@ func (c *Coordinator) checkCaughtUp() {
 	for id, r := range c.recovering {
 		if r.restored.IsZero() {
 			continue
+		}
+		if !r.known { // the target is fixed once every upstream has reported
+			if r.target, r.known = c.upstreamWatermark(id); !r.known {
+				continue
+			}
 		}
 		p := c.placeOf[id]
 		s, ok := c.nodes[p.Node].stats[id]

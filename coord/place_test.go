@@ -29,3 +29,29 @@ func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
 		t.Errorf("with only the respawned node live, a source goes to %s, want n5", got)
 	}
 }
+
+// A recovering instance's catch-up target waits until every upstream has
+// reported from where it is placed: a source restored a moment ago on
+// another node has no statistics there yet, and the lowest watermark of
+// the others (of none: MaxWatermark) would be out of reach or too low.
+func TestUpstreamWatermarkWaitsForEveryUpstream(t *testing.T) {
+	node := func(stats map[job.InstanceID]wire.InstanceStats) *nodeState {
+		return &nodeState{state: "ready", sess: &yamux.Session{}, stats: stats}
+	}
+	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0),
+		nodes: map[string]*nodeState{"n1": node(map[job.InstanceID]wire.InstanceStats{"source#0": {Watermark: 500}}), "n5": node(nil)},
+		plan: &wire.Deploy{Instances: []wire.Placement{{ID: "source#0", Op: "source", Node: "n1"}, {ID: "source#1", Op: "source", Node: "n5"},
+			{ID: "count#0", Op: "count", Node: "n5"}}},
+		lost: map[job.InstanceID]bool{}}
+	c.placeOf = map[job.InstanceID]*wire.Placement{}
+	for i := range c.plan.Instances {
+		c.placeOf[c.plan.Instances[i].ID] = &c.plan.Instances[i]
+	}
+	if wm, ok := c.upstreamWatermark("count#0"); ok {
+		t.Fatalf("source#1 has not reported from n5, yet the target is %d", wm)
+	}
+	c.nodes["n5"].stats = map[job.InstanceID]wire.InstanceStats{"source#1": {Watermark: 300}}
+	if wm, ok := c.upstreamWatermark("count#0"); !ok || wm != 300 {
+		t.Fatalf("target %d (known %v), want 300, the lowest of the sources", wm, ok)
+	}
+}

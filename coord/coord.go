@@ -803,7 +803,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		// go to the respawned node; sources (no state to load) to a node
 		// with the generator's table built (place).
 		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
-			return c.spec.Ops[c.spec.Op(c.placeOf[id].Op)].Kind != job.KindSource
+			return !c.isSource(c.placeOf[id].Op)
 		})
 		if fresh != "" && c.eds.cur == nil && keyed {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
@@ -1004,7 +1004,7 @@ func (c *Coordinator) finish() error {
 	c.info.Positions = map[int]uint64{}
 	c.info.Complete = true
 	for _, p := range c.plan.Instances {
-		if p.Op != c.spec.Ops[0].Name {
+		if !c.isSource(p.Op) {
 			continue
 		}
 		if d := c.done[p.ID]; d != nil {

@@ -398,7 +398,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 	}()
 	for _, id := range ids {
 		r := c.beginRecovery(id, lost)
-		source := c.placeOf[id].Op == c.spec.Ops[0].Name
+		source := c.isSource(c.placeOf[id].Op)
 		target := prefer
 		if source || !c.nodes[prefer].live() {
 			target = c.leastLoaded(lost, source)
@@ -535,6 +535,13 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		}
 	}
 	c.edsRestored(p, rs.ID)
+}
+
+// isSource reports whether operator op is a source of the job (false for
+// a name the job does not have).
+func (c *Coordinator) isSource(op string) bool {
+	i := c.spec.Op(op)
+	return i >= 0 && c.spec.Ops[i].Kind == job.KindSource
 }
 
 // pacingClock is the pacing clock a source instance last reported from

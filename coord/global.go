@@ -79,7 +79,7 @@ func (c *Coordinator) rollback(lost string) {
 		p := &c.plan.Instances[i]
 		p.Gen++
 		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
-			p.Node = c.leastLoaded(lost, p.Op == c.spec.Ops[0].Name)
+			p.Node = c.leastLoaded(lost, c.isSource(p.Op))
 		}
 		c.placeOf[p.ID] = p
 		delete(c.done, p.ID)
@@ -93,7 +93,7 @@ func (c *Coordinator) rollback(lost string) {
 	// where they had got.
 	var again uint64
 	for _, p := range c.plan.Instances {
-		if c.spec.Ops[c.spec.Op(p.Op)].Kind != job.KindSource {
+		if !c.isSource(p.Op) {
 			continue
 		}
 		cp := c.manifest.byID[p.ID][g.complete]

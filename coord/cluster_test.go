@@ -200,6 +200,27 @@ func TestKilledNodeWithoutFaultToleranceLosesItsWindows(t *testing.T) {
 	if rep.OK() {
 		t.Fatalf("verify passed although n3's instances were lost: %s", rep)
 	}
+	// The kill can cut a sink's last write short: that is lost output,
+	// not bad input.
+	files, _ := filepath.Glob(filepath.Join(dir, "output", "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no output files")
+	}
+	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"op":"count","ke`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	torn, err := VerifyRun(dir)
+	if err != nil {
+		t.Fatalf("verify refused a torn last line: %v", err)
+	}
+	if torn.Torn != 1 || torn.Missing != rep.Missing || torn.Wrong != rep.Wrong || torn.Duplicated != rep.Duplicated {
+		t.Fatalf("with a torn last line: %+v, want %+v and one torn file", torn, rep)
+	}
 }
 
 // killAfter runs a cluster and kills node victim once an event of kind

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,29 +47,32 @@ func VerifyRun(dir string) (job.Report, error) {
 	if err != nil {
 		return job.Report{}, fmt.Errorf("oracle: %w", err)
 	}
-	got, err := ReadOutput(dir)
+	got, torn, err := ReadOutput(dir)
 	if err != nil {
 		return job.Report{}, err
 	}
-	return job.Compare(want, got), nil
+	rep := job.Compare(want, got)
+	rep.Torn = torn
+	return rep, nil
 }
 
-// ReadOutput reads every sink output file of a run.
-func ReadOutput(dir string) ([]job.Result, error) {
+// ReadOutput reads every sink output file of a run. A file whose last line
+// a kill cut short (job.ErrTornLine) counts up to that line: the results in
+// it were never written, and torn says how many files had one.
+func ReadOutput(dir string) (all []job.Result, torn int, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "output", "*.jsonl"))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	sort.Strings(files)
 	om, err := ReadOutputManifest(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var all []job.Result
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		var r io.Reader = fh
 		if limit, ok := om.Limits[filepath.Base(f)]; ok {
@@ -76,12 +80,15 @@ func ReadOutput(dir string) ([]job.Result, error) {
 		}
 		rs, err := job.ReadResults(r, f)
 		fh.Close()
+		if errors.Is(err, job.ErrTornLine) {
+			torn, err = torn+1, nil
+		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		all = append(all, rs...)
 	}
-	return all, nil
+	return all, torn, nil
 }
 
 // VerifyMain is `spate verify`; it returns the exit code.
@@ -105,6 +112,9 @@ func VerifyMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if ri, err := ReadRunInfo(dir); err == nil && !ri.Complete {
 		fmt.Fprintln(stderr, "spate verify: note: a source instance was lost, so its last position is the one it last reported: counts near the loss may show as wrong")
+	}
+	if rep.Torn > 0 {
+		fmt.Fprintf(stderr, "spate verify: note: %d output file(s) end in a line a kill cut short; it counts as not written\n", rep.Torn)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

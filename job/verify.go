@@ -10,9 +10,16 @@ import (
 	"slices"
 )
 
+// ErrTornLine is the error ReadResults wraps when only the final line is
+// bad and has no newline: a sink writes each result as a whole line, so
+// that is a write cut short by a kill, not bad input. The results before
+// it are returned with the error.
+var ErrTornLine = errors.New("torn final line")
+
 // ReadResults parses sink output: one JSON Result per line. name is used in
 // errors, which read "NAME:LINE: reason". A final line without a newline is
-// accepted if it is complete; an empty line is an error.
+// accepted if it is complete, and wraps ErrTornLine if not; an empty line
+// is an error.
 func ReadResults(r io.Reader, name string) ([]Result, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Result
@@ -34,6 +41,9 @@ func ReadResults(r io.Reader, name string) ([]Result, error) {
 			return out, nil
 		}
 		res, perr := parseResult(bytes.TrimSuffix(b, []byte{'\n'}))
+		if perr != nil && err == io.EOF {
+			return out, fmt.Errorf("%s:%d: %w (%w)", name, line, ErrTornLine, perr)
+		}
 		if perr != nil {
 			return out, fmt.Errorf("%s:%d: %w", name, line, perr)
 		}
@@ -66,11 +76,12 @@ func parseResult(b []byte) (Result, error) {
 
 // Report is the outcome of comparing a run's output with the oracle.
 type Report struct {
-	Windows    int    `json:"windows"`    // expected results
-	Missing    int    `json:"missing"`    // expected, never written
-	Duplicated int    `json:"duplicated"` // written more than once: one per extra copy
-	Wrong      int    `json:"wrong"`      // written with other fields, or not expected at all
-	Diffs      []Diff `json:"diffs"`      // the first MaxDiffs differences
+	Windows    int    `json:"windows"`              // expected results
+	Missing    int    `json:"missing"`              // expected, never written
+	Duplicated int    `json:"duplicated"`           // written more than once: one per extra copy
+	Wrong      int    `json:"wrong"`                // written with other fields, or not expected at all
+	Diffs      []Diff `json:"diffs"`                // the first MaxDiffs differences
+	Torn       int    `json:"torn_lines,omitempty"` // output files whose last line a kill cut short: not counted as written
 }
 
 // MaxDiffs is the number of differences a Report details.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -31,7 +32,8 @@ func TestReadResults(t *testing.T) {
 		{name: "empty input", input: "", n: 0},
 		{name: "no final newline", input: strings.TrimSuffix(good, "\n"), n: 2},
 		{name: "a line longer than the buffer", input: good + long + "\n", n: 3},
-		{name: "truncated last line", input: good + `{"op":"count","ke`, err: "out.jsonl:3: bad result"},
+		{name: "truncated last line", input: good + `{"op":"count","ke`, err: "out.jsonl:3: torn final line (bad result", n: 2},
+		{name: "bad line before the last", input: good + `{"op":"count","ke` + "\n" + good, err: "out.jsonl:3: bad result"},
 		{name: "not json", input: "hello\n", err: "out.jsonl:1: bad result"},
 		{name: "empty line", input: good + "\n" + good, err: "out.jsonl:3: empty line"},
 		{name: "wrong type", input: `{"op":"count","key":"a","window":"x"}` + "\n", err: "out.jsonl:1: bad result"},
@@ -49,6 +51,10 @@ func TestReadResults(t *testing.T) {
 				t.Fatalf("read %d results, want %d", len(got), tt.n)
 			case tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)):
 				t.Fatalf("error %v, want one starting with %q", err, tt.err)
+			case tt.err != "" && errors.Is(err, ErrTornLine) != strings.Contains(tt.err, "torn"):
+				t.Fatalf("error %v: errors.Is(ErrTornLine) is %v", err, errors.Is(err, ErrTornLine))
+			case errors.Is(err, ErrTornLine) && len(got) != tt.n:
+				t.Fatalf("read %d results before the error, want %d", len(got), tt.n)
 			}
 		})
 	}

@@ -322,6 +322,9 @@ func TestBadInputIsOneLineExit2(t *testing.T) {
 		{"malformed trace line", []string{"up", "--source", "trace:" + bad + "?time=t&key=k", "--data", filepath.Join(tmp, "r3")}, "bad.csv:4:"},
 		{"bad cost", []string{"up", "--cost", "count=fast"}, "--cost"},
 		{"cost of a source", []string{"up", "--cost", "source=1ms"}, "--cost"},
+		{"bad backup size", []string{"up", "--backup-mem", "lots"}, "--backup-mem"},
+		{"backup size too small", []string{"up", "--backup-mem", "4KiB"}, "--backup-mem"},
+		{"bad backup mode", []string{"up", "--backup-full", "drop"}, "--backup-full"},
 		{"verify without a run", []string{"verify", "--data", tmp}, "run.json"},
 		{"unknown command", []string{"frobnicate"}, "frobnicate"},
 	}

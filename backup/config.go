@@ -2,7 +2,10 @@ package backup
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 )
 
 // DefaultMemLimit is Config.MemLimit by default: 64 MiB.
@@ -68,4 +71,35 @@ func (c Config) checkDir() error {
 		return fmt.Errorf("%w: SpillDir %s: not a directory", ErrConfig, c.SpillDir)
 	}
 	return nil
+}
+
+// ParseSize reads a byte count: a whole number with an optional unit, B,
+// KiB, MiB or GiB (KB, MB and GB, and K, M and G, mean the same powers of
+// two), e.g. 64MiB.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a size such as 64MiB", s)
+	}
+	shift, unit := 0, strings.TrimSpace(t[i:])
+	switch strings.ToLower(unit) {
+	case "", "b":
+	case "k", "kb", "kib":
+		shift = 10
+	case "m", "mb", "mib":
+		shift = 20
+	case "g", "gb", "gib":
+		shift = 30
+	default:
+		return 0, fmt.Errorf("%q: unknown unit %q (have B, KiB, MiB, GiB)", s, unit)
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%q: too large", s)
+	}
+	return n << shift, nil
 }

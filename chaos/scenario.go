@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"spate/backup"
 	"spate/control"
 )
 
@@ -560,7 +561,7 @@ var clusterFlags = map[string]clusterFlag{
 	"rate": flagNumber, "speedup": flagNumber,
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
-	"parallelism": flagString,
+	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString,
 }
 
 func (p *scParser) cluster(f field) error {
@@ -643,6 +644,14 @@ func (p *scParser) cluster(f field) error {
 			case "interval":
 				if d, err := time.ParseDuration(val); val != "auto" && (err != nil || d <= 0) {
 					return p.errf(c.value, path, "%q: want auto or a positive duration", val)
+				}
+			case "backup-mem":
+				if _, err := backup.ParseSize(val); err != nil {
+					return p.errf(c.value, path, "%v", err)
+				}
+			case "backup-full":
+				if val != "spill" && val != "block" {
+					return p.errf(c.value, path, "%q: want spill or block", val)
 				}
 			}
 		}

@@ -177,6 +177,8 @@ func TestParseErrors(t *testing.T) {
 		{"cluster rate", "name: x\ncluster:\n  rate: -5\nschedule: []\n", "s.yaml:3: cluster.rate: must not be negative"},
 		{"cluster parallelism op", "name: x\ncluster:\n  parallelism: {joiner: 2}\nschedule: []\n", "s.yaml:3: cluster.parallelism: unknown operator \"joiner\""},
 		{"cluster interval", "name: x\ncluster:\n  interval: often\nschedule: []\n", "s.yaml:3: cluster.interval: \"often\": want auto"},
+		{"cluster backup-mem", "name: x\ncluster:\n  backup-mem: 2 parsecs\nschedule: []\n", "s.yaml:3: cluster.backup-mem: \"2 parsecs\": unknown unit"},
+		{"cluster backup-full", "name: x\ncluster:\n  backup-full: drop\nschedule: []\n", "s.yaml:3: cluster.backup-full: \"drop\": want spill or block"},
 		{"unknown fault", head + "  - at: 1s\n    fault: explode\n    target: n1\n", "s.yaml:7: schedule[0].fault: unknown fault \"explode\""},
 		{"missing fault", head + "  - at: 1s\n    target: n1\n", "s.yaml:6: schedule[0].fault: missing"},
 		{"missing when", head + "  - fault: kill\n    target: n1\n", "s.yaml:6: schedule[0]: missing at:, every: or random:"},

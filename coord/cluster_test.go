@@ -288,3 +288,38 @@ func dumpEvents(t *testing.T, dir string) {
 		t.Log(e.Line())
 	}
 }
+
+// TestBackupPastItsLimit runs the job with upstream backups far smaller
+// than what two checkpoint intervals of count's output need: with
+// --backup-full block the instances pause their input (and say so) until
+// trims make room, with spill they spill to disk; either way every result
+// is exactly once.
+func TestBackupPastItsLimit(t *testing.T) {
+	for _, mode := range []string{"block", "spill"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Keys, cfg.Rate, cfg.Duration = 50000, 80000, 3*time.Second
+			cfg.Interval = "1s"
+			cfg.BackupMem, cfg.BackupFull = 1<<20, mode
+			mc := newMemCluster()
+			dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := readEvents(t, dir)
+			want := map[string]string{"block": "backup_full", "spill": "backup_spill"}[mode]
+			if !hasEvent(evs, events.Kind(want), "") {
+				dumpEvents(t, dir)
+				t.Fatalf("no %s event with a 1 MiB backup limit", want)
+			}
+			if mode == "block" && hasEvent(evs, "backup_spill", "") {
+				t.Error("a backup spilled although --backup-full is block")
+			}
+			rep, err := VerifyRun(dir)
+			if err != nil || !rep.OK() || rep.Windows == 0 {
+				dumpEvents(t, dir)
+				t.Fatalf("verify: %v %+v %v", rep, rep.Diffs, err)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"spate/backup"
 	"spate/job"
 	"spate/traces"
 	"spate/tuner"
@@ -47,6 +48,12 @@ type Config struct {
 	// (count, rollup), spent asleep: a heavier operator without burning
 	// CPU, so that the auto-scaler has something to scale at a low rate.
 	Cost map[string]time.Duration `json:"cost,omitempty"`
+	// BackupMem bounds each upstream backup's memory, in bytes (0: the
+	// backup package's default); BackupFull says what happens past it:
+	// spill (to the run directory) or block (backpressure: the instance
+	// stops taking input until trims free memory).
+	BackupMem  int64  `json:"backup_mem,omitempty"`
+	BackupFull string `json:"backup_full,omitempty"`
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -94,6 +101,8 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
 	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
+	backupMem := fs.String("backup-mem", "", "memory limit of each upstream backup, e.g. 64MiB (default 64MiB)")
+	fs.StringVar(&c.BackupFull, "backup-full", c.BackupFull, "what a backup past --backup-mem does: spill (to the run directory) or block (backpressure until trims free memory)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -113,6 +122,13 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 			}
 			c.Cost[strings.TrimSpace(k)] = d
 		}
+	}
+	if *backupMem != "" {
+		n, err := backup.ParseSize(*backupMem)
+		if err != nil {
+			return c, fmt.Errorf("%w: --backup-mem: %v", ErrUsage, err)
+		}
+		c.BackupMem = n
 	}
 	if c.Local < 0 {
 		c.Local = c.Nodes
@@ -152,6 +168,10 @@ func (c *Config) Validate() error {
 		return bad("timeout", "must be at least 10ms")
 	case c.Heartbeat <= 0 || c.Heartbeat >= c.Timeout:
 		return bad("heartbeat", "must be positive and shorter than --timeout")
+	case c.BackupMem < 0 || (c.BackupMem > 0 && c.BackupMem < 1<<20):
+		return bad("backup-mem", "%d bytes: want at least 1MiB", c.BackupMem)
+	case c.BackupFull != "" && c.BackupFull != "spill" && c.BackupFull != "block":
+		return bad("backup-full", "%q: want spill or block", c.BackupFull)
 	}
 	if c.Interval != "auto" {
 		if d, err := time.ParseDuration(c.Interval); err != nil || d <= 0 {

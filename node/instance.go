@@ -77,6 +77,7 @@ type instance struct {
 	finished  bool
 	rs        rescaleState // live rescales (rescale.go)
 	cost      simCost      // up --cost (cost.go)
+	paused    time.Time    // since when input is paused on a full backup (backpressure.go)
 
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
@@ -302,7 +303,7 @@ func (in *instance) runKeyed(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		select {
-		case m := <-in.in:
+		case m := <-in.input():
 			t0 := time.Now()
 			if in.handle(m) && !in.finished {
 				in.finish()

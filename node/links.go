@@ -98,9 +98,16 @@ func (in *instance) buildPorts() error {
 }
 
 // backupConfig bounds an upstream backup's memory: past the limit it
-// spills to the run directory (an event says so).
+// spills to the run directory, or with --backup-full block it reports
+// Full and the instance stops taking input (an event says which).
 func (in *instance) backupConfig() backup.Config {
 	cfg := backup.DefaultConfig()
+	if in.plan.BackupMem > 0 {
+		cfg.MemLimit = in.plan.BackupMem
+	}
+	if in.plan.BackupBlock {
+		return cfg
+	}
 	dir := filepath.Join(in.plan.DataDir, "spill")
 	if os.MkdirAll(dir, 0o755) == nil {
 		cfg.SpillDir = dir

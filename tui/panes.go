@@ -423,12 +423,11 @@ func (backupPane) render(v view, w, h int) []string {
 		freed += b.Freed
 	}
 	head := fmt.Sprintf("upstream backup: %s held, %s trimmed", fmtBytes(held), fmtBytes(freed))
-	if n := len(s.spills); n > 0 {
-		total := 0
-		for _, c := range s.spills {
-			total += c
-		}
-		head += fmt.Sprintf(", %d spills to disk", total)
+	if n := sum(s.spills); n > 0 {
+		head += fmt.Sprintf(", %d spills to disk", n)
+	}
+	if n := sum(s.pauses); n > 0 {
+		head += fmt.Sprintf(", %d input pauses", n)
 	}
 	cols := []column{
 		{Title: "UPSTREAM", W: 9}, {Title: "TOWARD", W: 9}, {Title: "SLICE", W: 9, Flex: true},
@@ -460,6 +459,7 @@ func (backupPane) detail(v view) (string, []string) {
 		"trimmed      " + fmtBytes(b.Freed) + " in " + itoa(b.Trims) + " trims",
 		"trimmed to   position " + fmt.Sprint(b.UpTo),
 		"spills       " + itoa(v.s.spills[b.Instance]),
+		"full pauses  " + itoa(v.s.pauses[b.Instance]),
 		"", v.st.title.Render("recent trims"),
 	}
 	lines = append(lines, v.s.recentFor(func(e events.Event) bool {
@@ -1117,4 +1117,12 @@ func filterLog(s *state, filter string) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
 }

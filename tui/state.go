@@ -31,6 +31,7 @@ type state struct {
 	backups     map[string]*backupRow
 	backupOrder []string
 	spills      map[string]int
+	pauses      map[string]int // backup_full pauses (backpressure) per instance
 
 	rescales   []*rescaleRow
 	autoscales []autoscaleRow
@@ -201,6 +202,7 @@ func newState() *state {
 		ckptByInst: map[string][]time.Time{},
 		backups:    map[string]*backupRow{},
 		spills:     map[string]int{},
+		pauses:     map[string]int{},
 		tuner:      map[string]*tunerRow{},
 		faultIdx:   map[string]*fault{},
 	}
@@ -558,6 +560,10 @@ func (s *state) apply(e events.Event) {
 		s.applyTrim(e)
 	case "backup_spill":
 		s.spills[instKey(e.Instance)]++
+	case "backup_full":
+		if full, _ := e.Fields["full"].(bool); full {
+			s.pauses[instKey(e.Instance)]++
+		}
 	case "metrics":
 		s.applyMetrics(e)
 	}

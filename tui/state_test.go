@@ -86,8 +86,8 @@ func TestStateOfFutureKinds(t *testing.T) {
 	if len(s.autoscales) != 1 || len(s.tunerOrder) != 3 || s.tuner["count#0"].Interval != 900*time.Millisecond {
 		t.Errorf("autoscales %v tuner %v", s.autoscales, s.tunerOrder)
 	}
-	if !s.nodes["n1"].HasMetrics || s.spills["count#1"] != 1 {
-		t.Errorf("metrics or spills missing")
+	if !s.nodes["n1"].HasMetrics || s.spills["count#1"] != 1 || s.pauses["count#1"] != 1 {
+		t.Errorf("metrics, spills or backpressure pauses missing")
 	}
 	unknown := false
 	for _, le := range s.log {

@@ -175,6 +175,11 @@ type Deploy struct {
 	// Cost is a simulated processing time per record, in ns, by
 	// operator name (`up --cost`): the instance sleeps it off.
 	Cost map[string]int64 `json:"cost_ns,omitempty"`
+	// BackupMem bounds each upstream backup's memory in bytes (0: the
+	// backup package's default); BackupBlock makes a full backup block
+	// the instance's input (backpressure) instead of spilling to disk.
+	BackupMem   int64 `json:"backup_mem,omitempty"`
+	BackupBlock bool  `json:"backup_block,omitempty"`
 	// Late marks the plan sent to a node that joins a running job (a
 	// respawned one): it hosts nothing yet and dials every peer itself.
 	Late bool `json:"late,omitempty"`

@@ -1,0 +1,44 @@
+package node
+
+import (
+	"fmt"
+	"time"
+)
+
+// input is the channel runKeyed takes input from: nil while one of the
+// instance's upstream backups is full, so that the instance stops taking
+// input until trims or its next checkpoint's Mark make room. A backup is
+// full past --backup-mem when it may not spill (--backup-full block), or
+// when what is over the limit cannot be spilled yet (not yet persisted with
+// a checkpoint, or a spill failed). The pause reaches the upstreams through
+// the bounded input channel and the streams' flow control: backpressure.
+// Timers and control calls go on, so checkpoints and trims still come.
+// Each pause and each resumption is a backup_full event.
+func (in *instance) input() chan inMsg {
+	full := -1
+	for pi, pt := range in.ports {
+		if pt.backup != nil && pt.backup.Full() {
+			full = pi
+			break
+		}
+	}
+	switch {
+	case full >= 0 && in.paused.IsZero():
+		in.paused = time.Now()
+		st := in.ports[full].backup.Stats()
+		limit := in.backupConfig().MemLimit
+		in.n.event("backup_full", in.id, map[string]any{"full": true, "mem_bytes": st.MemBytes, "limit_bytes": limit, "spill_bytes": st.SpillBytes},
+			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", mib(st.MemBytes), mib(limit))
+	case full < 0 && !in.paused.IsZero():
+		d := time.Since(in.paused)
+		in.paused = time.Time{}
+		in.n.event("backup_full", in.id, map[string]any{"full": false, "paused_ms": d.Milliseconds()},
+			"upstream backup has room again: input resumed after %v", d.Round(time.Millisecond))
+	}
+	if full >= 0 {
+		return nil
+	}
+	return in.in
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/events"
 )
 
 func TestMedianAndPercentile(t *testing.T) {
@@ -56,5 +57,35 @@ func TestLagP99SkipsWarmUp(t *testing.T) {
 	ri := &coord.RunInfo{Lag: [][2]int64{{500, 9000}, {2500, 100}, {3000, 200}}}
 	if p := lagP99(ri, 2*time.Second); p != 200 {
 		t.Fatalf("p99 after warm-up = %v, want 200", p)
+	}
+}
+
+func TestPhasesOfARecovery(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	r := &run{info: &coord.RunInfo{JobStart: &start}, killAtMs: 1000}
+	for _, e := range []events.Event{
+		{Time: at(400), Kind: events.NodeLost},          // before the kill: not this recovery
+		{Time: at(500), Kind: events.RecoveryRestored},  // ditto
+		{Time: at(1030), Kind: events.NodeLost},         // detected
+		{Time: at(1100), Kind: events.RecoveryRestored}, // one lost instance
+		{Time: at(1150), Kind: events.RecoveryRestored}, // the last one
+		{Time: at(1400), Kind: events.RecoveryDone},
+		{Time: at(1600), Kind: events.RecoveryDone}, // caught up
+		{Time: at(3000), Kind: events.NodeLost},     // another recovery
+		{Time: at(3500), Kind: events.RecoveryDone},
+	} {
+		r.observe(e)
+	}
+	got := phases(r)
+	if want := (Phases{Detected: 30, Restored: 150, CaughtUp: 600}); got != want {
+		t.Fatalf("phases = %+v, want %+v", got, want)
+	}
+	if got := phases(&run{}); got != (Phases{-1, -1, -1}) {
+		t.Fatalf("phases of a run without a kill = %+v", got)
+	}
+	m := medianPhases([]Phases{{10, 100, -1}, {20, 300, -1}, {30, 200, -1}})
+	if m != (Phases{20, 200, -1}) || m.String() != "detected 20ms, restored 200ms, caught up -" {
+		t.Fatalf("medianPhases = %+v (%v)", m, m)
 	}
 }

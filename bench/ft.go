@@ -314,7 +314,86 @@ type Recovery struct {
 	RecoveryS map[string]float64 `json:"recovery_s"`
 	Replayed  map[string]float64 `json:"replayed"`
 	Ratio     map[string]float64 `json:"ratio"`
-	Verified  bool               `json:"verified"`
+	// PhasesMs says where the time went, in ms after the kill (medians):
+	// the loss detected, every lost instance (global: the whole job)
+	// restored, and (spate) every lost instance caught up with its
+	// upstreams; back to normal output lag is RecoveryS.
+	PhasesMs map[string]Phases `json:"phases_ms"`
+	Verified bool              `json:"verified"`
+}
+
+// Phases are the moments of one recovery, in ms after the kill; -1 where
+// a run has no such moment.
+type Phases struct {
+	Detected float64 `json:"detected"`
+	Restored float64 `json:"restored"`
+	CaughtUp float64 `json:"caught_up"`
+}
+
+// phases finds, in a run's events, the moments of the recovery from its
+// kill: the first node_lost after it, the last recovery_restored and the
+// last recovery_done of that recovery (before anything is lost again).
+func phases(r *run) Phases {
+	ph := Phases{Detected: -1, Restored: -1, CaughtUp: -1}
+	if r.info == nil || r.info.JobStart == nil || r.killAtMs <= 0 {
+		return ph
+	}
+	kill := r.info.JobStart.Add(time.Duration(r.killAtMs) * time.Millisecond)
+	ms := func(t time.Time) float64 { return float64(t.Sub(kill).Microseconds()) / 1000 }
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.evs {
+		if e.Time.Before(kill) {
+			continue
+		}
+		switch e.Kind {
+		case events.NodeLost:
+			if ph.Detected >= 0 {
+				return ph // a later loss: another recovery
+			}
+			ph.Detected = ms(e.Time)
+		case events.RecoveryRestored:
+			if ph.Detected >= 0 {
+				ph.Restored = ms(e.Time)
+			}
+		case events.RecoveryDone:
+			if ph.Detected >= 0 {
+				ph.CaughtUp = ms(e.Time)
+			}
+		}
+	}
+	return ph
+}
+
+// medianPhases is the median of each phase over the runs that have it.
+func medianPhases(ps []Phases) Phases {
+	pick := func(f func(Phases) float64) float64 {
+		var xs []float64
+		for _, p := range ps {
+			if v := f(p); v >= 0 {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return -1
+		}
+		return median(xs)
+	}
+	return Phases{
+		Detected: pick(func(p Phases) float64 { return p.Detected }),
+		Restored: pick(func(p Phases) float64 { return p.Restored }),
+		CaughtUp: pick(func(p Phases) float64 { return p.CaughtUp }),
+	}
+}
+
+func (p Phases) String() string {
+	at := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("detected %s, restored %s, caught up %s", at(p.Detected), at(p.Restored), at(p.CaughtUp))
 }
 
 func recoveryMain(args []string, stdout, stderr io.Writer) int {
@@ -371,7 +450,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	fts := []string{"spate", "global"}
 	rec := map[string][]float64{}
 	rep := map[string][]float64{}
-	res := Recovery{Rate: *rate, RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{}, Verified: true}
+	phs := map[string][]Phases{}
+	res := Recovery{Rate: *rate, RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{},
+		PhasesMs: map[string]Phases{}, Verified: true}
 	for i := range *rounds {
 		// Where a kill falls in the checkpoint period decides how much is
 		// replayed, and both configurations' checkpoint timers start with
@@ -393,15 +474,18 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 			if !ok {
 				t = (*dur - at).Seconds() // never back to normal within the run
 			}
+			ph := phases(r)
 			rec[ft] = append(rec[ft], t)
 			rep[ft] = append(rep[ft], float64(r.replayed))
+			phs[ft] = append(phs[ft], ph)
 			if !*asJSON {
-				fmt.Fprintf(stdout, "round %d %-6s killed at %v, back to normal %.2fs after, %d records replayed\n", i+1, ft, at, t, r.replayed)
+				fmt.Fprintf(stdout, "round %d %-6s killed at %v, back to normal %.2fs after (%v), %d records replayed\n", i+1, ft, at, t, ph, r.replayed)
 			}
 		}
 	}
 	for _, ft := range fts {
 		res.RecoveryS[ft], res.Replayed[ft] = median(rec[ft]), median(rep[ft])
+		res.PhasesMs[ft] = medianPhases(phs[ft])
 	}
 	res.Ratio["global/spate"] = res.RecoveryS["global"] / res.RecoveryS["spate"]
 	if *asJSON {
@@ -409,7 +493,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "recovery (4 nodes, %s records/s, %d keys, interval %v, node of %s killed at %v + phases over an interval, %d rounds, medians):\n", si(*rate), *keys, *interval, *victim, *killAt, *rounds)
 		for _, ft := range fts {
-			fmt.Fprintf(stdout, "  %-6s %.2fs to normal output lag, %.0f records replayed\n", ft, res.RecoveryS[ft], res.Replayed[ft])
+			fmt.Fprintf(stdout, "  %-6s %.2fs to normal output lag, %.0f records replayed; %v\n", ft, res.RecoveryS[ft], res.Replayed[ft], res.PhasesMs[ft])
 		}
 		fmt.Fprintf(stdout, "  global/spate %.2f\n", res.Ratio["global/spate"])
 	}

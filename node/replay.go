@@ -66,6 +66,7 @@ type replayCursor struct {
 	target   uint64   // read up to here
 	lacked   uint64   // where the loop was when the replay started
 	buf      []job.Record
+	kgs      []job.KeyGroup // the key groups of buf, from a traces.GroupReader
 }
 
 func newReplay(l *link, groups int) *replay {
@@ -102,7 +103,7 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 			continue
 		}
 		c := &replayCursor{ps: ps, prod: prod, r: r, counters: append([]uint64(nil), m.Counters...),
-			have: have, pos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512)}
+			have: have, pos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512), kgs: make([]job.KeyGroup, 512)}
 		c.clock = job.SourceClock{Lateness: in.spec.Lateness}
 		c.clock.Restore(m.Max, m.Started)
 		rp.cur = append(rp.cur, c)
@@ -206,8 +207,13 @@ func (rp *replay) readAll(in *instance, l *link) bool {
 // l needs; false if the partition cannot be read there.
 func (rp *replay) step(in *instance, c *replayCursor) bool {
 	want := int(min(uint64(len(c.buf)), c.target-c.pos))
-	got, err := 0, error(nil)
-	if br, ok := c.r.(traces.BatchReader); ok {
+	got, err, grouped := 0, error(nil), false
+	if gr, ok := c.r.(traces.GroupReader); ok {
+		// No key hashed: most records are of other key groups, and their
+		// keys are never even read.
+		got, err = gr.NextGroups(c.buf[:want], c.kgs, in.spec.Groups)
+		grouped = true
+	} else if br, ok := c.r.(traces.BatchReader); ok {
 		got, err = br.NextBatch(c.buf[:want]) // much cheaper per record
 	} else if rec, ok, e := c.r.Next(); ok {
 		c.buf[0], got = rec, 1
@@ -218,7 +224,12 @@ func (rp *replay) step(in *instance, c *replayCursor) bool {
 		if c.clock.Observe(rec.Time) {
 			continue
 		}
-		kg := job.GroupOf(rec.Key, in.spec.Groups)
+		var kg job.KeyGroup
+		if grouped {
+			kg = c.kgs[i]
+		} else {
+			kg = job.GroupOf(rec.Key, in.spec.Groups)
+		}
 		c.counters[kg]++
 		if c.counters[kg] > c.have[kg] && rp.owned[kg] {
 			rp.b.Append(c.prod, kg, c.counters[kg], rec)

@@ -109,6 +109,19 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 		s.parts = append(s.parts, ps)
 	}
 	in.publishPositions()
+	if in.plan.FT != "none" && len(s.parts) > 0 {
+		// Replays filter by key group through the generator's table of
+		// key groups: build it now, beside the job, rather than in the
+		// first recovery's replay.
+		if r, err := src.Open(s.parts[0].p, 0); err == nil {
+			go func() {
+				if gr, ok := r.(traces.GroupReader); ok {
+					_, _ = gr.NextGroups(nil, nil, in.spec.Groups)
+				}
+				r.Close()
+			}()
+		}
+	}
 	return nil
 }
 

@@ -229,10 +229,12 @@ type genReader struct {
 	c    curve
 	d    *keyDist
 	pd   period
-	t    int64  // tick of the records before hi
-	hi   uint64 // ⌊Λ(t+1)⌋: the first record after tick t
-	i    uint64 // the next record
-	base uint64 // hash base of the partition
+	t    int64          // tick of the records before hi
+	hi   uint64         // ⌊Λ(t+1)⌋: the first record after tick t
+	i    uint64         // the next record
+	base uint64         // hash base of the partition
+	gtab []job.KeyGroup // NextGroups: the key groups of the keys, for gn groups
+	gn   int
 }
 
 func (r *genReader) Next() (job.Record, bool, error) {
@@ -253,6 +255,24 @@ func (r *genReader) NextBatch(buf []job.Record) (int, error) {
 		j, v := r.d.draw(mix(r.base + r.i*golden))
 		r.i++
 		buf[n] = job.Record{Key: r.d.key(j), Time: r.t, Value: v}
+	}
+	return len(buf), nil
+}
+
+// NextGroups implements GroupReader.
+func (r *genReader) NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error) {
+	if r.gn != groups {
+		r.gtab, r.gn = r.d.groups(groups), groups
+	}
+	kgs = kgs[:len(buf)]
+	for n := range buf {
+		if r.i >= r.hi {
+			r.advance()
+		}
+		j, v := r.d.draw(mix(r.base + r.i*golden))
+		r.i++
+		buf[n] = job.Record{Key: r.d.key(j), Time: r.t, Value: v}
+		kgs[n] = r.gtab[j]
 	}
 	return len(buf), nil
 }

@@ -491,3 +491,42 @@ func TestGenGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupsEqualBatchAndHash: NextGroups gives NextBatch's records and, for
+// each, the key group hashing its key gives, for gen: and rate: alike and
+// for several group counts, up to the end of a finite partition.
+func TestGroupsEqualBatchAndHash(t *testing.T) {
+	rate := write(t, "w.txt", []byte("5 0 3000 12 7"))
+	for _, spec := range []string{"gen:diurnal", "gen:constant", "rate:" + rate} {
+		for _, groups := range []int{1, 7, 128} {
+			src := mustOpen(t, spec, Options{Seed: 3, Rate: 2000, Keys: 5000, Partitions: 2})
+			a, _ := src.Open(1, 10)
+			b, _ := src.Open(1, 10)
+			gr, ok := b.(GroupReader)
+			if !ok {
+				t.Fatalf("%s: no GroupReader", spec)
+			}
+			want := make([]job.Record, 300)
+			got := make([]job.Record, 300)
+			kgs := make([]job.KeyGroup, 300)
+			for round := 0; round < 10; round++ {
+				n, err := a.(BatchReader).NextBatch(want)
+				m, err2 := gr.NextGroups(got, kgs, groups)
+				if n != m || err != nil || err2 != nil {
+					t.Fatalf("%s: NextBatch %d, %v; NextGroups %d, %v", spec, n, err, m, err2)
+				}
+				for i := range n {
+					if string(got[i].Key) != string(want[i].Key) || got[i].Time != want[i].Time || got[i].Value != want[i].Value {
+						t.Fatalf("%s: record %d: %+v, want %+v", spec, i, got[i], want[i])
+					}
+					if h := job.GroupOf(want[i].Key, groups); kgs[i] != h {
+						t.Fatalf("%s, %d groups: key %s in group %d, its hash says %d", spec, groups, want[i].Key, kgs[i], h)
+					}
+				}
+				if n < len(want) {
+					break // a finite partition's end
+				}
+			}
+		}
+	}
+}

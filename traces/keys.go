@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+
+	"spate/job"
 )
 
 // mix is the splitmix64 finaliser: a bijection of uint64 with good
@@ -31,13 +33,37 @@ func streamBase(seed int64, stream uint64) uint64 {
 }
 
 // keyDist draws generator keys and values: Zipf-distributed keys from a
-// precomputed table, so that drawing allocates nothing. It is immutable and
-// safe for concurrent use.
+// precomputed table, so that drawing allocates nothing. It is safe for
+// concurrent use: immutable but for the key-group tables it builds on
+// demand, under gmu.
 type keyDist struct {
 	n     int
 	keys  []byte // n keys of width w, back to back
 	w     int
 	alias []aliasEntry
+
+	gmu  sync.Mutex
+	gtab map[int][]job.KeyGroup // by number of groups: each key's group
+}
+
+// groups returns the key group of every key among g groups, by key index:
+// built once per g (a few tens of ms for a million keys), so that a reader
+// filtering by key group need not hash each key, nor even touch it.
+func (d *keyDist) groups(g int) []job.KeyGroup {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	if t, ok := d.gtab[g]; ok {
+		return t
+	}
+	t := make([]job.KeyGroup, d.n)
+	for j := range t {
+		t[j] = job.GroupOf(d.key(j), g)
+	}
+	if d.gtab == nil {
+		d.gtab = map[int][]job.KeyGroup{}
+	}
+	d.gtab[g] = t
+	return t
 }
 
 // aliasEntry is one bucket of Vose's alias method: pick the bucket's own

@@ -223,8 +223,10 @@ type rateReader struct {
 	s          *rateSource
 	k          uint64 // global index of the next record
 	step       uint64
-	sec        int    // second of record k
-	start, end uint64 // records before sec, before sec+1
+	sec        int            // second of record k
+	start, end uint64         // records before sec, before sec+1
+	gtab       []job.KeyGroup // NextGroups: the key groups of the keys, for gn groups
+	gn         int
 }
 
 // locate finds the second of record k < total.
@@ -241,9 +243,15 @@ func (r *rateReader) locate() {
 }
 
 func (r *rateReader) Next() (job.Record, bool, error) {
+	rec, _, ok := r.next()
+	return rec, ok, nil
+}
+
+// next returns the next record and the index of its key.
+func (r *rateReader) next() (job.Record, int, bool) {
 	s := r.s
 	if r.k >= s.total {
-		return job.Record{}, false, nil
+		return job.Record{}, 0, false
 	}
 	for n := 0; r.end <= r.k; n++ {
 		if n == 64 {
@@ -258,17 +266,33 @@ func (r *rateReader) Next() (job.Record, bool, error) {
 	t := int64(r.sec)*1000 + int64((r.k-r.start)*1000/c)
 	j, v := s.d.draw(mix(s.base + r.k*golden))
 	r.k += r.step
-	return job.Record{Key: s.d.key(j), Time: t, Value: v}, true, nil
+	return job.Record{Key: s.d.key(j), Time: t, Value: v}, j, true
 }
 
 // NextBatch implements BatchReader.
 func (r *rateReader) NextBatch(buf []job.Record) (int, error) {
 	for n := range buf {
-		rec, ok, _ := r.Next()
+		rec, _, ok := r.next()
 		if !ok {
 			return n, nil
 		}
 		buf[n] = rec
+	}
+	return len(buf), nil
+}
+
+// NextGroups implements GroupReader.
+func (r *rateReader) NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error) {
+	if r.gn != groups {
+		r.gtab, r.gn = r.s.d.groups(groups), groups
+	}
+	kgs = kgs[:len(buf)]
+	for n := range buf {
+		rec, j, ok := r.next()
+		if !ok {
+			return n, nil
+		}
+		buf[n], kgs[n] = rec, r.gtab[j]
 	}
 	return len(buf), nil
 }

@@ -69,6 +69,16 @@ type BatchReader interface {
 	NextBatch(buf []job.Record) (int, error)
 }
 
+// GroupReader is implemented by the Readers whose keys come from the
+// generator's key table (gen: and rate:). NextGroups is NextBatch that
+// also sets kgs[i] to job.GroupOf(buf[i].Key, groups), looked up in a table
+// computed once per number of groups instead of hashing each key; kgs is
+// at least as long as buf. A replay that wants a few key groups reads
+// every record but touches the keys of those groups only.
+type GroupReader interface {
+	NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error)
+}
+
 // Stats describes a finite source as a whole.
 type Stats struct {
 	Records uint64 // records in all partitions

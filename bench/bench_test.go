@@ -29,6 +29,13 @@ func TestMedianAndPercentile(t *testing.T) {
 
 func TestRecoveryTime(t *testing.T) {
 	lag := func(samples ...[2]int64) *coord.RunInfo { return &coord.RunInfo{Lag: samples} }
+	// Normal samples every 100 ms after the kill, but none from 3010 to
+	// 3700 (more than the 600 ms gap allowed): the second of normal
+	// output starts at 3700.
+	gappy := lag([2]int64{2000, 100}, [2]int64{3010, 100})
+	for ms := int64(3700); ms <= 4800; ms += 100 {
+		gappy.Lag = append(gappy.Lag, [2]int64{ms, 100})
+	}
 	cases := []struct {
 		name string
 		ri   *coord.RunInfo
@@ -40,12 +47,13 @@ func TestRecoveryTime(t *testing.T) {
 			[2]int64{3800, 100}, [2]int64{4300, 100}), 0.3, true},
 		{"a relapse restarts the count", lag(
 			[2]int64{2000, 100}, [2]int64{3000, 1500}, [2]int64{3200, 100}, [2]int64{3600, 2000},
-			[2]int64{3900, 100}, [2]int64{4900, 100}), 0.9, true},
+			[2]int64{3900, 100}, [2]int64{4400, 100}, [2]int64{4900, 100}), 0.9, true},
 		{"never back", lag([2]int64{2000, 100}, [2]int64{3000, 1500}, [2]int64{4000, 2500}), 0, false},
+		{"a stretch without samples is not normal", gappy, 0.7, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := recoveryTime(tc.ri, 3000, time.Second)
+			got, ok := recoveryTime(tc.ri, 3000, time.Second, 600*time.Millisecond)
 			if ok != tc.ok || (ok && (got < tc.want-1e-9 || got > tc.want+1e-9)) {
 				t.Fatalf("recoveryTime = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
 			}

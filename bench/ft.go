@@ -162,10 +162,15 @@ func percentile(xs []float64, q float64) float64 {
 	return s[min(int(q*float64(len(s))), len(s)-1)]
 }
 
+// lagGap is how long the output lag may go unsampled, with lag samples
+// every heartbeat, before recoveryTime counts the stretch as not normal.
+func lagGap(heartbeat time.Duration) time.Duration { return max(250*time.Millisecond, 10*heartbeat) }
+
 // recoveryTime is how long after the kill the output lag took to be back
 // to normal (at most the pre-kill p99 plus a quarter, and at least 50 ms
-// more) and stay there for a second.
-func recoveryTime(ri *coord.RunInfo, killAt int64, warm time.Duration) (float64, bool) {
+// more) and stay there for a second. A stretch of more than gap without a
+// sample is not normal: nothing says the output moved.
+func recoveryTime(ri *coord.RunInfo, killAt int64, warm, gap time.Duration) (float64, bool) {
 	var before []float64
 	for _, s := range ri.Lag {
 		if s[0] >= warm.Milliseconds() && s[0] < killAt {
@@ -175,10 +180,15 @@ func recoveryTime(ri *coord.RunInfo, killAt int64, warm time.Duration) (float64,
 	p99 := percentile(before, 0.99)
 	normal := p99 + max(50, p99/4)
 	var since int64 = -1
+	prev := killAt
 	for _, s := range ri.Lag {
 		if s[0] < killAt {
 			continue
 		}
+		if s[0]-prev > gap.Milliseconds() {
+			since = -1
+		}
+		prev = s[0]
 		if float64(s[1]) <= normal {
 			if since < 0 {
 				since = s[0]
@@ -470,7 +480,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			res.Verified = res.Verified && r.verified
-			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second)
+			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second, lagGap(*heartbeat))
 			if !ok {
 				t = (*dur - at).Seconds() // never back to normal within the run
 			}

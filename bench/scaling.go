@@ -194,7 +194,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 				return fail("eds run", err)
 			}
 			res.Verified = res.Verified && sr.r.verified
-			t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second)
+			t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second, lagGap(coord.DefaultConfig().Heartbeat))
 			if !ok || sr.killAtMs < 0 {
 				t = (*dur).Seconds() - float64(max(sr.killAtMs, 0))/1000
 			}
@@ -223,7 +223,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 				return fail("checkpoint run", err)
 			}
 			res.Verified = res.Verified && r.verified
-			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second)
+			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second, lagGap(coord.DefaultConfig().Heartbeat))
 			if !ok {
 				t = (*dur - killAt).Seconds()
 			}

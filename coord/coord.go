@@ -128,6 +128,8 @@ type Coordinator struct {
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
+	sinkWM          map[job.InstanceID]int64 // each sink's watermark as last reported, kept while it is not reporting
+	lagOrigin       *int64                   // the sources' pacing origin, once one has reported it
 
 	manifest   *Manifest
 	store      state.Store
@@ -970,15 +972,34 @@ func (c *Coordinator) sampleLag() {
 		return
 	}
 	origin := int64(job.MaxWatermark)
-	wm := int64(job.MaxWatermark)
+	if c.sinkWM == nil {
+		c.sinkWM = map[job.InstanceID]int64{}
+	}
 	for _, ns := range c.nodes {
 		for id, s := range ns.stats {
 			switch {
 			case s.Origin != nil:
 				origin = min(origin, *s.Origin)
-			case c.placeOf[id].Op == "sink":
-				wm = min(wm, s.Watermark)
+			case c.placeOf[id].Op == "sink" && s.Watermark != job.NoWatermark:
+				c.sinkWM[id] = s.Watermark
 			}
+		}
+	}
+	// The origin is the earliest any source reported (a restored source
+	// keeps its own). A sink that is not reporting (lost, being restored,
+	// rolled back with the whole job, or not watermarked since) has not
+	// moved its output on since it last did: its last watermark stands,
+	// and the lag grows until it reports again.
+	if origin != job.MaxWatermark && (c.lagOrigin == nil || origin < *c.lagOrigin) {
+		c.lagOrigin = &origin
+	}
+	if c.lagOrigin != nil {
+		origin = *c.lagOrigin
+	}
+	wm := int64(job.MaxWatermark)
+	for id, w := range c.sinkWM {
+		if p := c.placeOf[id]; p != nil && p.Op == "sink" {
+			wm = min(wm, w)
 		}
 	}
 	if origin == job.MaxWatermark || wm == job.NoWatermark || wm == job.MaxWatermark {

@@ -259,7 +259,9 @@ func (r *genReader) NextBatch(buf []job.Record) (int, error) {
 	return len(buf), nil
 }
 
-// NextGroups implements GroupReader.
+// NextGroups implements GroupReader. Its loop is NextBatch's, written out
+// again: through a shared helper returning the key index, NextBatch took
+// 25 ns a record instead of 14 and Next 37 instead of 25 (BenchmarkGenNext*).
 func (r *genReader) NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error) {
 	if r.gn != groups {
 		r.gtab, r.gn = r.d.groups(groups), groups

@@ -17,9 +17,11 @@
 //
 // Each instance runs in one goroutine that owns its operator: keyed
 // instances consume a bounded input channel of encoded frames (backpressure
-// reaches the upstream through yamux flow control), drop sequence numbers
-// they have already applied, forward the minimum watermark of their inputs
-// and flush output batches by size and by time. A malformed frame closes
+// reaches the upstream through yamux flow control; a keyed instance whose
+// upstream backup is full stops taking input until trims make room, see
+// backpressure.go), drop sequence numbers they have already applied,
+// forward the minimum watermark of their inputs and flush output batches
+// by size and by time. A malformed frame closes
 // the one stream that carried it and is reported as an event; it never
 // stops the process.
 package node

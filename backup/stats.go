@@ -11,6 +11,7 @@ import (
 type Stats struct {
 	Records    int64 // records held (untrimmed), in memory or spilled
 	MemBytes   int64 // memory of the chunks holding records (their capacity)
+	MemLimit   int64 // Config.MemLimit
 	SpillBytes int64 // bytes in spill files
 	SpillFiles int64
 	Spilling   bool   // some records are in spill files
@@ -84,6 +85,7 @@ func (b *Buffer) Stats() Stats {
 	}
 	slices.SortFunc(s.Slices, func(x, y SliceStats) int { return cmp.Compare(x.Range.Lo, y.Range.Lo) })
 	s.Spilling = s.SpillBytes > 0
+	s.MemLimit = b.cfg.MemLimit
 	s.Full = s.MemBytes > b.cfg.MemLimit && (b.cfg.SpillDir == "" || b.stuck.Load())
 	s.Trims = b.trims.Load()
 	s.Trimmed = b.trimmed.Load()

@@ -498,7 +498,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	if r != nil {
 		r.restored = c.opt.Now()
 		r.target, r.known = c.upstreamWatermark(p.ID)
-		if len(c.spec.Inputs(c.spec.Op(p.Op))) == 0 {
+		if c.isSource(p.Op) {
 			r.target, r.known = r.lastWM, true // a source: back where it was when lost
 		}
 	}

@@ -26,9 +26,8 @@ func (in *instance) input() chan inMsg {
 	case full >= 0 && in.paused.IsZero():
 		in.paused = time.Now()
 		st := in.ports[full].backup.Stats()
-		limit := in.backupConfig().MemLimit
-		in.n.event("backup_full", in.id, map[string]any{"full": true, "mem_bytes": st.MemBytes, "limit_bytes": limit, "spill_bytes": st.SpillBytes},
-			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", mib(st.MemBytes), mib(limit))
+		in.n.event("backup_full", in.id, map[string]any{"full": true, "mem_bytes": st.MemBytes, "limit_bytes": st.MemLimit, "spill_bytes": st.SpillBytes},
+			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", mib(st.MemBytes), mib(st.MemLimit))
 	case full < 0 && !in.paused.IsZero():
 		d := time.Since(in.paused)
 		in.paused = time.Time{}

@@ -21,7 +21,6 @@
 // upstream backup is full stops taking input until trims make room, see
 // backpressure.go), drop sequence numbers they have already applied,
 // forward the minimum watermark of their inputs and flush output batches
-// by size and by time. A malformed frame closes
-// the one stream that carried it and is reported as an event; it never
-// stops the process.
+// by size and by time. A malformed frame closes the one stream that
+// carried it and is reported as an event; it never stops the process.
 package node

@@ -207,29 +207,28 @@ func (rp *replay) readAll(in *instance, l *link) bool {
 // l needs; false if the partition cannot be read there.
 func (rp *replay) step(in *instance, c *replayCursor) bool {
 	want := int(min(uint64(len(c.buf)), c.target-c.pos))
-	got, err, grouped := 0, error(nil), false
+	got, err := 0, error(nil)
 	if gr, ok := c.r.(traces.GroupReader); ok {
 		// No key hashed: most records are of other key groups, and their
 		// keys are never even read.
 		got, err = gr.NextGroups(c.buf[:want], c.kgs, in.spec.Groups)
-		grouped = true
-	} else if br, ok := c.r.(traces.BatchReader); ok {
-		got, err = br.NextBatch(c.buf[:want]) // much cheaper per record
-	} else if rec, ok, e := c.r.Next(); ok {
-		c.buf[0], got = rec, 1
 	} else {
-		err = e
+		if br, ok := c.r.(traces.BatchReader); ok {
+			got, err = br.NextBatch(c.buf[:want]) // much cheaper per record
+		} else if rec, ok, e := c.r.Next(); ok {
+			c.buf[0], got = rec, 1
+		} else {
+			err = e
+		}
+		for i := range got {
+			c.kgs[i] = job.GroupOf(c.buf[i].Key, in.spec.Groups)
+		}
 	}
 	for i, rec := range c.buf[:got] {
 		if c.clock.Observe(rec.Time) {
 			continue
 		}
-		var kg job.KeyGroup
-		if grouped {
-			kg = c.kgs[i]
-		} else {
-			kg = job.GroupOf(rec.Key, in.spec.Groups)
-		}
+		kg := c.kgs[i]
 		c.counters[kg]++
 		if c.counters[kg] > c.have[kg] && rp.owned[kg] {
 			rp.b.Append(c.prod, kg, c.counters[kg], rec)

@@ -298,8 +298,11 @@ func TestBackupPastItsLimit(t *testing.T) {
 	for _, mode := range []string{"block", "spill"} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := testConfig(t)
-			cfg.Keys, cfg.Rate, cfg.Duration = 50000, 80000, 3*time.Second
-			cfg.Interval = "1s"
+			// Trims free what precedes the previous complete checkpoint,
+			// so a backup holds about two intervals of count's output:
+			// at 2 s intervals over 1 MiB even at a fraction of the rate.
+			cfg.Keys, cfg.Rate, cfg.Duration = 50000, 80000, 5*time.Second
+			cfg.Interval = "2s"
 			cfg.BackupMem, cfg.BackupFull = 1<<20, mode
 			mc := newMemCluster()
 			dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn})

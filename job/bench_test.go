@@ -133,3 +133,26 @@ func BenchmarkOracle(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
 }
+
+// BenchmarkCountAdvanceLarge is the cost, per (key, window) fired, of one
+// Advance that fires a window of many keys, as at 1 M keys: collecting
+// the firings, putting them in their canonical order, and emitting them.
+func BenchmarkCountAdvanceLarge(b *testing.B) {
+	const nkeys = 500_000
+	spec := WindowCount(nil, 1000, 0)
+	keys, kgs, _ := benchStream(nkeys, 0)
+	perm := rand.New(rand.NewPCG(2, 2)).Perm(nkeys)
+	c := NewCount(&spec)
+	var out nopEmitter
+	b.ReportAllocs()
+	for i := range b.N {
+		b.StopTimer()
+		t := int64(i) * 1000
+		for _, k := range perm {
+			c.Process(kgs[k], Record{Key: keys[k], Time: t, Value: 1}, &out)
+		}
+		b.StartTimer()
+		c.Advance(t+1000, &out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nkeys), "ns/fired")
+}

@@ -78,15 +78,18 @@ func checkEmitted(t *testing.T, step string, got, want []emitted) {
 	t.Fatal(b.String())
 }
 
-func TestCountFiresInWindowEndKeyOrder(t *testing.T) {
+// TestCountFiresInCanonicalOrder: windows fire by start, then key hash
+// (Hash: a < c < b here), then key, whatever the key groups and the order
+// the records came in.
+func TestCountFiresInCanonicalOrder(t *testing.T) {
 	spec := testSpec(10, 0, 8, 4)
 	c := NewCount(spec)
 	var out recorder
 	rec := func(kg KeyGroup, key string, t, v int64) {
 		c.Process(kg, Record{Key: []byte(key), Time: t, Value: v}, &out)
 	}
-	// Keys in two key groups; the key order (a < b < c) differs from the
-	// key group order (b and c in kg 1, a in kg 6).
+	// Keys in two key groups; the hash order (a < c < b) differs from the
+	// key group order (b and c in kg 1, a in kg 6) and from the key order.
 	rec(1, "b", 1, 5)
 	rec(1, "b", 12, 1)
 	rec(6, "a", 5, 2)
@@ -131,8 +134,8 @@ func TestCountFiresInWindowEndKeyOrder(t *testing.T) {
 	c.Advance(MaxWatermark, &out)
 	checkEmitted(t, "advance(max)", out.take(), slices.Concat(
 		countOut(spec, 6, "a", 10, 1, 4, 3),
-		countOut(spec, 1, "b", 10, 1, 1, 2),
 		countOut(spec, 1, "c", 10, 1, 6, 2),
+		countOut(spec, 1, "b", 10, 1, 1, 2),
 		countOut(spec, 1, "c", 20, 1, 1, 3),
 	))
 	c.Advance(MaxWatermark, &out)

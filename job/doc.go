@@ -42,8 +42,10 @@
 //     is in [WindowStart(t, W), WindowStart(t, W)+W), negative times
 //     included (WindowStart rounds down).
 //   - Firing: Advance(wm) fires every window whose end is <= wm (the end of
-//     a window near the top of int64 counts as MaxWatermark), in (window
-//     end, key) order across all key groups of the instance, and forgets it.
+//     a window near the top of int64 counts as MaxWatermark), in a
+//     canonical order across all key groups of the instance (by window
+//     end, then key hash, then key: the same whatever the input's batching
+//     and the watermark's steps), and forgets it.
 //     A watermark that does not move forward fires nothing. At the end of a
 //     stream the watermark is MaxWatermark and every window fires. A record
 //     for a window that has already fired cannot come from a correct runtime;

@@ -151,8 +151,8 @@ type Keyed interface {
 	// Process applies rec, which belongs to key group kg of this instance.
 	Process(kg KeyGroup, rec Record, out Emitter)
 	// Advance tells the instance that no record with an event time before
-	// wm will come. It fires every window that ends at or before wm, in
-	// (window end, key) order.
+	// wm will come. It fires every window that ends at or before wm, in a
+	// canonical order: by window end, then key (count: key hash, then key).
 	Advance(wm int64, out Emitter)
 }
 

@@ -41,6 +41,16 @@ func Hash(key []byte) uint64 {
 	return h
 }
 
+// hashString is Hash of a string key, without copying it.
+func hashString(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
 // GroupOf returns the key group of key among g groups.
 func GroupOf(key []byte, g int) KeyGroup { return KeyGroup(Hash(key) % uint64(g)) }
 

@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"spate/internal/radix"
 	"spate/internal/varint"
 )
 
@@ -727,69 +727,26 @@ func sortKVs(es []KV) {
 		}
 		lcp = i
 	}
-	hs := make([]handle, len(es))
+	hs := make([]radix.Handle, len(es))
 	for i, e := range es {
 		var b [8]byte
 		copy(b[:], e.Key[lcp:])
-		hs[i] = handle{binary.BigEndian.Uint64(b[:]), i}
+		hs[i] = radix.Handle{Key: binary.BigEndian.Uint64(b[:]), I: i}
 	}
-	radixSort(hs)
+	radix.Sort(hs)
 	for i := 0; i < len(hs); { // ties of the 8 bytes: by the whole key
 		j := i + 1
-		for j < len(hs) && hs[j].pre == hs[i].pre {
+		for j < len(hs) && hs[j].Key == hs[i].Key {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(hs[i:j], func(a, b handle) int { return bytes.Compare(es[a.i].Key, es[b.i].Key) })
+			slices.SortFunc(hs[i:j], func(a, b radix.Handle) int { return bytes.Compare(es[a.I].Key, es[b.I].Key) })
 		}
 		i = j
 	}
 	sorted := make([]KV, len(es))
 	for i, h := range hs {
-		sorted[i] = es[h.i]
+		sorted[i] = es[h.I]
 	}
 	copy(es, sorted)
-}
-
-// handle is an entry of sortKVs: 8 bytes of its key and its index.
-type handle struct {
-	pre uint64
-	i   int
-}
-
-// radixSort orders hs by pre: least significant byte first, one counting
-// pass per byte in which the handles differ. Below a few hundred handles
-// a comparison sort is quicker.
-func radixSort(hs []handle) {
-	if len(hs) < 256 {
-		slices.SortFunc(hs, func(a, b handle) int { return cmp.Compare(a.pre, b.pre) })
-		return
-	}
-	var diff uint64 // the bits in which some handle differs from the first
-	for _, h := range hs {
-		diff |= h.pre ^ hs[0].pre
-	}
-	src, dst := hs, make([]handle, len(hs))
-	for shift := 0; shift < 64; shift += 8 {
-		if diff>>shift&0xff == 0 {
-			continue
-		}
-		var at [256]int
-		for _, h := range src {
-			at[h.pre>>shift&0xff]++
-		}
-		sum := 0
-		for b, n := range at {
-			at[b], sum = sum, sum+n
-		}
-		for _, h := range src {
-			b := h.pre >> shift & 0xff
-			dst[at[b]] = h
-			at[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &hs[0] {
-		copy(hs, src)
-	}
 }

@@ -48,6 +48,17 @@ func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
 	return time.Duration(d.Interval) * time.Millisecond
 }
 
+// nextCheckpoint is when the checkpoint after one due at due and taken at
+// now is due: on the grid of the interval, so that a checkpoint taken late
+// (the instance was busy firing windows) does not delay every later one,
+// unless it is a whole interval late or due is unset (now, on demand).
+func nextCheckpoint(due, now time.Time, interval time.Duration) time.Time {
+	if due.IsZero() || now.Sub(due) >= interval {
+		return now.Add(interval)
+	}
+	return due.Add(interval)
+}
+
 // ckptMeta is the "meta" section of a checkpoint.
 type ckptMeta struct {
 	Watermark int64  `json:"wm"`
@@ -59,7 +70,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 	if in.plan.FT != "spate" || in.ck.inflight || now.Before(in.ck.next) {
 		return
 	}
-	in.ck.next = now.Add(in.ck.interval(in.plan))
+	in.ck.next = nextCheckpoint(in.ck.next, now, in.ck.interval(in.plan))
 	if in.idle() {
 		return // nothing new to write (PROTOCOL.md, "Retired instances")
 	}

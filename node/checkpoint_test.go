@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"spate/job"
 	"spate/state"
@@ -300,4 +301,28 @@ func BenchmarkRestoreChain(b *testing.B) {
 	}
 	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(stored)/(1<<20), "stored-MiB")
+}
+
+// TestNextCheckpointKeepsToTheGrid: a checkpoint taken late does not push
+// the later ones back; one a whole interval late, or on demand, starts a
+// new grid.
+func TestNextCheckpointKeepsToTheGrid(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for _, c := range []struct {
+		due  time.Time
+		now  int
+		want int
+	}{
+		{at(1000), 1000, 2000},
+		{at(1000), 1150, 2000}, // late: the grid holds
+		{at(1000), 1999, 2000},
+		{at(1000), 2000, 3000}, // a whole interval late: from now
+		{at(1000), 2500, 3500},
+		{time.Time{}, 1234, 2234}, // on demand
+	} {
+		if got := nextCheckpoint(c.due, at(c.now), time.Second); !got.Equal(at(c.want)) {
+			t.Errorf("due %v, now %d ms: next at %v, want %d ms", c.due.Sub(t0), c.now, got.Sub(t0), c.want)
+		}
+	}
 }

@@ -299,10 +299,11 @@ func TestBackupPastItsLimit(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cfg := testConfig(t)
 			// Trims free what precedes the previous complete checkpoint,
-			// so a backup holds about two intervals of count's output:
-			// at 2 s intervals over 1 MiB even at a fraction of the rate.
+			// so nothing is trimmed before the second checkpoint: at 3 s
+			// intervals a backup holds the whole run's output until the
+			// drain, several MiB even at a fraction of the rate.
 			cfg.Keys, cfg.Rate, cfg.Duration = 50000, 80000, 5*time.Second
-			cfg.Interval = "2s"
+			cfg.Interval = "3s"
 			cfg.BackupMem, cfg.BackupFull = 1<<20, mode
 			mc := newMemCluster()
 			dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn})

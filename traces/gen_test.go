@@ -257,6 +257,52 @@ func TestZipfSkew(t *testing.T) {
 	}
 }
 
+// TestZipfSplitTable: past splitAt keys, drawing from the head's table or
+// the tail's by their shares gives the Zipf distribution still: the head
+// keys' and the tail's frequencies, and ranks on both sides of the split.
+func TestZipfSplitTable(t *testing.T) {
+	const n, draws, s = 300_000, 2_000_000, 1.1
+	d := zipfDist(n, s)
+	if d.head == 0 {
+		t.Fatal("one table past splitAt keys")
+	}
+	w := func(j int) float64 { return math.Pow(float64(j+1), -s) }
+	total, head := 0.0, 0.0
+	for j := range n {
+		total += w(j)
+		if j < headKeys {
+			head += w(j)
+		}
+	}
+	counts := make([]int, n)
+	inTail := 0
+	for i := range uint64(draws) {
+		j, _ := d.draw(mix(i * golden))
+		counts[j]++
+		if j >= headKeys {
+			inTail++
+		}
+	}
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 5*math.Sqrt(want)+0.01*want {
+			t.Errorf("%s: %.0f draws, want about %.0f", what, got, want)
+		}
+	}
+	near("the tail", float64(inTail), draws*(total-head)/total)
+	for _, rank := range []int{0, 1, 99, headKeys - 1} {
+		near(fmt.Sprintf("key of rank %d", rank), float64(counts[rank]), draws*w(rank)/total)
+	}
+	// Tail keys one at a time are too rare to check: in blocks of 1000.
+	for _, from := range []int{headKeys, 150_000, n - 1000} {
+		got, want := 0, 0.0
+		for j := from; j < from+1000; j++ {
+			got += counts[j]
+			want += draws * w(j) / total
+		}
+		near(fmt.Sprintf("keys of ranks %d..%d", from, from+999), float64(got), want)
+	}
+}
+
 func TestKeyNames(t *testing.T) {
 	for _, c := range []struct {
 		j, n int
@@ -334,6 +380,7 @@ func BenchmarkGenNext(b *testing.B) {
 		{"diurnal", "gen:diurnal", 0},
 		{"constant", "gen:constant", 0},
 		{"diurnal_1k", "gen:diurnal", 1000},
+		{"constant_1M_keys", "gen:constant?keys=1000000", 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			src := mustOpen(b, c.spec, Options{Seed: 1, Rate: c.rate, Partitions: 2})
@@ -480,6 +527,7 @@ func TestGenGolden(t *testing.T) {
 		{"gen:diurnal", Options{Seed: 42, Partitions: 2}, 0xcec20682eb1d8cc3},
 		{"gen:diurnal?day=10s", Options{Seed: 42, Rate: 700, Partitions: 2}, 0x8b0bae19978d8a3b},
 		{"gen:constant?zipf=0.7&keys=1000", Options{Seed: -3, Rate: 12345}, 0x7a5758b535738791},
+		{"gen:constant?keys=300000", Options{Seed: 5, Rate: 50000}, 0x26ace4899fdbcfee}, // two alias tables
 	} {
 		src := mustOpen(t, c.spec, c.opt)
 		var h uint64

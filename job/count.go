@@ -272,7 +272,7 @@ func (c *Count) Advance(wm int64, out Emitter) {
 func fireOrder(fired []countFiring, hs []radix.Handle) []radix.Handle {
 	mixed := false
 	for i := range fired {
-		hs = append(hs, radix.Handle{Key: hashString(fired[i].e.Key()), I: i})
+		hs = append(hs, radix.Handle{Key: fnv(fired[i].e.Key()), I: i})
 		mixed = mixed || fired[i].start != fired[0].start
 	}
 	radix.Sort(hs)

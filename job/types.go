@@ -32,17 +32,10 @@ const NoWatermark = math.MinInt64
 
 // Hash is the key hash used for key groups (FNV-1a, 64 bit). It is part of
 // the job's contract: a key's group never changes.
-func Hash(key []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range key {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
+func Hash(key []byte) uint64 { return fnv(key) }
 
-// hashString is Hash of a string key, without copying it.
-func hashString(key string) uint64 {
+// fnv is FNV-1a of a key in either form, without copying it.
+func fnv[K string | []byte](key K) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(key); i++ {
 		h ^= uint64(key[i])

@@ -165,8 +165,9 @@ func zipfDist(n int, s float64) *keyDist {
 // keys). So the table is split: the headKeys most likely keys (90 % of the
 // draws at the default exponent, 1.1), whose half a MiB of buckets stays
 // cached, and the rest. Each is an exact alias table of its part, and the
-// part is chosen by its exact share (to 2^-32): the mixture is the same
-// distribution. Up to splitAt keys the draws are those of one table, as
+// part is chosen by its share: the mixture is the same distribution, to
+// the rounding of the share (2^-32) and of the choice of a bucket (2^-15,
+// finer than one table's 2^-12 at 1 M keys). Up to splitAt keys the draws are those of one table, as
 // before the split.
 const (
 	splitAt  = 1 << 18

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -95,5 +96,55 @@ func TestPhasesOfARecovery(t *testing.T) {
 	m := medianPhases([]Phases{{10, 100, -1}, {20, 300, -1}, {30, 200, -1}})
 	if m != (Phases{20, 200, -1}) || m.String() != "detected 20ms, restored 200ms, caught up -" {
 		t.Fatalf("medianPhases = %+v (%v)", m, m)
+	}
+}
+
+// TestUntouchedInstances: a recovery that restarts two instances of four
+// leaves the others' rates to say whether they kept running; one that
+// rolls the whole job back restarts all of them.
+func TestUntouchedInstances(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	metrics := func(ms int, inst string, rate float64) events.Event {
+		return events.Event{Time: at(ms), Kind: events.Metrics, Instance: inst, Fields: map[string]any{"in_rate": rate}}
+	}
+	placed := []events.Event{
+		{Time: at(0), Kind: events.InstancePlaced, Instance: "source#0"},
+		{Time: at(0), Kind: events.InstancePlaced, Instance: "count#0"},
+		{Time: at(0), Kind: events.InstancePlaced, Instance: "count#1"},
+		{Time: at(0), Kind: events.InstancePlaced, Instance: "sink#0"},
+	}
+	steady := []events.Event{
+		metrics(2500, "count#1", 100), metrics(3500, "count#1", 100), metrics(4500, "count#1", 120), // before the kill: median 100
+		metrics(2500, "source#0", 200), metrics(3500, "source#0", 200),
+	}
+	local := &run{info: &coord.RunInfo{JobStart: &start}, killAtMs: 5000}
+	for _, e := range slices.Concat(placed, steady, []events.Event{
+		{Time: at(5020), Kind: events.RecoveryPlaced, Instance: "count#0"},
+		{Time: at(5020), Kind: events.RecoveryPlaced, Instance: "sink#0"},
+		metrics(5500, "count#1", 80),   // during the recovery
+		metrics(5500, "count#0", 0),    // restarted: not counted
+		metrics(6500, "source#0", 190), // covers the end of the recovery
+		metrics(8000, "count#1", 10),   // long after: not counted
+	}) {
+		local.observe(e)
+	}
+	u := untouched(local, 0.6)
+	if want := (Untouched{Restarted: 2, Instances: 4, MinRate: 0.8}); u != want {
+		t.Fatalf("local recovery: %+v, want %+v", u, want)
+	}
+	global := &run{info: &coord.RunInfo{JobStart: &start}, killAtMs: 5000}
+	for _, e := range slices.Concat(placed, steady, []events.Event{
+		{Time: at(5020), Kind: events.RecoveryPlaced}, // the whole job
+		metrics(5500, "count#1", 0),
+	}) {
+		global.observe(e)
+	}
+	if u := untouched(global, 0.6); u != (Untouched{Restarted: 4, Instances: 4, MinRate: -1}) || u.String() != "restarted 4 of 4 instances" {
+		t.Fatalf("global rollback: %+v (%v)", u, u)
+	}
+	m := medianUntouched([]Untouched{{2, 8, 0.9}, {2, 8, -1}, {2, 8, 1.1}})
+	if m != (Untouched{2, 8, 1}) {
+		t.Fatalf("medianUntouched = %+v", m)
 	}
 }

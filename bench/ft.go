@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -329,7 +330,78 @@ type Recovery struct {
 	// restored, and (spate) every lost instance caught up with its
 	// upstreams; back to normal output lag is RecoveryS.
 	PhasesMs map[string]Phases `json:"phases_ms"`
-	Verified bool              `json:"verified"`
+	// Untouched says whether the instances a failure did not take kept
+	// running (medians): how many instances the recovery restarted, and
+	// the lowest input rate of the others while it ran.
+	Untouched map[string]Untouched `json:"untouched"`
+	Verified  bool                 `json:"verified"`
+}
+
+// Untouched is what a recovery did to the instances it did not have to
+// recover.
+type Untouched struct {
+	Restarted float64 `json:"restarted"` // instances restarted by the recovery
+	Instances float64 `json:"instances"` // of the job's
+	// MinRate is the lowest input rate of an instance not restarted, in
+	// the metrics covering the recovery (from the kill until a sample
+	// after the output lag was normal again), as a fraction of its median
+	// before the kill; -1 if every instance was restarted.
+	MinRate float64 `json:"min_rate"`
+}
+
+// untouched finds, in a run's events, which instances the recovery from
+// its kill restarted (one recovery_placed each; one for the whole job
+// under global) and how the others' input rates held up until recoveryS
+// after the kill. Metrics come about once a second, each covering the
+// second before it.
+func untouched(r *run, recoveryS float64) Untouched {
+	u := Untouched{MinRate: -1}
+	if r.info == nil || r.info.JobStart == nil || r.killAtMs <= 0 {
+		return u
+	}
+	kill := r.info.JobStart.Add(time.Duration(r.killAtMs) * time.Millisecond)
+	end := kill.Add(time.Duration((recoveryS + 1.1) * float64(time.Second)))
+	warm := r.info.JobStart.Add(2 * time.Second)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all, restarted := map[string]bool{}, map[string]bool{}
+	before := map[string][]float64{}
+	for _, e := range r.evs {
+		switch {
+		case e.Kind == events.InstancePlaced && e.Time.Before(kill):
+			all[e.Instance] = true
+		case e.Kind == events.RecoveryPlaced && !e.Time.Before(kill) && e.Time.Before(end):
+			if e.Instance == "" {
+				maps.Copy(restarted, all)
+			} else {
+				restarted[e.Instance] = true
+			}
+		case e.Kind == events.Metrics && e.Instance != "" && e.Time.After(warm) && e.Time.Before(kill):
+			if v, ok := e.Fields["in_rate"].(float64); ok {
+				before[e.Instance] = append(before[e.Instance], v)
+			}
+		}
+	}
+	u.Restarted, u.Instances = float64(len(restarted)), float64(len(all))
+	for _, e := range r.evs {
+		if e.Kind != events.Metrics || e.Instance == "" || restarted[e.Instance] || !e.Time.After(kill) || e.Time.After(end) {
+			continue
+		}
+		v, ok := e.Fields["in_rate"].(float64)
+		if b := before[e.Instance]; ok && len(b) > 0 && median(b) > 0 {
+			if f := v / median(b); u.MinRate < 0 || f < u.MinRate {
+				u.MinRate = f
+			}
+		}
+	}
+	return u
+}
+
+func (u Untouched) String() string {
+	if u.MinRate < 0 {
+		return fmt.Sprintf("restarted %.0f of %.0f instances", u.Restarted, u.Instances)
+	}
+	return fmt.Sprintf("restarted %.0f of %.0f instances; the others' input never below %.0f%% of before", u.Restarted, u.Instances, 100*u.MinRate)
 }
 
 // Phases are the moments of one recovery, in ms after the kill; -1 where
@@ -394,6 +466,23 @@ func medianPhases(ps []Phases) Phases {
 		Restored: pick(func(p Phases) float64 { return p.Restored }),
 		CaughtUp: pick(func(p Phases) float64 { return p.CaughtUp }),
 	}
+}
+
+// medianUntouched is the median of each figure over the rounds (MinRate:
+// over the rounds that have one).
+func medianUntouched(us []Untouched) Untouched {
+	var r, n, m []float64
+	for _, u := range us {
+		r, n = append(r, u.Restarted), append(n, u.Instances)
+		if u.MinRate >= 0 {
+			m = append(m, u.MinRate)
+		}
+	}
+	out := Untouched{Restarted: median(r), Instances: median(n), MinRate: -1}
+	if len(m) > 0 {
+		out.MinRate = median(m)
+	}
+	return out
 }
 
 func (p Phases) String() string {
@@ -461,8 +550,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	rec := map[string][]float64{}
 	rep := map[string][]float64{}
 	phs := map[string][]Phases{}
+	unt := map[string][]Untouched{}
 	res := Recovery{Rate: *rate, RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{},
-		PhasesMs: map[string]Phases{}, Verified: true}
+		PhasesMs: map[string]Phases{}, Untouched: map[string]Untouched{}, Verified: true}
 	for i := range *rounds {
 		// Where a kill falls in the checkpoint period decides how much is
 		// replayed, and both configurations' checkpoint timers start with
@@ -484,18 +574,20 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 			if !ok {
 				t = (*dur - at).Seconds() // never back to normal within the run
 			}
-			ph := phases(r)
+			ph, un := phases(r), untouched(r, t)
 			rec[ft] = append(rec[ft], t)
 			rep[ft] = append(rep[ft], float64(r.replayed))
 			phs[ft] = append(phs[ft], ph)
+			unt[ft] = append(unt[ft], un)
 			if !*asJSON {
-				fmt.Fprintf(stdout, "round %d %-6s killed at %v, back to normal %.2fs after (%v), %d records replayed\n", i+1, ft, at, t, ph, r.replayed)
+				fmt.Fprintf(stdout, "round %d %-6s killed at %v, back to normal %.2fs after (%v), %d records replayed; %v\n", i+1, ft, at, t, ph, r.replayed, un)
 			}
 		}
 	}
 	for _, ft := range fts {
 		res.RecoveryS[ft], res.Replayed[ft] = median(rec[ft]), median(rep[ft])
 		res.PhasesMs[ft] = medianPhases(phs[ft])
+		res.Untouched[ft] = medianUntouched(unt[ft])
 	}
 	res.Ratio["global/spate"] = res.RecoveryS["global"] / res.RecoveryS["spate"]
 	if *asJSON {
@@ -503,7 +595,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "recovery (4 nodes, %s records/s, %d keys, interval %v, node of %s killed at %v + phases over an interval, %d rounds, medians):\n", si(*rate), *keys, *interval, *victim, *killAt, *rounds)
 		for _, ft := range fts {
-			fmt.Fprintf(stdout, "  %-6s %.2fs to normal output lag, %.0f records replayed; %v\n", ft, res.RecoveryS[ft], res.Replayed[ft], res.PhasesMs[ft])
+			fmt.Fprintf(stdout, "  %-6s %.2fs to normal output lag, %.0f records replayed; %v; %v\n", ft, res.RecoveryS[ft], res.Replayed[ft], res.PhasesMs[ft], res.Untouched[ft])
 		}
 		fmt.Fprintf(stdout, "  global/spate %.2f\n", res.Ratio["global/spate"])
 	}

@@ -223,7 +223,10 @@ func tempRoot(keep string) (string, func(), error) {
 type Overhead struct {
 	RPS   map[string]float64 `json:"rps"`
 	P99Ms map[string]float64 `json:"p99_ms"`
-	Ratio map[string]float64 `json:"ratio"`
+	Ratio map[string]float64 `json:"ratio"` // of the medians
+	// RatioRounds is each round's ratio: rounds run seconds apart on the
+	// same machine, so their spread says how far Ratio can be trusted.
+	RatioRounds map[string][]float64 `json:"ratio_rounds"`
 	// CPU µs per record of the node processes in the throughput runs: on
 	// a shared machine, far steadier than records/s; CPURatio is none's
 	// over each's, the fraction of its work a configuration keeps useful.
@@ -259,7 +262,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	p99 := map[string][]float64{}
 	cpu := map[string][]float64{}
 	var deltaFull, keyFrac []float64
-	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{},
+	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{}, RatioRounds: map[string][]float64{},
 		CPUPerRec: map[string]float64{}, CPURatio: map[string]float64{}, Verified: true}
 	for i := range *rounds {
 		for _, ft := range fts {
@@ -296,6 +299,11 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	}
 	res.Ratio["spate/none"] = res.RPS["spate"] / res.RPS["none"]
 	res.Ratio["global/none"] = res.RPS["global"] / res.RPS["none"]
+	for i := range *rounds {
+		for _, ft := range fts[1:] {
+			res.RatioRounds[ft+"/none"] = append(res.RatioRounds[ft+"/none"], rps[ft][i]/rps["none"][i])
+		}
+	}
 	res.CPURatio["spate/none"] = res.CPUPerRec["none"] / res.CPUPerRec["spate"]
 	res.CPURatio["global/none"] = res.CPUPerRec["none"] / res.CPUPerRec["global"]
 	if len(deltaFull) > 0 {
@@ -309,8 +317,8 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  %-6s %s records/s   %.2f CPU µs/record   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.CPUPerRec[ft], res.P99Ms[ft], si(*rate))
 		}
 		fmt.Fprintf(stdout, "  CPU efficiency against none: spate %.3f   global %.3f\n", res.CPURatio["spate/none"], res.CPURatio["global/none"])
-		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f\n  count's delta checkpoints: %.1f%% of a full one's bytes, writing %.1f%% of its keys (latency runs)\n",
-			res.Ratio["spate/none"], res.Ratio["global/none"], 100*res.DeltaFull, 100*res.DirtyKeys)
+		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f   (by round: spate/none %s, global/none %s)\n  count's delta checkpoints: %.1f%% of a full one's bytes, writing %.1f%% of its keys (latency runs)\n",
+			res.Ratio["spate/none"], res.Ratio["global/none"], ratios(res.RatioRounds["spate/none"]), ratios(res.RatioRounds["global/none"]), 100*res.DeltaFull, 100*res.DirtyKeys)
 	}
 	if !res.Verified {
 		fmt.Fprintln(stdout, "  WARNING: a run failed verification")
@@ -466,6 +474,15 @@ func medianPhases(ps []Phases) Phases {
 		Restored: pick(func(p Phases) float64 { return p.Restored }),
 		CaughtUp: pick(func(p Phases) float64 { return p.CaughtUp }),
 	}
+}
+
+// ratios formats xs as "0.97 0.82 ...".
+func ratios(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
 }
 
 // medianUntouched is the median of each figure over the rounds (MinRate:

@@ -162,6 +162,14 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 	} else {
 		sess := in.n.peer(l.place.Node)
 		if sess == nil {
+			// A node that has just joined dialed us, but our side of the
+			// session may not be registered yet when the coordinator,
+			// told by that node, reroutes to an instance on it.
+			if in.n.waitPeers(ctx, []string{l.place.Node}, peerWait) == nil {
+				sess = in.n.peer(l.place.Node)
+			}
+		}
+		if sess == nil {
 			return fmt.Errorf("no session to node %s for %s", l.place.Node, l.place.ID)
 		}
 		st, err := sess.OpenStream()
@@ -386,6 +394,10 @@ func (l *link) knownTo(prod job.Producer, kg job.KeyGroup, seq uint64) bool {
 // errConnecting marks a link whose stream is not open yet.
 var errConnecting = errors.New("connecting")
 
+// peerWait bounds how long a connect waits for the session to a node
+// that has just joined.
+const peerWait = 5 * time.Second
+
 // batchBytes is the size at which a batch is sent without waiting.
 const batchBytes = 64 << 10
 
@@ -415,7 +427,7 @@ func (in *instance) flushLink(l *link) {
 }
 
 func (in *instance) linkFailed(l *link, err error) {
-	if l.err == nil {
+	if l.err == nil || l.err == errConnecting { // a failed connect is a failure too
 		l.err = err
 		in.n.event("frame_error", in.id, map[string]any{"to": string(l.place.ID)}, "stream to %s on %s failed: %v", l.place.ID, l.place.Node, err)
 	}

@@ -51,6 +51,12 @@ func TestRecoveryTime(t *testing.T) {
 			[2]int64{3900, 100}, [2]int64{4400, 100}, [2]int64{4900, 100}), 0.9, true},
 		{"never back", lag([2]int64{2000, 100}, [2]int64{3000, 1500}, [2]int64{4000, 2500}), 0, false},
 		{"a stretch without samples is not normal", gappy, 0.7, true},
+		// A high lag before the kill (1.5 s: normal is up to 1875 ms) and
+		// the output stalled from the kill on: its lag stays under the bar
+		// until 3375 ms, but the output only passes the kill at 3600.
+		{"a stalled output is not back however low its lag", lag(
+			[2]int64{2000, 1500}, [2]int64{3100, 1600}, [2]int64{3300, 1800},
+			[2]int64{3600, 300}, [2]int64{4000, 300}, [2]int64{4600, 300}), 0.6, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

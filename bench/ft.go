@@ -170,7 +170,11 @@ func lagGap(heartbeat time.Duration) time.Duration { return max(250*time.Millise
 // recoveryTime is how long after the kill the output lag took to be back
 // to normal (at most the pre-kill p99 plus a quarter, and at least 50 ms
 // more) and stay there for a second. A stretch of more than gap without a
-// sample is not normal: nothing says the output moved.
+// sample is not normal: nothing says the output moved. Nor is a sample
+// whose output has not yet reached the moment of the kill (elapsed minus
+// lag): while the output is stalled its lag grows from where it was, and
+// where the pre-kill lag was high it stays under the bar for a while
+// without anything having recovered.
 func recoveryTime(ri *coord.RunInfo, killAt int64, warm, gap time.Duration) (float64, bool) {
 	var before []float64
 	for _, s := range ri.Lag {
@@ -190,7 +194,7 @@ func recoveryTime(ri *coord.RunInfo, killAt int64, warm, gap time.Duration) (flo
 			since = -1
 		}
 		prev = s[0]
-		if float64(s[1]) <= normal {
+		if float64(s[1]) <= normal && s[0]-s[1] >= killAt {
 			if since < 0 {
 				since = s[0]
 			}

@@ -430,9 +430,6 @@ func (o *openRuns) add(ws int64, e *countEntry) {
 	o.runs[i].list = append(o.runs[i].list, e)
 }
 
-// Len implements Stateful.
-func (c *Count) Len() int { return c.tab.Len() }
-
 // DropGroups implements Stateful.
 func (c *Count) DropGroups(kgs []KeyGroup) {
 	for _, kg := range kgs {

@@ -229,9 +229,6 @@ func (r *Rollup) Restore(groups []state.MergedGroup) error {
 	})
 }
 
-// Len implements Stateful.
-func (r *Rollup) Len() int { return r.tab.Len() }
-
 // DropGroups implements Stateful.
 func (r *Rollup) DropGroups(kgs []KeyGroup) {
 	for _, kg := range kgs {

@@ -36,9 +36,6 @@ type Stateful interface {
 	Restore(groups []state.MergedGroup) error
 	// DropGroups forgets the state of key groups that moved away.
 	DropGroups(kgs []KeyGroup)
-	// Len returns the number of keys the state holds: what a full
-	// checkpoint would write.
-	Len() int
 }
 
 // Captured is the state pinned by Stateful.Capture.

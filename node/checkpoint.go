@@ -28,15 +28,13 @@ type checkpointer struct {
 }
 
 // wantFull decides whether the next checkpoint is a full one: every k-th,
-// when the chain is broken, or when the chain outweighs a full checkpoint
-// of the keys held now (keys; 0: unknown).
-func (c *checkpointer) wantFull(d *wire.Deploy, keys int) bool {
+// when the chain is broken, or when its deltas cost more than a base.
+func (c *checkpointer) wantFull(d *wire.Deploy) bool {
 	cfg := state.DefaultConfig()
 	if d.FullEvery > 0 {
 		cfg.FullEvery = d.FullEvery
 	}
 	c.chain.Base = c.chain.Base && c.base != 0
-	c.chain.Keys = keys
 	return cfg.WantFull(c.chain)
 }
 
@@ -77,11 +75,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 		return // nothing new to write (PROTOCOL.md, "Retired instances")
 	}
 	id := in.ck.lastID + 1
-	keys := 0
-	if in.stateful != nil {
-		keys = in.stateful.Len()
-	}
-	full := in.ck.wantFull(in.plan, keys)
+	full := in.ck.wantFull(in.plan)
 	pc := in.capture(id, full)
 	in.noteEmpty(id)
 	in.ck.inflight = true
@@ -98,7 +92,6 @@ type pendingCheckpoint struct {
 	meta     ckptMeta
 	pos      map[int]uint64 // sources: partition positions
 	bytes    int            // stored size, once persisted
-	keys     int            // keys written, once persisted
 	parent   string         // deltas: the file it builds on
 	t0       time.Time
 	capture  time.Duration
@@ -203,7 +196,7 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	}
 	in.ck.lastFile = state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full)
 	if pc.snap.Full {
-		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes), BaseKeys: pc.keys}
+		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
 	} else {
 		in.ck.chain.Deltas++
 		in.ck.chain.DeltaSize += int64(pc.bytes)
@@ -241,7 +234,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		err = in.n.store.Put(name, data)
 	}
 	done := time.Now()
-	pc.bytes, pc.keys = len(data), keys
+	pc.bytes = len(data)
 	if err != nil {
 		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err

@@ -199,7 +199,7 @@ func TestRestoredInstanceExtendsItsChain(t *testing.T) {
 	if _, err := in.restore(f.files); err != nil {
 		t.Fatal(err)
 	}
-	if in.ck.wantFull(in.plan, in.stateful.Len()) {
+	if in.ck.wantFull(in.plan) {
 		t.Fatal("the first checkpoint after a restore is full")
 	}
 	r := f.drive(t, in)
@@ -324,36 +324,5 @@ func TestNextCheckpointKeepsToTheGrid(t *testing.T) {
 		if got := nextCheckpoint(c.due, at(c.now), time.Second); !got.Equal(at(c.want)) {
 			t.Errorf("due %v, now %d ms: next at %v, want %d ms", c.due.Sub(t0), c.now, got.Sub(t0), c.want)
 		}
-	}
-}
-
-// A state that grows keeps to deltas: each delta below writes more keys
-// than the base held, which outweighs the base, but the chain stays well
-// under twice what a full checkpoint of the grown state would take. Once
-// the state shrinks (most key groups moved away), the chain carries what is
-// gone and the next checkpoint is full.
-func TestGrowingStateKeepsToDeltas(t *testing.T) {
-	f := newChain(t, 1, nil) // for its deploy and store
-	in := f.instance(t)
-	r := f.drive(t, in)
-	r.feed(0, 1000, 40_000)
-	r.checkpoint(11, true)
-	for i, hi := range []int{3000, 6000, 10_000} {
-		r.feed(0, hi, 40_000)
-		if i > 0 && !in.ck.wantFull(in.plan, 0) {
-			t.Fatalf("step %d: the deltas do not outweigh the base: the test shows nothing (chain %+v)", i, in.ck.chain)
-		}
-		if in.ck.wantFull(in.plan, in.stateful.Len()) {
-			t.Fatalf("step %d: full checkpoint for a state grown to %d keys (chain %+v)", i, in.stateful.Len(), in.ck.chain)
-		}
-		r.checkpoint(uint64(12+i), false)
-	}
-	var drop []job.KeyGroup
-	for kg := range job.KeyGroup(f.d.Job.Groups - 4) {
-		drop = append(drop, kg)
-	}
-	in.stateful.DropGroups(drop)
-	if !in.ck.wantFull(in.plan, in.stateful.Len()) {
-		t.Fatalf("a delta after the state shrank to %d keys (chain %+v)", in.stateful.Len(), in.ck.chain)
 	}
 }

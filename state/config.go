@@ -9,11 +9,9 @@ type Config struct {
 	FullEvery int
 
 	// MaxChainRatio replaces a delta chain by a full snapshot when the
-	// chain (base and deltas) is stored in more than 1+MaxChainRatio times
-	// what a full snapshot of the state would take now: restoring would
-	// then read that much more than a fresh base costs to write. Where the
-	// state's size now is unknown, the base's size stands for it (the
-	// deltas, together, outweigh MaxChainRatio bases). 0 disables the rule.
+	// deltas since the base, together, are stored in more than
+	// MaxChainRatio times the base's size: restoring would then read more
+	// than a fresh base costs to write. 0 disables the rule.
 	MaxChainRatio float64
 }
 
@@ -41,33 +39,19 @@ type ChainState struct {
 	Deltas    int   // durable deltas since the base
 	BaseSize  int64 // stored bytes of the base
 	DeltaSize int64 // stored bytes of those deltas, together
-	BaseKeys  int   // keys the base holds (0: unknown)
-	Keys      int   // keys the state holds now (0: unknown)
-}
-
-// fullSize estimates the stored bytes of a full snapshot of the state now:
-// the base's, scaled by how the number of keys changed since. Without the
-// key counts it is the base's size.
-func (s ChainState) fullSize() float64 {
-	if s.BaseKeys <= 0 || s.Keys <= 0 {
-		return float64(s.BaseSize)
-	}
-	return float64(s.BaseSize) * float64(s.Keys) / float64(s.BaseKeys)
 }
 
 // WantFull reports whether the next checkpoint must be a full one: there is
 // no intact chain to extend (none yet, or a capture was lost), the chain
-// already has FullEvery-1 deltas, or it is stored in more than
-// 1+MaxChainRatio times what a full snapshot would take now. A state that
-// grows does not make the chain outweigh a base taken when it was small:
-// its new keys would be in a full snapshot too.
+// already has FullEvery-1 deltas, or its deltas cost more than
+// MaxChainRatio bases.
 func (c Config) WantFull(s ChainState) bool {
 	switch {
 	case !s.Base:
 		return true
 	case s.Deltas+1 >= c.FullEvery:
 		return true
-	case c.MaxChainRatio > 0 && float64(s.BaseSize+s.DeltaSize) > (1+c.MaxChainRatio)*s.fullSize():
+	case c.MaxChainRatio > 0 && float64(s.DeltaSize) > c.MaxChainRatio*float64(s.BaseSize):
 		return true
 	}
 	return false

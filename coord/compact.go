@@ -18,7 +18,8 @@ import (
 // checkpoint (state merged, sections of the latest, upstream-backup marks
 // compacted into a full mark) and records it in the manifest. A recovery
 // then reads one file instead of the chain; the chain's files go when no
-// restorable checkpoint needs them. One compaction per instance at a time.
+// restorable checkpoint needs them. One compaction per instance at a time,
+// and none started during a recovery.
 
 // compactAt is the chain length that triggers a compaction.
 const compactAt = 6
@@ -34,8 +35,11 @@ type compaction struct {
 }
 
 // maybeCompact starts a compaction of the chain of cp if it is long enough.
+// None starts while a recovery is in flight: a compaction decodes a whole
+// chain and encodes it again, CPU that the restore and the catch-up need
+// more. The next checkpoint after the recovery starts it.
 func (c *Coordinator) maybeCompact(cp wire.Checkpoint) {
-	if c.cfg.FT != "spate" || c.compacting[cp.Instance] || c.draining {
+	if c.cfg.FT != "spate" || c.compacting[cp.Instance] || c.draining || len(c.recovering) > 0 {
 		return
 	}
 	files, ok := c.manifest.chain(c.manifest.byID[cp.Instance][cp.ID])

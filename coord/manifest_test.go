@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"spate/job"
+	"spate/state"
 	"spate/wire"
 )
 
@@ -116,5 +118,31 @@ func TestManifestKeepsTheParentOfTheNextDelta(t *testing.T) {
 	want := [][]string{{"c4-compacted", "c5-delta", "c6-delta", "c7-delta"}, {"c4-compacted", "c5-delta", "c6-delta"}}
 	if !reflect.DeepEqual(chains, want) {
 		t.Fatalf("restorable = %v, want %v: the compacted checkpoint was forgotten", chains, want)
+	}
+}
+
+// No compaction starts while a recovery is in flight; once it is over, the
+// next checkpoint starts one.
+func TestCompactionWaitsForRecoveries(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	m.add(cp(1, true, 0))
+	for id := uint64(2); id <= compactAt; id++ {
+		m.add(cp(id, false, id-1))
+	}
+	c := &Coordinator{cfg: Config{FT: "spate"}, manifest: m, store: state.NewMemStore(),
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 1),
+		recovering: map[job.InstanceID]*recovery{"count#1": {}}}
+	last := cp(compactAt, false, compactAt-1)
+	c.maybeCompact(last)
+	if c.compacting["count#0"] {
+		t.Fatal("a compaction started during a recovery")
+	}
+	delete(c.recovering, "count#1")
+	c.maybeCompact(last)
+	if !c.compacting["count#0"] {
+		t.Fatalf("no compaction of a chain of %d files", compactAt)
+	}
+	if r := <-c.compactc; r.err == nil { // the store holds none of the files
+		t.Fatalf("compaction of missing files succeeded: %+v", r)
 	}
 }

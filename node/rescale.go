@@ -599,12 +599,7 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 				}
 				continue
 			}
-			more := false
-			for _, kg := range keyGroupsOf(q.Ranges) {
-				if !inRanges(l.place.Ranges, kg) {
-					more = true
-				}
-			}
+			more := gains(pt, l, q.Ranges)
 			moved := q.Gen > l.place.Gen || q.Node != l.place.Node
 			if l.replay != nil {
 				// A replay reads the old ranges: drop it, and
@@ -644,6 +639,22 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 			in.sendWatermarkTo(l, in.currentWatermark())
 		}
 	}
+}
+
+// gains reports whether the new ranges of l's downstream hold a key group
+// that the port routes elsewhere now. It asks the routing, not l's
+// placement: a recovery's reroute during a rescale may already carry the
+// new ranges (the coordinator widens them at the capture) while the link
+// was connected, and its replay started, for the old ones. Such a link
+// must reconnect at the commit, or the records of the moved groups between
+// the capture and the commit are never replayed to their new owner.
+func gains(pt *port, l *link, ranges []job.Range) bool {
+	for _, kg := range keyGroupsOf(ranges) {
+		if o := pt.owner[kg]; o < 0 || pt.links[o] != l {
+			return true
+		}
+	}
+	return false
 }
 
 // replaysToward lists the replays in flight on this instance's links

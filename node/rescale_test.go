@@ -181,3 +181,28 @@ func TestGivingUpARangeUnpinsIt(t *testing.T) {
 		t.Fatal("giveUp changed the wrong key groups")
 	}
 }
+
+// A link whose placement a recovery's reroute has already widened to the
+// new ranges (the coordinator widens them at the capture) still gains those
+// key groups at the commit: the port routes them elsewhere until then, so
+// the link must reconnect and replay them to their new owner.
+func TestCommitReconnectsALinkRerouteWidened(t *testing.T) {
+	old := &link{place: wire.Placement{ID: "count#2", Ranges: []job.Range{{Lo: 32, Hi: 64}}}}
+	widened := &link{place: wire.Placement{ID: "count#0", Gen: 2, Ranges: []job.Range{{Lo: 0, Hi: 64}}}}
+	pt := &port{links: []*link{widened, old}, owner: make([]int, 64)}
+	for kg := range pt.owner {
+		pt.owner[kg] = 0
+		if kg >= 32 {
+			pt.owner[kg] = 1
+		}
+	}
+	if !gains(pt, widened, widened.place.Ranges) {
+		t.Fatal("count#0 gains [32,64) at the commit, but it is not reconnected")
+	}
+	if gains(pt, widened, []job.Range{{Lo: 0, Hi: 32}}) {
+		t.Fatal("a link that keeps its own key groups is reconnected")
+	}
+	if gains(pt, old, nil) {
+		t.Fatal("a link that loses its key groups is reconnected")
+	}
+}

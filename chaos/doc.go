@@ -108,6 +108,9 @@
 //
 //	exactly_once        verify found 0 lost, 0 duplicated, 0 wrong results
 //	all_recovered       every instance lost was recovered before the end
+//	                    (an instance lost again during its recovery: by
+//	                    the recovery that follows, timed from the first
+//	                    detection)
 //	max_recovery: D     the longest recovery (detection to caught up) <= D;
 //	                    fails if an instance never recovered
 //	max_lag: D          the largest output-lag sample <= D (paced runs only:

@@ -88,6 +88,10 @@ type Recovery struct {
 	Replayed   int64   `json:"replayed"` // records replayed to it
 	DetectedMs float64 `json:"detected_ms"`
 	Done       bool    `json:"done"`
+	// Superseded: lost again before it caught up. The next recovery of
+	// the instance takes over (the coordinator times it from this one's
+	// detection), so the checks judge that one, not this.
+	Superseded bool    `json:"superseded,omitempty"`
 	TotalMs    float64 `json:"total_ms"` // detection to caught up, or to the run's end if never
 	Phases     []Phase `json:"phases"`
 }
@@ -264,6 +268,9 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 func (r *Report) Evidence(v Verify) Evidence {
 	ev := Evidence{Verify: v, Throughput: r.Throughput.RecordsPS}
 	for _, rc := range r.Recoveries {
+		if rc.Superseded {
+			continue
+		}
 		if rc.Done {
 			ev.Recoveries = append(ev.Recoveries, time.Duration(rc.TotalMs*float64(time.Millisecond)))
 		} else {
@@ -444,8 +451,10 @@ func (b *builder) start(id string, e events.Event, reason string) {
 		b.open = map[string]*Recovery{}
 	}
 	if old := b.open[id]; old != nil {
-		// Lost again before it caught up: the first one ends here, unfinished.
+		// Lost again before it caught up: the first one ends here,
+		// unfinished, and the new one takes over.
 		old.Phases = append(old.Phases, Phase{Name: "lost_again", StartMs: b.at(e.Time), EndMs: b.at(e.Time)})
+		old.Superseded = true
 	}
 	rc := &Recovery{Instance: id, From: e.Node, Reason: reason, DetectedMs: b.at(e.Time)}
 	b.open[id] = rc

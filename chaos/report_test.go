@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,5 +391,41 @@ func TestBuildReportRealNoFT(t *testing.T) {
 	}
 	if r.Checkpoints.Count != 0 {
 		t.Errorf("%d checkpoints with --ft none", r.Checkpoints.Count)
+	}
+}
+
+// An instance lost again before it caught up has two recoveries: the first
+// superseded, the second timed (by the coordinator) from the first
+// detection. The checks judge the second: it finished, so nothing is
+// unrecovered and the longest recovery is the whole span.
+func TestBuildReportLostAgainDuringItsRecovery(t *testing.T) {
+	dir := writeRun(t, "spate", []events.Event{
+		{Time: at(0), Kind: events.JobStarted},
+		{Time: at(5000), Kind: events.NodeLost, Node: "n5", Fields: map[string]any{"instances": []any{"source#0"}, "reason": "EOF"}},
+		{Time: at(5020), Kind: events.RecoveryPlaced, Node: "n11", Instance: "source#0"},
+		{Time: at(6200), Kind: events.RecoveryRestored, Node: "n11", Instance: "source#0", Fields: map[string]any{"checkpoint": 84}},
+		{Time: at(8900), Kind: events.NodeLost, Node: "n11", Fields: map[string]any{"instances": []any{"source#0"}, "reason": "EOF"}},
+		{Time: at(8950), Kind: events.RecoveryPlaced, Node: "n13", Instance: "source#0"},
+		{Time: at(8960), Kind: events.RecoveryRestored, Node: "n13", Instance: "source#0", Fields: map[string]any{"checkpoint": 84}},
+		{Time: at(9100), Kind: events.RecoveryDone, Node: "n13", Instance: "source#0", Fields: map[string]any{"total_ms": 4100}},
+		{Time: at(10000), Kind: events.RunFinished},
+	}, nil)
+	sc := mustParse(t, "name: twice\nschedule: []\nchecks: [all_recovered, {max_recovery: 5s}]\n")
+	r, err := BuildReport(dir, sc, Verify{Windows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != VerdictPass {
+		t.Errorf("verdict %s: %+v", r.Verdict, r.Checks)
+	}
+	if len(r.Recoveries) != 2 || !r.Recoveries[0].Superseded || r.Recoveries[0].Done || r.Recoveries[1].Superseded || !r.Recoveries[1].Done {
+		t.Fatalf("recoveries %+v", r.Recoveries)
+	}
+	if ev := r.Evidence(Verify{}); len(ev.Unrecovered) != 0 || !slices.Equal(ev.Recoveries, []time.Duration{4100 * time.Millisecond}) {
+		t.Errorf("evidence: unrecovered %v, recoveries %v", ev.Unrecovered, ev.Recoveries)
+	}
+	sc = mustParse(t, "name: twice\nschedule: []\nchecks: [{max_recovery: 4s}]\n")
+	if r, err = BuildReport(dir, sc, Verify{Windows: 100}); err != nil || r.Verdict != VerdictFail {
+		t.Errorf("max_recovery 4s against a 4.1 s recovery: %v %v", r.Verdict, err)
 	}
 }

@@ -297,7 +297,10 @@ func (p *page) recoveries() {
 	p.f("<table><tr><th>instance</th><th>lost node</th><th>to</th><th>detected</th><th>checkpoint</th><th>replayed</th><th>total</th><th>phases</th></tr>\n")
 	for _, rc := range r.Recoveries {
 		total := fmt.Sprintf("%.0fms", rc.TotalMs)
-		if !rc.Done {
+		switch {
+		case rc.Superseded:
+			total = fmt.Sprintf("%.0fms, then lost again", rc.TotalMs)
+		case !rc.Done:
 			total = "<span class=\"bad\">never</span>"
 		}
 		var phases []string

@@ -92,7 +92,7 @@ type Recovery struct {
 	// the instance takes over (the coordinator times it from this one's
 	// detection), so the checks judge that one, not this.
 	Superseded bool    `json:"superseded,omitempty"`
-	TotalMs    float64 `json:"total_ms"` // detection to caught up, or to the run's end if never
+	TotalMs    float64 `json:"total_ms"` // detection to caught up, to the next loss if superseded, or to the run's end if never
 	Phases     []Phase `json:"phases"`
 }
 
@@ -454,7 +454,7 @@ func (b *builder) start(id string, e events.Event, reason string) {
 		// Lost again before it caught up: the first one ends here,
 		// unfinished, and the new one takes over.
 		old.Phases = append(old.Phases, Phase{Name: "lost_again", StartMs: b.at(e.Time), EndMs: b.at(e.Time)})
-		old.Superseded = true
+		old.Superseded, old.TotalMs = true, b.at(e.Time)-old.DetectedMs
 	}
 	rc := &Recovery{Instance: id, From: e.Node, Reason: reason, DetectedMs: b.at(e.Time)}
 	b.open[id] = rc
@@ -508,7 +508,7 @@ func (b *builder) finish() {
 		}
 	}
 	for _, rc := range b.recs {
-		if !rc.Done {
+		if !rc.Done && !rc.Superseded {
 			rc.TotalMs = r.DurationMs - rc.DetectedMs
 			name := "unrecovered"
 			if n := len(rc.Phases); n > 0 && rc.Phases[n-1].Name == "restore" {

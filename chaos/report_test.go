@@ -418,7 +418,8 @@ func TestBuildReportLostAgainDuringItsRecovery(t *testing.T) {
 	if r.Verdict != VerdictPass {
 		t.Errorf("verdict %s: %+v", r.Verdict, r.Checks)
 	}
-	if len(r.Recoveries) != 2 || !r.Recoveries[0].Superseded || r.Recoveries[0].Done || r.Recoveries[1].Superseded || !r.Recoveries[1].Done {
+	if len(r.Recoveries) != 2 || !r.Recoveries[0].Superseded || r.Recoveries[0].Done || r.Recoveries[0].TotalMs != 3900 ||
+		r.Recoveries[1].Superseded || !r.Recoveries[1].Done {
 		t.Fatalf("recoveries %+v", r.Recoveries)
 	}
 	if ev := r.Evidence(Verify{}); len(ev.Unrecovered) != 0 || !slices.Equal(ev.Recoveries, []time.Duration{4100 * time.Millisecond}) {

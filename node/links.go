@@ -120,7 +120,7 @@ func (in *instance) backupConfig() backup.Config {
 func (in *instance) openOutputs(ctx context.Context) error {
 	for pi, pt := range in.ports {
 		for _, l := range pt.links {
-			if err := in.connect(ctx, pi, l); err != nil {
+			if err := in.connect(ctx, pi, l, false); err != nil {
 				// The downstream may be moving: its reroute reconnects.
 				in.linkFailed(l, err)
 			}
@@ -130,8 +130,13 @@ func (in *instance) openOutputs(ctx context.Context) error {
 }
 
 // connect opens the stream of l, learns the downstream's positions and
-// replays what it lacks.
-func (in *instance) connect(ctx context.Context, pi int, l *link) error {
+// replays what it lacks. With wait, a missing session to the downstream's
+// node is waited for (up to peerWait): the coordinator has just placed the
+// downstream on a node that joined a moment ago (a reroute, a rescale's
+// commit). Without it a missing session fails the connect at once: the
+// plan's placement may be on a node that is lost, whose session never
+// comes, and the downstream's reroute will reconnect.
+func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) error {
 	in.endReplay(l, false)
 	l.local, l.st, l.w, l.err, l.lastWM = nil, nil, nil, errConnecting, job.NoWatermark
 	l.b.Reset()
@@ -161,7 +166,7 @@ func (in *instance) connect(ctx context.Context, pi int, l *link) error {
 		l.fromIdx = idx
 	} else {
 		sess := in.n.peer(l.place.Node)
-		if sess == nil {
+		if sess == nil && wait {
 			// A node that has just joined dialed us, but our side of the
 			// session may not be registered yet when the coordinator,
 			// told by that node, reroutes to an instance on it.
@@ -294,7 +299,7 @@ func (in *instance) reroute(ctx context.Context, q wire.Placement) {
 				l.st.Close()
 			}
 			l.place = q
-			if err := in.connect(ctx, pi, l); err != nil {
+			if err := in.connect(ctx, pi, l, true); err != nil {
 				in.linkFailed(l, err)
 				continue
 			}

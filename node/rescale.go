@@ -632,7 +632,7 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 			if l.st != nil {
 				l.st.Close()
 			}
-			if err := in.connect(ctx, pi, l); err != nil {
+			if err := in.connect(ctx, pi, l, true); err != nil {
 				in.linkFailed(l, err)
 				continue
 			}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"spate/control"
@@ -102,8 +101,12 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 			}
 			if kill && sr.killAtMs < 0 {
 				if pid := pids[hosts["count#2"]]; pid > 0 {
-					sr.killAtMs = time.Since(started).Milliseconds()
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					sent := time.Since(started)
+					sr.killAtMs = 0 // taken: the moment of the death is set once the run is over
+					go func() {
+						took, err := killNode(pid)
+						sr.r.setKill((sent + took).Milliseconds(), took, err)
+					}()
 				}
 			}
 		}
@@ -117,7 +120,15 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 	if err != nil {
 		return nil, err
 	}
+	sr.r.mu.Lock()
 	sr.r.info, sr.r.rps = ri, rps
+	if sr.killAtMs == 0 {
+		sr.killAtMs, err = sr.r.killAtMs, sr.r.killErr
+	}
+	sr.r.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%s: kill: %w", d, err)
+	}
 	rep, verr := coord.VerifyRun(d)
 	sr.r.verified = verr == nil && rep.OK()
 	if !sr.r.verified {

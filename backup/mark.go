@@ -49,8 +49,16 @@ var markMagic = []byte("SPBK")
 // first Mark of a buffer made by New or Extract is a full one and starts a
 // chain; Restore takes the chain of a checkpoint. Mark does no I/O (the
 // records it copies are never spilled yet) and its result is the caller's.
-func (b *Buffer) Mark() []byte {
-	out, err := b.mark(b.needFull, nil)
+func (b *Buffer) Mark() []byte { return b.AppendMark(nil) }
+
+// AppendMark is Mark written into dst's storage (dst's contents are
+// dropped), which it returns, grown if it must be. A caller that hands the
+// previous mark's storage back once that mark is durable spares its
+// goroutine the allocation of megabytes per checkpoint: on a heap being
+// collected, a large allocation is paid for with marking work, and a
+// capture stalled for tens of milliseconds on it.
+func (b *Buffer) AppendMark(dst []byte) []byte {
+	out, err := b.mark(b.needFull, nil, dst)
 	if err != nil {
 		panic("backup: Mark read a spilled chunk: " + err.Error()) // unmarked chunks are never spilled
 	}
@@ -62,8 +70,11 @@ func (b *Buffer) Mark() []byte {
 // marks can be dropped). Spilled records are read back for it; a spill file
 // that cannot be read gives an error wrapping ErrSpill, and then nothing
 // changes.
-func (b *Buffer) MarkFull() ([]byte, error) {
-	return b.mark(true, func(c *chunk) ([]byte, error) { return b.readSpill(c, true) })
+func (b *Buffer) MarkFull() ([]byte, error) { return b.AppendMarkFull(nil) }
+
+// AppendMarkFull is MarkFull written into dst's storage, as AppendMark.
+func (b *Buffer) AppendMarkFull(dst []byte) ([]byte, error) {
+	return b.mark(true, func(c *chunk) ([]byte, error) { return b.readSpill(c, true) }, dst)
 }
 
 // Compact merges a chain of marks (as Restore takes them) into one full
@@ -76,9 +87,10 @@ func Compact(deltas [][]byte) ([]byte, error) {
 	return b.MarkFull()
 }
 
-// mark encodes a mark (full: everything) and, once it is complete, records
-// that the buffer's state is marked. load reads back a spilled chunk.
-func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error)) ([]byte, error) {
+// mark encodes a mark (full: everything) into dst's storage and, once it
+// is complete, records that the buffer's state is marked. load reads back
+// a spilled chunk.
+func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) ([]byte, error) {
 	type section struct {
 		lg      *kgLog
 		reset   bool
@@ -137,7 +149,13 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error)) ([]byte, err
 		secs = append(secs, s)
 	}
 
-	out := make([]byte, 0, size)
+	out := dst[:0]
+	switch {
+	case dst == nil:
+		out = make([]byte, 0, size)
+	case cap(dst) < size:
+		out = make([]byte, 0, 2*size) // reused: room for the next ones to grow
+	}
 	out = append(out, markMagic...)
 	flags := byte(0)
 	if full {

@@ -201,3 +201,47 @@ func flip(d []byte, i int) []byte {
 	d[i] ^= 1
 	return d
 }
+
+// TestAppendMarkReusesStorage: a mark written into a previous mark's
+// storage is the same mark, in that storage while it fits.
+func TestAppendMarkReusesStorage(t *testing.T) {
+	cfg := Config{MemLimit: 64 << 20}
+	a, b := mustNew(t, cfg), mustNew(t, cfg)
+	fill := func(from, to uint64) {
+		for seq := from; seq <= to; seq++ {
+			for kg := range job.KeyGroup(4) {
+				for _, buf := range []*Buffer{a, b} {
+					if err := buf.Append(1, kg, seq, testRec(1, kg, seq)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	fill(1, 500)
+	junk := slices.Repeat([]byte{0xee}, 64<<10)
+	want, got := a.Mark(), b.AppendMark(junk[:17])
+	if !slices.Equal(got, want) {
+		t.Fatalf("AppendMark wrote %d bytes unlike Mark's %d", len(got), len(want))
+	}
+	if &got[0] != &junk[0] {
+		t.Fatal("AppendMark allocated although the storage it was given fits")
+	}
+	fill(501, 900)
+	small := make([]byte, 0, 8)
+	wantFull, err := a.MarkFull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotFull, err := b.AppendMarkFull(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gotFull, wantFull) {
+		t.Fatalf("AppendMarkFull wrote %d bytes unlike MarkFull's %d", len(gotFull), len(wantFull))
+	}
+	if cap(gotFull) < 2*len(gotFull) {
+		t.Fatalf("grown storage has room for %d bytes; want at least twice the mark's %d", cap(gotFull), len(gotFull))
+	}
+	restoreChain(t, cfg, [][]byte{gotFull}, a)
+}

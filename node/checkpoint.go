@@ -25,7 +25,33 @@ type checkpointer struct {
 	chain    state.ChainState             // the current chain's sizes: when a full one pays
 	lastFile string                       // the newest file of the chain, what the next delta builds on
 	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
+	marks    [][]byte                     // by port: storage of a durable backup mark, for the next one
 }
+
+// markBuf hands over the storage for port pi's next backup mark.
+func (c *checkpointer) markBuf(pi int) []byte {
+	if pi >= len(c.marks) {
+		return nil
+	}
+	b := c.marks[pi]
+	c.marks[pi] = nil
+	return b
+}
+
+// recycle takes back the storage of a durable checkpoint's backup marks:
+// nothing reads them once the file is written.
+func (c *checkpointer) recycle(snap *state.Snapshot, ports int) {
+	for pi := range ports {
+		if b, ok := snap.Sections[markSection(pi)]; ok && b != nil {
+			if len(c.marks) < ports {
+				c.marks = append(c.marks, make([][]byte, ports-len(c.marks))...)
+			}
+			c.marks[pi] = b[:0]
+		}
+	}
+}
+
+func markSection(pi int) string { return fmt.Sprintf("backup.%d", pi) }
 
 // wantFull decides whether the next checkpoint is a full one: every k-th,
 // when the chain is broken, or when its deltas cost more than a base.
@@ -149,15 +175,15 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 			var b []byte
 			if full {
 				var err error
-				if b, err = pt.backup.MarkFull(); err != nil {
+				if b, err = pt.backup.AppendMarkFull(in.ck.markBuf(pi)); err != nil {
 					in.n.event("error", in.id, nil, "backup: %v", err)
 				}
 			} else {
-				b = pt.backup.Mark()
+				b = pt.backup.AppendMark(in.ck.markBuf(pi))
 			}
 			// The backup's records are compact already and read only by a
 			// restore: stored as they are, they cost no compression.
-			name := fmt.Sprintf("backup.%d", pi)
+			name := markSection(pi)
 			snap.Sections[name] = b
 			if snap.Plain == nil {
 				snap.Plain = map[string]bool{}
@@ -194,6 +220,7 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 		delete(in.ck.pending, pc.snap.ID)
 		return
 	}
+	in.ck.recycle(pc.snap, len(in.ports))
 	in.ck.lastFile = state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full)
 	if pc.snap.Full {
 		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
@@ -412,7 +439,7 @@ func (in *instance) restoreBackups(snaps []*state.Snapshot) *backupsRestore {
 		}
 		marks := make([][]byte, len(snaps))
 		for i, s := range snaps {
-			marks[i] = s.Sections[fmt.Sprintf("backup.%d", pi)]
+			marks[i] = s.Sections[markSection(pi)]
 		}
 		cfg := in.backupConfig()
 		r.wg.Go(func() { r.bufs[pi], r.errs[pi] = backup.Restore(cfg, marks) })

@@ -47,6 +47,22 @@ func (c *cluster) dump() {
 	}
 }
 
+// waitRecoveryPlaced waits for the placements of inst's recovery.
+func (c *cluster) waitRecoveryPlaced(inst string) []events.Event {
+	c.t.Helper()
+	var got []events.Event
+	waitFor(c.t, 60*time.Second, "recovery of "+inst, func() (bool, string) {
+		got = got[:0]
+		for _, e := range c.events() {
+			if e.Kind == events.RecoveryPlaced && e.Instance == inst {
+				got = append(got, e)
+			}
+		}
+		return len(got) > 0, "not placed yet"
+	})
+	return got
+}
+
 // pid returns the process id of node name.
 func (c *cluster) pid(name string) int {
 	c.t.Helper()
@@ -118,6 +134,16 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 		{"global one killed", "global", func(c *cluster) {
 			c.signal(c.host("count#0"), syscall.SIGKILL)
 		}},
+		{"spate one killed, restored on the respawned node", "spate", func(c *cluster) {
+			lost := c.host("count#0")
+			c.signal(lost, syscall.SIGKILL)
+			for _, e := range c.waitRecoveryPlaced("count#0") {
+				if e.Node == "n1" || e.Node == "n2" || e.Node == "n3" || e.Node == "n4" {
+					c.dump()
+					c.t.Fatalf("with --recover-on respawned, count#0 was placed on %s, a node from the start", e.Node)
+				}
+			}
+		}},
 		{"spate two killed at once", "spate", func(c *cluster) {
 			c.signal("n3", syscall.SIGKILL)
 			c.signal("n4", syscall.SIGKILL)
@@ -149,6 +175,9 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 			var extra []string
 			if strings.Contains(tc.name, "often") {
 				extra = []string{"--interval", "20ms"}
+			}
+			if strings.Contains(tc.name, "respawned") {
+				extra = []string{"--recover-on", "respawned"}
 			}
 			c, wait := startFT(t, tc.ft, 4, extra...)
 			c.waitEvent(events.Checkpoint, "")

@@ -324,6 +324,7 @@ func TestBadInputIsOneLineExit2(t *testing.T) {
 		{"cost of a source", []string{"up", "--cost", "source=1ms"}, "--cost"},
 		{"bad backup size", []string{"up", "--backup-mem", "lots"}, "--backup-mem"},
 		{"backup size too small", []string{"up", "--backup-mem", "4KiB"}, "--backup-mem"},
+		{"bad recovery placement", []string{"up", "--recover-on", "elsewhere"}, "--recover-on"},
 		{"bad backup mode", []string{"up", "--backup-full", "drop"}, "--backup-full"},
 		{"verify without a run", []string{"verify", "--data", tmp}, "run.json"},
 		{"unknown command", []string{"frobnicate"}, "frobnicate"},

@@ -561,7 +561,7 @@ var clusterFlags = map[string]clusterFlag{
 	"rate": flagNumber, "speedup": flagNumber,
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
-	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString,
+	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString,
 }
 
 func (p *scParser) cluster(f field) error {
@@ -652,6 +652,10 @@ func (p *scParser) cluster(f field) error {
 			case "backup-full":
 				if val != "spill" && val != "block" {
 					return p.errf(c.value, path, "%q: want spill or block", val)
+				}
+			case "recover-on":
+				if val != "survivors" && val != "respawned" {
+					return p.errf(c.value, path, "%q: want survivors or respawned", val)
 				}
 			}
 		}

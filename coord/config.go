@@ -42,6 +42,7 @@ type Config struct {
 	Listen      string         `json:"listen"`
 	FlushMs     int            `json:"flush_ms"`
 	Respawn     bool           `json:"respawn"`             // replace a lost local node with a fresh process
+	RecoverOn   string         `json:"recover_on,omitempty"` // where a lost node's keyed instances go: survivors (default) or respawned
 	Rescale     string         `json:"rescale,omitempty"`   // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
 	Autoscale   bool           `json:"autoscale,omitempty"` // the DS2-style auto-scaler acts through the same scale path
 	// Cost is a simulated processing time per record of a keyed operator
@@ -63,7 +64,7 @@ func DefaultConfig() Config {
 		Keys: traces.DefaultKeys, FT: "spate", Interval: "auto", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
-		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, Rescale: "eds",
+		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, RecoverOn: "survivors", Rescale: "eds",
 	}
 }
 
@@ -99,6 +100,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
+	fs.StringVar(&c.RecoverOn, "recover-on", c.RecoverOn, "where a lost node's keyed instances are restored: survivors (warm processes, at once) or respawned (the node that replaces it, once it joins)")
 	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
 	backupMem := fs.String("backup-mem", "", "memory limit of each upstream backup, e.g. 64MiB (default 64MiB)")
@@ -170,6 +172,8 @@ func (c *Config) Validate() error {
 		return bad("heartbeat", "must be positive and shorter than --timeout")
 	case c.BackupMem < 0 || (c.BackupMem > 0 && c.BackupMem < 1<<20):
 		return bad("backup-mem", "%d bytes: want at least 1MiB", c.BackupMem)
+	case c.RecoverOn != "" && c.RecoverOn != "survivors" && c.RecoverOn != "respawned":
+		return bad("recover-on", "%q: want survivors or respawned", c.RecoverOn)
 	case c.BackupFull != "" && c.BackupFull != "spill" && c.BackupFull != "block":
 		return bad("backup-full", "%q: want spill or block", c.BackupFull)
 	}

@@ -803,12 +803,13 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		// The lost instances are placed together, so that each new owner
 		// learns where the others went: a source placed before the keyed
 		// instance it feeds was seen never to replay to it. Keyed instances
-		// go to the respawned node; sources (no state to load) to a node
-		// with the generator's table built (place).
+		// go to the survivors, or with --recover-on respawned to the
+		// respawned node; sources (no state to load) to a node with the
+		// generator's table built (place).
 		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
 			return !c.isSource(c.placeOf[id].Op)
 		})
-		if fresh != "" && c.eds.cur == nil && keyed {
+		if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
 			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
 				"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
 			c.awaitRespawn(ns.name, ids, fresh)

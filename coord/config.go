@@ -41,10 +41,10 @@ type Config struct {
 	Heartbeat   time.Duration  `json:"heartbeat"`
 	Listen      string         `json:"listen"`
 	FlushMs     int            `json:"flush_ms"`
-	Respawn     bool           `json:"respawn"`             // replace a lost local node with a fresh process
+	Respawn     bool           `json:"respawn"`              // replace a lost local node with a fresh process
 	RecoverOn   string         `json:"recover_on,omitempty"` // where a lost node's keyed instances go: survivors (default) or respawned
-	Rescale     string         `json:"rescale,omitempty"`   // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
-	Autoscale   bool           `json:"autoscale,omitempty"` // the DS2-style auto-scaler acts through the same scale path
+	Rescale     string         `json:"rescale,omitempty"`    // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
+	Autoscale   bool           `json:"autoscale,omitempty"`  // the DS2-style auto-scaler acts through the same scale path
 	// Cost is a simulated processing time per record of a keyed operator
 	// (count, rollup), spent asleep: a heavier operator without burning
 	// CPU, so that the auto-scaler has something to scale at a low rate.

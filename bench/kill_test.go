@@ -21,7 +21,7 @@ func TestKillNodeWaitsForTheDeath(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sleep command:", err)
 	}
-	defer cmd.Wait()
+	defer func() { _ = cmd.Process.Kill() }() // in case killNode did not
 	if _, err := killNode(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,17 @@ func (c *cluster) dump() {
 	}
 }
 
+// done is the set of instances that have reported instance_done.
+func (c *cluster) done() map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.events() {
+		if e.Kind == events.InstanceDone {
+			out[e.Instance] = true
+		}
+	}
+	return out
+}
+
 // waitRecoveryPlaced waits for the placements of inst's recovery.
 func (c *cluster) waitRecoveryPlaced(inst string) []events.Event {
 	c.t.Helper()
@@ -112,8 +123,18 @@ func startFT(t *testing.T, ft string, nodes int, extra ...string) (*cluster, fun
 	c := &cluster{t: t, dir: dir}
 	wait := func() {
 		t.Helper()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("up: %v\n%s", err, out)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("up: %v\n%s", err, out)
+			}
+		case <-time.After(3 * time.Minute): // a drain that never ends
+			c.dump()
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("up did not finish within 3 minutes of its end")
 		}
 	}
 	return c, wait
@@ -162,6 +183,20 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 			e := c.waitEvent(events.RecoveryPlaced, "")
 			c.signal(e.Node, syscall.SIGKILL)
 		}},
+		{"spate killed while draining, after the sources ended", "spate", func(c *cluster) {
+			// count works off its backlog (100 µs a record) long after the
+			// sources have ended their streams: its restore needs them to
+			// replay to it and end their streams again.
+			host := c.host("count#0")
+			waitFor(c.t, 60*time.Second, "the sources to end", func() (bool, string) {
+				done := c.done()
+				return done["source#0"] && done["source#1"], fmt.Sprintf("done: %v", done)
+			})
+			if c.done()["count#0"] {
+				c.t.Fatal("count#0 was done before the kill: nothing to test")
+			}
+			c.signal(host, syscall.SIGKILL)
+		}},
 		{"spate killed while checkpointing often", "spate", func(c *cluster) {
 			// A 20ms interval: a checkpoint is almost always being written.
 			c.signal(c.host("rollup#0"), syscall.SIGKILL)
@@ -178,6 +213,9 @@ func TestFaultToleranceUnderKills(t *testing.T) {
 			}
 			if strings.Contains(tc.name, "respawned") {
 				extra = []string{"--recover-on", "respawned"}
+			}
+			if strings.Contains(tc.name, "draining") {
+				extra = []string{"--cost", "count=100us", "--duration", "5s"}
 			}
 			c, wait := startFT(t, tc.ft, 4, extra...)
 			c.waitEvent(events.Checkpoint, "")

@@ -151,11 +151,7 @@ func (in *instance) reconnectTo(ctx context.Context, peer string) {
 			if l.st != nil {
 				l.st.Close()
 			}
-			if err := in.connect(ctx, pi, l, false); err != nil {
-				in.linkFailed(l, err)
-				continue
-			}
-			in.sendWatermarkTo(l, in.currentWatermark())
+			in.relink(ctx, pi, l, false)
 		}
 	}
 }

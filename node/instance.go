@@ -75,9 +75,12 @@ type instance struct {
 	ck        checkpointer
 	align     aligner
 	finished  bool
-	rs        rescaleState // live rescales (rescale.go)
-	cost      simCost      // up --cost (cost.go)
-	paused    time.Time    // since when input is paused on a full backup (backpressure.go)
+	// outputsEnded: every output stream has been ended (endOutputs); a
+	// link relinked since ends once it has caught up.
+	outputsEnded bool
+	rs           rescaleState // live rescales (rescale.go)
+	cost         simCost      // up --cost (cost.go)
+	paused       time.Time    // since when input is paused on a full backup (backpressure.go)
 
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64

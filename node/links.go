@@ -299,17 +299,32 @@ func (in *instance) reroute(ctx context.Context, q wire.Placement) {
 				l.st.Close()
 			}
 			l.place = q
-			if err := in.connect(ctx, pi, l, true); err != nil {
-				in.linkFailed(l, err)
-				continue
-			}
-			in.sendWatermarkTo(l, in.currentWatermark())
+			in.relink(ctx, pi, l, true)
 		}
+	}
+}
+
+// relink reconnects l (see connect) and brings its downstream up to now:
+// the watermark and, if this instance has ended its outputs already (its
+// downstream was restored during the drain, or gained key groups from a
+// rescale after a finite source ended), the end of the stream once the
+// replay is over.
+func (in *instance) relink(ctx context.Context, pi int, l *link, wait bool) {
+	if err := in.connect(ctx, pi, l, wait); err != nil {
+		in.linkFailed(l, err)
+		return
+	}
+	in.sendWatermarkTo(l, in.currentWatermark())
+	if in.outputsEnded && l.replay == nil {
+		in.endLink(l)
 	}
 }
 
 // currentWatermark is what this instance has promised downstream so far.
 func (in *instance) currentWatermark() int64 {
+	if in.outputsEnded {
+		return job.MaxWatermark
+	}
 	if in.src != nil {
 		return in.src.watermark()
 	}
@@ -484,19 +499,25 @@ func (in *instance) endOutputs() {
 	in.sendWatermark(job.MaxWatermark)
 	for _, pt := range in.ports {
 		for _, l := range pt.links {
-			if l.err != nil {
-				continue
-			}
-			if l.local != nil {
-				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgEnd})
-				continue
-			}
-			if err := l.w.WriteFrame(wire.TEnd, nil); err == nil {
-				_ = l.w.Flush()
-			}
-			_ = l.st.Close()
+			in.endLink(l)
 		}
 	}
+	in.outputsEnded = true
+}
+
+// endLink ends the stream of l, if it is up.
+func (in *instance) endLink(l *link) {
+	if l.err != nil {
+		return
+	}
+	if l.local != nil {
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgEnd})
+		return
+	}
+	if err := l.w.WriteFrame(wire.TEnd, nil); err == nil {
+		_ = l.w.Flush()
+	}
+	_ = l.st.Close()
 }
 
 // remoteBack is the trim channel of an inbound stream: trims go back to

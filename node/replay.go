@@ -303,6 +303,9 @@ func (rp *replay) finish(in *instance, l *link) {
 	l.replay = nil
 	if ok {
 		in.sendWatermarkTo(l, in.currentWatermark())
+		if in.outputsEnded {
+			in.endLink(l) // the replay of a link relinked after the end
+		}
 	} else if rp.err != nil {
 		in.linkFailed(l, rp.err)
 	}

@@ -632,11 +632,7 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 			if l.st != nil {
 				l.st.Close()
 			}
-			if err := in.connect(ctx, pi, l, true); err != nil {
-				in.linkFailed(l, err)
-				continue
-			}
-			in.sendWatermarkTo(l, in.currentWatermark())
+			in.relink(ctx, pi, l, true)
 		}
 	}
 }

@@ -244,6 +244,7 @@ func (in *instance) runSource(ctx context.Context) {
 		case <-in.drainc:
 			if in.drainReached() {
 				in.endSource()
+				in.serveEnded(ctx)
 				return
 			}
 			draining = true // read on, unpaced, to where an earlier generation got
@@ -311,11 +312,13 @@ func (in *instance) runSource(ctx context.Context) {
 		in.busy(now)
 		if live == 0 && draining {
 			in.endSource()
+			in.serveEnded(ctx)
 			return
 		}
 		if live == 0 {
 			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
 			in.endSource()
+			in.serveEnded(ctx)
 			return
 		}
 		if waiting || time.Since(lastFlush) >= flushEvery {
@@ -363,8 +366,26 @@ func (in *instance) publishPositions() {
 	in.curWM.Store(in.src.watermark())
 }
 
-// endSource ends the streams and reports the final positions. A source
-// stays to serve replays and trims until it is stopped.
+// serveEnded is the loop of a source that has ended its streams: it stays
+// to serve trims, and the reroutes of downstreams restored since (a node
+// lost while the rest of the job drains), which replay to them and end
+// their streams, until it is stopped. Without it, the instance's
+// functions queued up unserved and the node's control goroutine, blocked
+// behind them, never restored anything: the drain waited for ever.
+func (in *instance) serveEnded(ctx context.Context) {
+	for {
+		select {
+		case f := <-in.ctlc:
+			f()
+		case <-in.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// endSource ends the streams and reports the final positions.
 func (in *instance) endSource() {
 	in.publishPositions()
 	in.endOutputs()

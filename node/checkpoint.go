@@ -42,7 +42,7 @@ func (c *checkpointer) markBuf(pi int) []byte {
 // nothing reads them once the file is written.
 func (c *checkpointer) recycle(snap *state.Snapshot, ports int) {
 	for pi := range ports {
-		if b, ok := snap.Sections[markSection(pi)]; ok && b != nil {
+		if b := snap.Sections[markSection(pi)]; b != nil {
 			if len(c.marks) < ports {
 				c.marks = append(c.marks, make([][]byte, ports-len(c.marks))...)
 			}

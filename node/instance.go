@@ -254,6 +254,7 @@ func (in *instance) start(ctx context.Context) {
 			in.ck.next = time.Now().Add(in.ck.interval(in.plan))
 			if in.kind == job.KindSource {
 				in.runSource(ctx)
+				in.serveEnded(ctx)
 			} else {
 				in.runKeyed(ctx)
 			}

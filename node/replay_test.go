@@ -171,9 +171,8 @@ func testSourceReplay(t *testing.T, drainEarly bool) {
 		waitFor(t, "count#0 receiving live records", func() bool { n, _ := r2.count(); return n >= n2+10_000 })
 		src.drain(map[int]uint64{0: 0})
 	}
-	waitFor(t, "both ends", func() bool { _, e1 := r1.count(); _, e2 := r2.count(); return e1 && e2 })
-	src.stop() // an ended source serves on (replays, trims) until it is stopped
 	<-loopDone
+	waitFor(t, "both ends", func() bool { _, e1 := r1.count(); _, e2 := r2.count(); return e1 && e2 })
 
 	from := map[[2]uint64]uint64{}
 	for _, p := range have {

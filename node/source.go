@@ -244,7 +244,6 @@ func (in *instance) runSource(ctx context.Context) {
 		case <-in.drainc:
 			if in.drainReached() {
 				in.endSource()
-				in.serveEnded(ctx)
 				return
 			}
 			draining = true // read on, unpaced, to where an earlier generation got
@@ -312,13 +311,11 @@ func (in *instance) runSource(ctx context.Context) {
 		in.busy(now)
 		if live == 0 && draining {
 			in.endSource()
-			in.serveEnded(ctx)
 			return
 		}
 		if live == 0 {
 			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
 			in.endSource()
-			in.serveEnded(ctx)
 			return
 		}
 		if waiting || time.Since(lastFlush) >= flushEvery {
@@ -366,10 +363,11 @@ func (in *instance) publishPositions() {
 	in.curWM.Store(in.src.watermark())
 }
 
-// serveEnded is the loop of a source that has ended its streams: it stays
-// to serve trims, and the reroutes of downstreams restored since (a node
-// lost while the rest of the job drains), which replay to them and end
-// their streams, until it is stopped. Without it, the instance's
+// serveEnded is the loop of a source after runSource: if it has ended
+// its streams (rather than been stopped), it stays to serve trims, and
+// the reroutes of downstreams restored since (a node lost while the rest
+// of the job drains), which replay to them and end their streams, until
+// it is stopped. Without it, the instance's
 // functions queued up unserved and the node's control goroutine, blocked
 // behind them, never restored anything: the drain waited for ever.
 func (in *instance) serveEnded(ctx context.Context) {

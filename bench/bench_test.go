@@ -154,3 +154,29 @@ func TestUntouchedInstances(t *testing.T) {
 		t.Fatalf("medianUntouched = %+v", m)
 	}
 }
+
+// TestSettleKillBoundsTheDeathByTheDetection: a poller starved of CPU sees
+// the killed node dead late; the loss detected in between is the bound.
+func TestSettleKillBoundsTheDeathByTheDetection(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	for _, c := range []struct {
+		lost []int
+		want int64
+	}{
+		{[]int{900, 1010, 1020}, 1010}, // the first loss after the signal, before the death seen
+		{[]int{900}, 1025},             // an earlier loss is another one
+		{[]int{1030}, 1025},            // detected after the death seen: that stands
+		{nil, 1025},
+	} {
+		r := &run{info: &coord.RunInfo{JobStart: &start}}
+		r.setKill(1000, 25*time.Millisecond, nil)
+		for _, ms := range c.lost {
+			r.observe(events.Event{Time: at(ms), Kind: events.NodeLost})
+		}
+		r.settleKill()
+		if r.killAtMs != c.want || r.killTook != time.Duration(c.want-1000)*time.Millisecond {
+			t.Errorf("losses at %v: died at %d ms after %v, want %d ms", c.lost, r.killAtMs, r.killTook, c.want)
+		}
+	}
+}

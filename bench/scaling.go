@@ -105,7 +105,7 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 					sr.killAtMs = 0 // taken: the moment of the death is set once the run is over
 					go func() {
 						took, err := killNode(pid)
-						sr.r.setKill((sent + took).Milliseconds(), took, err)
+						sr.r.setKill(sent.Milliseconds(), took, err)
 					}()
 				}
 			}
@@ -122,6 +122,9 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 	}
 	sr.r.mu.Lock()
 	sr.r.info, sr.r.rps = ri, rps
+	sr.r.mu.Unlock()
+	sr.r.settleKill()
+	sr.r.mu.Lock()
 	if sr.killAtMs == 0 {
 		sr.killAtMs, err = sr.r.killAtMs, sr.r.killErr
 	}

@@ -280,7 +280,7 @@ func (s *ckSim) checkpoint(idx, pos int) {
 	plan := in.planner.Next()
 	c := in.op.Capture(plan.Full)
 	f := &ckFlight{plan: plan, gen: in.gen, sections: sections(pos, in.counters), done: make(chan []state.GroupData, 1)}
-	go func() { f.done <- c.Encode() }()
+	go func() { f.done <- c.Encode(nil) }()
 	in.flight = f
 	in.maxID = max(in.maxID, plan.ID)
 	s.note("%s: checkpoint %d (full %v) at %d", in.name, plan.ID, plan.Full, pos)

@@ -28,7 +28,7 @@ func TestIncrementalPays(t *testing.T) {
 		if !full {
 			snap.ID, snap.Parent = 2, 1
 		}
-		snap.Groups = cap.Encode()
+		snap.Groups = cap.Encode(nil)
 		n := 0
 		for _, g := range snap.Groups {
 			n += len(g.Entries)

@@ -42,8 +42,9 @@ type Stateful interface {
 type Captured interface {
 	// Encode returns the captured groups in snapshot form (values as of
 	// the capture, keys sorted, deletions and resets of a delta) and ends
-	// the capture. It may run concurrently with Process and Advance.
-	Encode() []state.GroupData
+	// the capture. It may run concurrently with Process and Advance. With
+	// sc non-nil the result lives in sc's storage (state.EncodeCapture).
+	Encode(sc *state.Scratch) []state.GroupData
 	// Done ends the capture without encoding it. Harmless after Encode.
 	Done()
 }
@@ -63,7 +64,9 @@ type captured[V any] struct {
 	enc func(dst []byte, v *V) []byte
 }
 
-func (x captured[V]) Encode() []state.GroupData { return state.EncodeCapture(x.c, x.enc) }
+func (x captured[V]) Encode(sc *state.Scratch) []state.GroupData {
+	return state.EncodeCapture(x.c, x.enc, sc)
+}
 func (x captured[V]) Done()                     { x.c.Done() }
 
 // restoreGroups builds every group of groups off the table (see

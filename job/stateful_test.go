@@ -56,12 +56,12 @@ func TestRestoreReproducesState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.mk()
 			tc.fill(a)
-			groups := a.Capture(true).Encode()
+			groups := a.Capture(true).Encode(nil)
 			b := tc.mk()
 			if err := b.Restore(state.WholeGroups(groups)); err != nil {
 				t.Fatal(err)
 			}
-			again := b.Capture(true).Encode()
+			again := b.Capture(true).Encode(nil)
 			if !reflect.DeepEqual(groups, again) {
 				t.Fatal("the restored instance captures differently")
 			}
@@ -79,7 +79,7 @@ func TestRestoreErrors(t *testing.T) {
 	spec := testSpec(10, 0, 8, 5)
 	src := NewCount(spec)
 	fill(src, spec, 30)
-	good := src.Capture(true).Encode()
+	good := src.Capture(true).Encode(nil)
 	if len(good) < 2 {
 		t.Fatalf("want at least two groups, have %d", len(good))
 	}
@@ -228,7 +228,7 @@ func TestDropGroups(t *testing.T) {
 	if got := c.Groups(); !slices.Equal(got, groups[2:]) {
 		t.Fatalf("Groups after DropGroups = %v, want %v", got, groups[2:])
 	}
-	delta := c.Capture(false).Encode()
+	delta := c.Capture(false).Encode(nil)
 	if len(delta) != 2 || !delta[0].Reset || !delta[1].Reset || len(delta[0].Entries)+len(delta[1].Entries) != 0 {
 		t.Fatalf("delta after dropping two groups: %+v", delta)
 	}
@@ -260,9 +260,9 @@ func TestProcessDuringEncode(t *testing.T) {
 	fill(a, spec, 2000)
 	fill(b, spec, 2000)
 	ca := a.Capture(true)
-	want := b.Capture(true).Encode() // the same state, encoded at rest
+	want := b.Capture(true).Encode(nil) // the same state, encoded at rest
 	done := make(chan []state.GroupData)
-	go func() { done <- ca.Encode() }()
+	go func() { done <- ca.Encode(nil) }()
 	var out nopEmitter
 	var got []state.GroupData
 	for i := 0; got == nil; i++ {

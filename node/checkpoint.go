@@ -26,6 +26,10 @@ type checkpointer struct {
 	lastFile string                       // the newest file of the chain, what the next delta builds on
 	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
 	marks    [][]byte                     // by port: storage of a durable backup mark, for the next one
+	// What persist reuses from one checkpoint to the next (one is
+	// persisted at a time): storage for the encoding, and for the scrub.
+	scratch state.Scratch
+	scrub   []byte
 }
 
 // markBuf hands over the storage for port pi's next backup mark.
@@ -237,7 +241,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	snap := pc.snap
 	keys := 0
 	if pc.captured != nil {
-		snap.Groups = pc.captured.Encode()
+		snap.Groups = pc.captured.Encode(&in.ck.scratch)
 		pc.captured.Done()
 		for _, g := range snap.Groups {
 			keys += len(g.Entries)
@@ -251,24 +255,27 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		err = in.scrubParent(snap, pc.parent)
 	}
 	t1 := time.Now()
-	var data []byte
+	var parts [][]byte
 	if err == nil {
-		data, err = state.Encode(snap)
+		parts, err = state.EncodeParts(snap, &in.ck.scratch)
 	}
 	encoded := time.Since(t1)
 	name := state.FileName(snap.Instance, snap.Gen, snap.ID, snap.Full)
 	if err == nil {
-		err = in.n.store.Put(name, data)
+		err = in.n.store.Put(name, parts...)
 	}
 	done := time.Now()
-	pc.bytes = len(data)
+	pc.bytes = 0
+	for _, p := range parts {
+		pc.bytes += len(p)
+	}
 	if err != nil {
 		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err
 	}
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
 		Instance: in.id, Gen: snap.Gen, ID: snap.ID, Full: snap.Full, Base: snap.Base, Parent: snap.Parent, File: name,
-		Keys: keys, RawBytes: snap.RawSize(), Bytes: len(data), CaptureUs: pc.capture.Microseconds(), EncodeUs: encoded.Microseconds(), In: pc.in, PersistUs: done.Sub(t1).Microseconds(),
+		Keys: keys, RawBytes: snap.RawSize(), Bytes: pc.bytes, CaptureUs: pc.capture.Microseconds(), EncodeUs: encoded.Microseconds(), In: pc.in, PersistUs: done.Sub(t1).Microseconds(),
 		TotalUs: done.Sub(pc.t0).Microseconds(), SinkFile: pc.meta.SinkFile, SinkLen: pc.meta.SinkLen, Positions: pc.pos}})
 	return nil
 }
@@ -277,12 +284,17 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 // a delta on a damaged file would be unrestorable, so it fails instead
 // (and the chain starts anew with a full checkpoint). One file per
 // checkpoint, read back from the page cache: about a millisecond per
-// megabyte. Damage to older files of a chain shows at restore, where the
-// previous complete checkpoint is the fallback.
+// megabyte, streamed through a buffer kept for it. Damage to older files
+// of a chain shows at restore, where the previous complete checkpoint is
+// the fallback.
 func (in *instance) scrubParent(snap *state.Snapshot, name string) error {
-	b, err := in.n.store.Get(name)
+	f, err := in.n.store.Open(name)
 	if err == nil {
-		_, err = state.Verify(b)
+		if in.ck.scrub == nil {
+			in.ck.scrub = make([]byte, 256<<10)
+		}
+		_, err = state.VerifyReader(f, in.ck.scrub)
+		f.Close()
 	}
 	if err != nil {
 		in.n.event("checkpoint_chain_broken", in.id, map[string]any{"id": snap.ID, "parent": snap.Parent, "error": err.Error()},

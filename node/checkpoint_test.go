@@ -64,7 +64,7 @@ func newChain(tb testing.TB, full int, steps []chainStep) *chainFixture {
 		r.feed(st.lo, st.hi, 41_500+int64(i)*1000)
 		r.checkpoint(uint64(2+i), false)
 	}
-	f.want = r.in.stateful.Capture(true).Encode()
+	f.want = r.in.stateful.Capture(true).Encode(nil)
 	return f
 }
 
@@ -178,7 +178,7 @@ func TestRestoreChainEqualsCapture(t *testing.T) {
 	if id != uint64(len(f.files)) {
 		t.Fatalf("restored checkpoint %d, want %d", id, len(f.files))
 	}
-	got := in.stateful.Capture(true).Encode()
+	got := in.stateful.Capture(true).Encode(nil)
 	if err := sameGroups(got, f.want); err != nil {
 		t.Fatal(err)
 	}
@@ -219,12 +219,12 @@ func TestRestoredInstanceExtendsItsChain(t *testing.T) {
 	if snap.Full || snap.Parent != 2 || keys != 100 {
 		t.Fatalf("checkpoint after the restore: full %v, parent %d, %d keys; want a delta on 2 with the 100 keys fed since", snap.Full, snap.Parent, keys)
 	}
-	want := in.stateful.Capture(true).Encode()
+	want := in.stateful.Capture(true).Encode(nil)
 	again := f.instance(t)
 	if _, err := again.restore(f.files); err != nil {
 		t.Fatal(err)
 	}
-	if err := sameGroups(again.stateful.Capture(true).Encode(), want); err != nil {
+	if err := sameGroups(again.stateful.Capture(true).Encode(nil), want); err != nil {
 		t.Fatalf("restored from the extended chain: %v", err)
 	}
 }

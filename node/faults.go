@@ -37,7 +37,7 @@ func (s *faultStore) set(f wire.StoreFault) {
 var errStoreFault = errors.New("checkpoint store: write failed (injected store fault)")
 
 // Put applies the faults, then writes.
-func (s *faultStore) Put(name string, data []byte) error {
+func (s *faultStore) Put(name string, data ...[]byte) error {
 	s.mu.Lock()
 	f := s.f
 	s.mu.Unlock()
@@ -47,7 +47,7 @@ func (s *faultStore) Put(name string, data []byte) error {
 	if f.Fail {
 		return errStoreFault
 	}
-	return s.Store.Put(name, data)
+	return s.Store.Put(name, data...)
 }
 
 // applyFaults replaces the node's injected faults with f.

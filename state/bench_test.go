@@ -131,14 +131,14 @@ func BenchmarkCaptureStall(b *testing.B) {
 // MB/s is of the raw body.
 func BenchmarkEncode(b *testing.B) {
 	tab, _ := benchTable(1 << 20)
-	gd := EncodeCapture(tab.Capture(true), encB)
+	gd := EncodeCapture(tab.Capture(true), encB, nil)
 	s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1, Groups: gd}
 	raw := len(rawBody(s))
 	var stored int
 	b.Run("capture", func(b *testing.B) {
 		b.SetBytes(int64(raw))
 		for range b.N {
-			EncodeCapture(tab.Capture(true), encB)
+			EncodeCapture(tab.Capture(true), encB, nil)
 		}
 	})
 	b.Run("zstd", func(b *testing.B) {
@@ -167,6 +167,6 @@ func BenchmarkSortKVs(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		copy(work, es)
-		sortKVs(work)
+		sortKVs(work, &Scratch{})
 	}
 }

@@ -24,7 +24,7 @@ func TestLoadFallsBack(t *testing.T) {
 			}
 			full := id == 1
 			snap := &Snapshot{Instance: "op#3", Gen: 2, ID: id, Full: full, Base: 1,
-				Groups: EncodeCapture(tab.Capture(full), encT)}
+				Groups: EncodeCapture(tab.Capture(full), encT, nil)}
 			if !full {
 				snap.Parent = id - 1
 			}

@@ -3,8 +3,10 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"slices"
 	"sync"
 
@@ -251,31 +253,73 @@ func (s *Snapshot) RawSize() int {
 //
 // Encode is safe for concurrent use.
 func Encode(s *Snapshot) ([]byte, error) {
+	parts, err := EncodeParts(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
+}
+
+// Scratch is the storage that encoding checkpoints needs, kept from one
+// encoding to the next by a goroutine that encodes one at a time (an
+// instance's persist): a large state's checkpoint would otherwise allocate
+// tens of megabytes each time, which the runtime zeroes and the kernel
+// maps in afresh. The zero Scratch is ready to use. What an encoding
+// returns aliases its Scratch, and is good until the next one.
+type Scratch struct {
+	kvs    []KV
+	chunks [][]byte // EncodeCapture's chunks, used again in order
+	hs     []radix.Handle
+	sorted []KV
+	raw    []byte
+	body   []byte
+	head   [headerSize + binary.MaxVarintLen64]byte
+	parts  [][]byte
+}
+
+// EncodeParts is Encode without the copy: the stored form in parts, to be
+// written one after the other (Store.Put takes them so). The plain
+// sections are parts of their own, the caller's storage. With sc non-nil
+// the other parts are sc's, good until its next use.
+func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if n := s.RawSize(); n > MaxRawSize+1<<10 {
 		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
 	}
-	raw, plain := appendBody(make([]byte, 0, s.RawSize()), s)
+	if sc == nil {
+		sc = &Scratch{}
+	}
+	raw, plain := appendBody(sc.raw[:0], s)
+	sc.raw = raw
 	if len(raw)+plain > MaxRawSize {
 		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw)+plain, MaxRawSize)
 	}
-	out := make([]byte, headerSize, headerSize+binary.MaxVarintLen64+plain+len(raw)/2+64)
-	out = binary.AppendUvarint(out, uint64(plain))
+	head := binary.AppendUvarint(sc.head[:headerSize], uint64(plain))
+	parts := append(sc.parts[:0], head)
 	for _, name := range sectionNames(s) {
-		if s.Plain[name] {
-			out = append(out, s.Sections[name]...)
+		if s.Plain[name] && len(s.Sections[name]) > 0 {
+			parts = append(parts, s.Sections[name])
 		}
 	}
-	out = encoder().EncodeAll(raw, out)
-	copy(out, magic)
-	out[4], out[5] = version, codecZstd
-	binary.LittleEndian.PutUint64(out[8:], uint64(len(raw)))
-	binary.LittleEndian.PutUint64(out[16:], uint64(len(out)-headerSize))
-	crc := crc32.Update(crc32.Checksum(out[:24], castagnoli), castagnoli, out[headerSize:])
-	binary.LittleEndian.PutUint32(out[24:], crc)
-	return out, nil
+	sc.body = encoder().EncodeAll(raw, sc.body[:0])
+	parts = append(parts, sc.body)
+	sc.parts = parts
+	stored := len(head) - headerSize
+	for _, p := range parts[1:] {
+		stored += len(p)
+	}
+	copy(head, magic)
+	head[4], head[5], head[6], head[7] = version, codecZstd, 0, 0
+	binary.LittleEndian.PutUint64(head[8:], uint64(len(raw)))
+	binary.LittleEndian.PutUint64(head[16:], uint64(stored))
+	crc := crc32.Update(crc32.Checksum(head[:24], castagnoli), castagnoli, head[headerSize:])
+	for _, p := range parts[1:] {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	binary.LittleEndian.PutUint32(head[24:], crc)
+	return parts, nil
 }
 
 func appendString(b []byte, s string) []byte {
@@ -398,17 +442,56 @@ func Verify(b []byte) (Header, error) {
 	if err != nil {
 		return h, err
 	}
-	if got := int64(len(b) - headerSize); got != h.Stored {
-		if got < h.Stored {
-			return h, corrupt("truncated: %d of %d body bytes", got, h.Stored)
+	crc := crc32.Update(crc32.Checksum(b[:24], castagnoli), castagnoli, b[headerSize:])
+	return h, checkStored(b[:headerSize], h, int64(len(b)-headerSize), crc)
+}
+
+// VerifyReader is Verify of a stored snapshot read from r through buf (nil:
+// one of 256 KiB): a scrub without a buffer of the file's size. Errors
+// reading r are returned as they are.
+func VerifyReader(r io.Reader, buf []byte) (Header, error) {
+	var hb [headerSize]byte
+	if n, err := io.ReadFull(r, hb[:]); errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return ReadHeader(hb[:n])
+	} else if err != nil {
+		return Header{}, err
+	}
+	h, err := ReadHeader(hb[:])
+	if err != nil {
+		return h, err
+	}
+	if len(buf) == 0 {
+		buf = make([]byte, 256<<10)
+	}
+	crc := crc32.Checksum(hb[:24], castagnoli)
+	var got int64
+	for {
+		n, err := r.Read(buf)
+		crc = crc32.Update(crc, castagnoli, buf[:n])
+		got += int64(n)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		return h, corrupt("bad length: %d bytes after a body of %d", got-h.Stored, h.Stored)
+		if err != nil {
+			return h, err
+		}
 	}
-	want := binary.LittleEndian.Uint32(b[24:])
-	if crc := crc32.Update(crc32.Checksum(b[:24], castagnoli), castagnoli, b[headerSize:]); crc != want {
-		return h, corrupt("checksum mismatch: stored %08x, computed %08x", want, crc)
+	return h, checkStored(hb[:], h, got, crc)
+}
+
+// checkStored checks that a stored snapshot with header hb (h, read) has
+// the body length it says and the checksum crc.
+func checkStored(hb []byte, h Header, got int64, crc uint32) error {
+	if got != h.Stored {
+		if got < h.Stored {
+			return corrupt("truncated: %d of %d body bytes", got, h.Stored)
+		}
+		return corrupt("bad length: %d bytes after a body of %d", got-h.Stored, h.Stored)
 	}
-	return h, nil
+	if want := binary.LittleEndian.Uint32(hb[24:]); crc != want {
+		return corrupt("checksum mismatch: stored %08x, computed %08x", want, crc)
+	}
+	return nil
 }
 
 // reader decodes the raw body. The first error sticks.
@@ -649,25 +732,42 @@ func decodeBody(raw []byte, version int, plain []byte, lazy bool) (*Snapshot, er
 // EncodeCapture runs c.Each and returns the captured groups in snapshot
 // form: by key group, keys in byte order, values encoded by enc (which
 // appends the encoding of *v to dst and returns it), with the resets of a
-// delta capture. Keys and values live in a few large buffers. enc is called
-// with the table's lock held, on the goroutine that calls EncodeCapture; it
-// must not keep v.
+// delta capture. Keys and values live in a few large buffers: sc's when sc
+// is not nil, and the result is then good until sc's next use. enc is
+// called with the table's lock held, on the goroutine that calls
+// EncodeCapture; it must not keep v.
 //
 // When EncodeCapture returns, the capture has ended (see Capture.Each).
-func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []GroupData {
+func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *Scratch) []GroupData {
 	const chunkSize = 64 << 10
 	type start struct{ kg, at int }
+	if sc == nil {
+		sc = &Scratch{}
+	}
 	var (
-		kvs    = make([]KV, 0, c.Len())
+		kvs    = slices.Grow(sc.kvs[:0], c.Len())
 		starts []start
 		chunk  []byte // keys and values are appended here; a full chunk is left as it is
+		spare  = sc.chunks
+		used   = sc.chunks[:0:0]
 	)
 	c.Each(func(kg int, key string, v *V, deleted bool) {
 		if len(starts) == 0 || starts[len(starts)-1].kg != kg {
 			starts = append(starts, start{kg, len(kvs)})
 		}
 		if cap(chunk)-len(chunk) < len(key)+64 {
-			chunk = make([]byte, 0, max(chunkSize, 2*len(key)+64))
+			if chunk != nil {
+				used = append(used, chunk)
+			}
+			need := max(chunkSize, 2*len(key)+64)
+			for len(spare) > 0 && cap(spare[0]) < need {
+				spare = spare[1:]
+			}
+			if len(spare) > 0 {
+				chunk, spare = spare[0][:0], spare[1:]
+			} else {
+				chunk = make([]byte, 0, need)
+			}
 		}
 		ks := len(chunk)
 		chunk = append(chunk, key...)
@@ -682,6 +782,10 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 		}
 		kvs = append(kvs, kv)
 	})
+	if chunk != nil {
+		used = append(used, chunk)
+	}
+	sc.kvs, sc.chunks = kvs, used
 	resets := c.Resets()
 	out := make([]GroupData, 0, len(starts)+len(resets))
 	ri := 0
@@ -702,7 +806,7 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 			g.Reset = true
 			ri++
 		}
-		sortKVs(g.Entries)
+		sortKVs(g.Entries, sc)
 		out = append(out, g)
 	}
 	addResets(MaxGroups)
@@ -714,7 +818,7 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte) []Gr
 // than the entries: the 8 bytes after the prefix every key shares, by a
 // radix sort on the bytes where they differ, then whole keys where those
 // tie. A capture's sort is most of what encoding it costs otherwise.
-func sortKVs(es []KV) {
+func sortKVs(es []KV, sc *Scratch) {
 	if len(es) < 2 {
 		return
 	}
@@ -727,7 +831,8 @@ func sortKVs(es []KV) {
 		}
 		lcp = i
 	}
-	hs := make([]radix.Handle, len(es))
+	hs := slices.Grow(sc.hs[:0], len(es))[:len(es)]
+	sc.hs = hs
 	for i, e := range es {
 		var b [8]byte
 		copy(b[:], e.Key[lcp:])
@@ -744,7 +849,8 @@ func sortKVs(es []KV) {
 		}
 		i = j
 	}
-	sorted := make([]KV, len(es))
+	sorted := slices.Grow(sc.sorted[:0], len(es))[:len(es)]
+	sc.sorted = sorted
 	for i, h := range hs {
 		sorted[i] = es[h.I]
 	}

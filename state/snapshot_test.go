@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func sampleSnapshot() *Snapshot {
@@ -254,6 +256,47 @@ func TestDecodeCorrupt(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Decode error %v, want ErrCorrupt saying %q", c.name, err, c.want)
 		}
+		// What a scrub checks (the container) it finds alike in memory
+		// and streamed through a small buffer.
+		_, verr := Verify(c.b)
+		_, rerr := VerifyReader(iotest.HalfReader(bytes.NewReader(c.b)), make([]byte, 7))
+		if fmt.Sprint(verr) != fmt.Sprint(rerr) {
+			t.Errorf("%s: Verify says %v, VerifyReader %v", c.name, verr, rerr)
+		}
+	}
+	if _, err := VerifyReader(bytes.NewReader(good), nil); err != nil {
+		t.Fatalf("VerifyReader of a good snapshot: %v", err)
+	}
+	if _, err := VerifyReader(iotest.ErrReader(io.ErrClosedPipe), nil); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("VerifyReader of a failing reader: %v", err)
+	}
+}
+
+// TestEncodePartsIsEncode: the parts, one after the other, are Encode's
+// bytes, with one Scratch used for snapshots of different sizes in turn;
+// a plain section is a part of its own, the snapshot's own storage.
+func TestEncodePartsIsEncode(t *testing.T) {
+	big := sampleSnapshot()
+	big.Groups[0].Entries = nil
+	for i := range 3000 {
+		big.Groups[0].Entries = append(big.Groups[0].Entries, KV{Key: fmt.Appendf(nil, "k%05d", i), Value: fmt.Appendf(nil, "v%d", i*i)})
+	}
+	sc := &Scratch{}
+	for i, s := range []*Snapshot{sampleSnapshot(), big, sampleSnapshot(), {Instance: "x", ID: 1, Full: true, Base: 1}} {
+		want, err := Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := EncodeParts(s, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Concat(parts...); !bytes.Equal(got, want) {
+			t.Fatalf("snapshot %d: the parts differ from Encode's bytes", i)
+		}
+		if p := s.Sections["backup.0"]; p != nil && !slices.ContainsFunc(parts, func(b []byte) bool { return &b[0] == &p[0] }) {
+			t.Fatalf("snapshot %d: the plain section was copied", i)
+		}
 	}
 }
 
@@ -350,7 +393,7 @@ func TestSortKVsIsByteOrder(t *testing.T) {
 		}
 		want := slices.Clone(es)
 		slices.SortStableFunc(want, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
-		sortKVs(es)
+		sortKVs(es, &Scratch{})
 		for i := range es {
 			if !bytes.Equal(es[i].Key, want[i].Key) {
 				t.Fatalf("round %d: entry %d is %q, want %q", round, i, es[i].Key, want[i].Key)

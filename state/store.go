@@ -1,8 +1,10 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,13 +18,17 @@ import (
 // paths ("count#0/g00000002-c000000017-full.ckpt"). Implementations are
 // safe for concurrent use.
 type Store interface {
-	// Put stores data under name, atomically and durably: when it returns
-	// nil, a crash leaves either the old content or data, never a mix, and
-	// data survives the crash. It replaces an existing file.
-	Put(name string, data []byte) error
+	// Put stores data (its parts one after the other) under name,
+	// atomically and durably: when it returns nil, a crash leaves either
+	// the old content or data, never a mix, and data survives the crash.
+	// It replaces an existing file. It keeps none of data's storage.
+	Put(name string, data ...[]byte) error
 	// Get returns what is stored under name, or an error wrapping
 	// ErrNotFound.
 	Get(name string) ([]byte, error)
+	// Open is Get as a stream, for a reader that needs the bytes only
+	// once (a scrub): no buffer of the file's size.
+	Open(name string) (io.ReadCloser, error)
 	// List returns the stored names that start with prefix, sorted.
 	List(prefix string) ([]string, error)
 	// Delete removes name, or returns an error wrapping ErrNotFound.
@@ -76,7 +82,7 @@ func (d *DirStore) path(name string) (string, error) {
 }
 
 // Put implements Store.
-func (d *DirStore) Put(name string, data []byte) (err error) {
+func (d *DirStore) Put(name string, data ...[]byte) (err error) {
 	p, err := d.path(name)
 	if err != nil {
 		return err
@@ -96,8 +102,10 @@ func (d *DirStore) Put(name string, data []byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("state: put %s: %w", name, err)
+	for _, part := range data {
+		if _, err := f.Write(part); err != nil {
+			return fmt.Errorf("state: put %s: %w", name, err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("state: put %s: sync: %w", name, err)
@@ -140,6 +148,22 @@ func (d *DirStore) Get(name string) ([]byte, error) {
 		return nil, fmt.Errorf("state: get %s: %w", name, err)
 	}
 	return b, nil
+}
+
+// Open implements Store.
+func (d *DirStore) Open(name string) (io.ReadCloser, error) {
+	p, err := d.path(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("state: open %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", name, err)
+	}
+	return f, nil
 }
 
 // List implements Store. It skips temporary files.
@@ -267,7 +291,7 @@ func (m *MemStore) Puts() int {
 }
 
 // Put implements Store. It keeps a copy of data.
-func (m *MemStore) Put(name string, data []byte) error {
+func (m *MemStore) Put(name string, data ...[]byte) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
@@ -280,7 +304,7 @@ func (m *MemStore) Put(name string, data []byte) error {
 	if fail != nil {
 		return fmt.Errorf("state: put %s: %w", name, fail)
 	}
-	b := append([]byte(nil), data...)
+	b := slices.Concat(data...)
 	m.mu.Lock()
 	m.files[name] = b
 	m.puts++
@@ -300,6 +324,15 @@ func (m *MemStore) Get(name string) ([]byte, error) {
 		return nil, fmt.Errorf("state: get %s: %w", name, ErrNotFound)
 	}
 	return append([]byte(nil), b...), nil
+}
+
+// Open implements Store. It reads a copy.
+func (m *MemStore) Open(name string) (io.ReadCloser, error) {
+	b, err := m.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 // List implements Store.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,25 @@ func TestStore(t *testing.T) {
 		}
 		if b, err := s.Get("top"); err != nil || string(b) != "replaced" {
 			t.Fatalf("Get after a replacing Put = %q, %v", b, err)
+		}
+		parts := [][]byte{[]byte("he"), nil, []byte("ad"), []byte("-body")}
+		if err := s.Put("count#1/parts", parts...); err != nil {
+			t.Fatal(err)
+		}
+		parts[0][0] = 'X' // nor does it keep the parts
+		if b, err := s.Get("count#1/parts"); err != nil || string(b) != "head-body" {
+			t.Fatalf("Get of a Put in parts = %q, %v", b, err)
+		}
+		if f, err := s.Open("count#1/parts"); err != nil {
+			t.Fatal(err)
+		} else if b, err := io.ReadAll(f); err != nil || string(b) != "head-body" || f.Close() != nil {
+			t.Fatalf("Open, read = %q, %v", b, err)
+		}
+		if _, err := s.Open("count#1/nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Open of a missing name: %v", err)
+		}
+		if err := s.Delete("count#1/parts"); err != nil {
+			t.Fatal(err)
 		}
 		for prefix, want := range map[string][]string{
 			"":          {"count#0/a", "count#0/b", "count#0/sub/c", "count#1/a", "top"},

@@ -203,7 +203,7 @@ func TestRangeDuringChanges(t *testing.T) {
 
 // capture takes a capture and returns a function that encodes it, as a
 // background goroutine would.
-func encodeNow(c *Capture[tval]) []GroupData { return EncodeCapture(c, encT) }
+func encodeNow(c *Capture[tval]) []GroupData { return EncodeCapture(c, encT, nil) }
 
 func TestCaptureDeltaContents(t *testing.T) {
 	tab := NewTable(cloneT)
@@ -411,6 +411,7 @@ type chainer struct {
 	chain []*Snapshot
 	lazy  []*Snapshot // the same, decoded for a restore (DecodeLazy)
 	id    uint64
+	sc    *Scratch // nil: Encode; else EncodeParts with it
 }
 
 func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
@@ -424,7 +425,15 @@ func (ch *chainer) add(full bool, groups []GroupData) *Snapshot {
 	} else {
 		s.Base, s.Parent = ch.chain[0].ID, ch.chain[len(ch.chain)-1].ID
 	}
-	b, err := Encode(s)
+	var b []byte
+	var err error
+	if ch.sc == nil {
+		b, err = Encode(s)
+	} else {
+		var parts [][]byte
+		parts, err = EncodeParts(s, ch.sc)
+		b = slices.Concat(parts...)
+	}
 	if err != nil {
 		ch.t.Fatal(err)
 	}
@@ -466,7 +475,7 @@ func TestTableModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		tab := NewTable(cloneT)
 		m := model{}
-		ch := &chainer{t: t}
+		ch := &chainer{t: t, sc: &Scratch{}} // one scratch for every encoding, as an instance has
 		needFull := true
 		var pending *Capture[tval]
 		var pendingWant model
@@ -479,7 +488,7 @@ func TestTableModel(t *testing.T) {
 				pending.Done() // abandoned: the chain is broken
 				needFull = true
 			} else {
-				groups := encodeNow(pending)
+				groups := EncodeCapture(pending, encT, ch.sc)
 				ch.add(pendingFull, groups)
 				ch.check(pendingWant, fmt.Sprintf("seed %d capture %d", seed, ch.id))
 			}
@@ -512,7 +521,7 @@ func TestTableModel(t *testing.T) {
 				// now, and goes on (its next capture continues the chain).
 				finish()
 				full := needFull || rng.IntN(4) == 0
-				ch.add(full, encodeNow(tab.Capture(full)))
+				ch.add(full, EncodeCapture(tab.Capture(full), encT, ch.sc))
 				groups, err := MergeGroups(ch.lazy)
 				if err != nil {
 					t.Fatalf("seed %d step %d: %v", seed, step, err)
@@ -777,7 +786,7 @@ func TestCaptureRaceDeltaChain(t *testing.T) {
 		c := tab.Capture(full)
 		want := m.clone()
 		done := make(chan []GroupData)
-		go func() { done <- EncodeCapture(c, encT) }()
+		go func() { done <- EncodeCapture(c, encT, nil) }()
 		var gd []GroupData
 	loop:
 		for {
@@ -809,7 +818,7 @@ func TestEncodeCaptureSortsKeys(t *testing.T) {
 	for _, k := range []string{"b", "a", "\xff", "", "ab"} {
 		tab.Upsert(2, []byte(k))
 	}
-	gd := EncodeCapture(tab.Capture(true), encT)
+	gd := EncodeCapture(tab.Capture(true), encT, nil)
 	var keys []string
 	for _, kv := range gd[0].Entries {
 		keys = append(keys, string(kv.Key))
@@ -820,6 +829,47 @@ func TestEncodeCaptureSortsKeys(t *testing.T) {
 	for _, kv := range gd[0].Entries {
 		if !bytes.Equal(kv.Value, encT(nil, &tval{})) {
 			t.Fatalf("value %x", kv.Value)
+		}
+	}
+}
+
+// TestEncodeCaptureReusesScratch: full captures encoded one after the
+// other with one Scratch, big enough to fill several chunks, are what they
+// are without one, and the later ones write into the earlier ones'
+// storage. (TestTableModel encodes its deltas with a scratch too.)
+func TestEncodeCaptureReusesScratch(t *testing.T) {
+	tab := NewTable(cloneT)
+	for i := range 5000 {
+		e, _ := tab.Upsert(i%7, fmt.Appendf(nil, "key-%06d", i))
+		for x := range 8 {
+			bump(e, int64(i*x))
+		}
+	}
+	sc := &Scratch{}
+	var firstChunk *byte
+	for round := range 4 {
+		for i := round; i < 5000; i += 3 {
+			e, _ := tab.Upsert(i%7, fmt.Appendf(nil, "key-%06d", i))
+			bump(e, int64(round))
+		}
+		got := EncodeCapture(tab.Capture(true), encT, sc)
+		// A second capture of the same state, encoded without a scratch.
+		want := EncodeCapture(tab.Capture(true), encT, nil)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d groups, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].KG != want[i].KG || got[i].Reset != want[i].Reset || !equalKVs(got[i].Entries, want[i].Entries) {
+				t.Fatalf("round %d: group %d differs from the encoding without a scratch", round, got[i].KG)
+			}
+		}
+		if len(sc.chunks) < 2 {
+			t.Fatalf("round %d: %d chunks: the test should fill several", round, len(sc.chunks))
+		}
+		if round == 0 {
+			firstChunk = &sc.chunks[0][:1][0]
+		} else if &sc.chunks[0][:1][0] != firstChunk {
+			t.Fatalf("round %d: the first chunk is a new one, not the scratch's", round)
 		}
 	}
 }

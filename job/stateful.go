@@ -67,7 +67,7 @@ type captured[V any] struct {
 func (x captured[V]) Encode(sc *state.Scratch) []state.GroupData {
 	return state.EncodeCapture(x.c, x.enc, sc)
 }
-func (x captured[V]) Done()                     { x.c.Done() }
+func (x captured[V]) Done() { x.c.Done() }
 
 // restoreGroups builds every group of groups off the table (see
 // state.GroupBuilder), checking what Restore promises and calling dec for

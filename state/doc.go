@@ -21,8 +21,12 @@
 //     during the persist is copied, never the whole state. When Each
 //     returns, nothing is pinned any more.
 //  3. The goroutine builds a Snapshot (adding the runtime's Sections),
-//     Encodes it (zstd, CRC-32C) and Puts it in the Store (temporary name,
-//     write, fsync, rename, fsync the directory).
+//     encodes it (zstd, CRC-32C) and Puts it in the Store (temporary name,
+//     write, fsync, rename, fsync the directory). EncodeCapture and
+//     EncodeParts take a Scratch, the storage the previous checkpoint's
+//     encoding used, so that a checkpoint of a large state allocates
+//     nothing; the plain sections (the upstream backup's records) are
+//     written from the caller's storage, never copied behind the header.
 //  4. Only then may the coordinator count the checkpoint as complete.
 //
 // At most one capture per Table is in flight; Table.Capture waits for the

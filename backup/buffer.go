@@ -300,15 +300,20 @@ func (b *Buffer) free(c *chunk) int64 {
 		return n
 	}
 	n := int64(cap(c.data))
-	b.release(lg, c.data)
+	b.release(c)
 	c.data = nil
 	return n
 }
 
-// release gives back a chunk's memory.
-func (b *Buffer) release(lg *kgLog, data []byte) {
+// release gives back a chunk's memory: to the pool for new chunks, unless
+// a mark not yet released points into it (or the pool is full).
+func (b *Buffer) release(c *chunk) {
+	lg, data := c.lg, c.data
 	b.mem -= int64(cap(data))
 	lg.memBytes.Add(-int64(cap(data)))
+	if c.pins.Load() > 0 {
+		return
+	}
 	if i := sizeClass(cap(data)); i >= 0 && b.pooled+int64(cap(data)) <= b.poolLimit() {
 		b.pool[i] = append(b.pool[i], data[:0])
 		b.pooled += int64(cap(data))

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"math"
+	"sync/atomic"
 
 	"spate/internal/varint"
 	"spate/job"
@@ -31,6 +32,10 @@ type chunk struct {
 	freed  bool
 	file   string // spill file, "" while in memory
 	crc    uint32 // of the records, set when spilled
+	// pins counts the marks in parts (MarkInParts) that point into data
+	// and are not released yet: while it is not zero, freed data is not
+	// reused for new records. Released on any goroutine.
+	pins atomic.Int32
 }
 
 // maxRecordOverhead bounds the varints of one record.

@@ -49,20 +49,12 @@ var markMagic = []byte("SPBK")
 // first Mark of a buffer made by New or Extract is a full one and starts a
 // chain; Restore takes the chain of a checkpoint. Mark does no I/O (the
 // records it copies are never spilled yet) and its result is the caller's.
-func (b *Buffer) Mark() []byte { return b.AppendMark(nil) }
-
-// AppendMark is Mark written into dst's storage (dst's contents are
-// dropped), which it returns, grown if it must be. A caller that hands the
-// previous mark's storage back once that mark is durable spares its
-// goroutine the allocation of megabytes per checkpoint: on a heap being
-// collected, a large allocation is paid for with marking work, and a
-// capture stalled for tens of milliseconds on it.
-func (b *Buffer) AppendMark(dst []byte) []byte {
-	out, err := b.mark(b.needFull, nil, dst)
-	if err != nil {
+func (b *Buffer) Mark() []byte {
+	var mp MarkParts
+	if err := b.MarkInParts(&mp); err != nil {
 		panic("backup: Mark read a spilled chunk: " + err.Error()) // unmarked chunks are never spilled
 	}
-	return out
+	return mp.bytes()
 }
 
 // MarkFull returns a full mark: everything the buffer holds, a new start
@@ -70,11 +62,115 @@ func (b *Buffer) AppendMark(dst []byte) []byte {
 // marks can be dropped). Spilled records are read back for it; a spill file
 // that cannot be read gives an error wrapping ErrSpill, and then nothing
 // changes.
-func (b *Buffer) MarkFull() ([]byte, error) { return b.AppendMarkFull(nil) }
+func (b *Buffer) MarkFull() ([]byte, error) {
+	var mp MarkParts
+	if err := b.MarkFullInParts(&mp); err != nil {
+		return nil, err
+	}
+	return mp.bytes(), nil
+}
 
-// AppendMarkFull is MarkFull written into dst's storage, as AppendMark.
-func (b *Buffer) AppendMarkFull(dst []byte) ([]byte, error) {
-	return b.mark(true, func(c *chunk) ([]byte, error) { return b.readSpill(c, true) }, dst)
+// MarkInParts is Mark without the copy of the records: mp then holds the
+// mark in pieces, most of them the buffer's own chunk storage, written one
+// after the other by whoever stores the checkpoint. Taking a mark costs
+// the instance's goroutine O(chunks), not O(bytes): the records of a
+// second of output are megabytes, and their copy stalled every capture.
+//
+// The chunks a mark points into are pinned: until mp.Release, a chunk the
+// buffer frees (trimmed, spilled, dropped) is left to the collector, never
+// reused for new records, so the pieces keep their bytes. Records are only
+// ever appended to a chunk, past what a mark took. mp.Seal, mp.Parts and
+// mp.Release may run on any goroutine, one at a time; mp's previous mark
+// must be released first.
+func (b *Buffer) MarkInParts(mp *MarkParts) error { return b.mark(b.needFull, nil, mp) }
+
+// MarkFullInParts is MarkFull in parts, as MarkInParts. Records read back
+// from spill files are copies.
+func (b *Buffer) MarkFullInParts(mp *MarkParts) error {
+	return b.mark(true, func(c *chunk) ([]byte, error) { return b.readSpill(c, false) }, mp)
+}
+
+// MarkParts is a mark in pieces (see MarkInParts). Its storage is used
+// again by the next mark made into it.
+type MarkParts struct {
+	hdr    []byte    // everything but the records: headers, stream lists, the checksum
+	segs   []segment // the mark in order
+	parts  [][]byte
+	pinned []*chunk
+	sealed bool
+}
+
+// segment is a piece of a mark: hdr[start:end], or data.
+type segment struct {
+	start, end int
+	data       []byte
+}
+
+// Seal computes the mark's checksum, over the pieces before it. It reads
+// the pinned chunks, so it runs before Release; a second Seal does nothing.
+func (mp *MarkParts) Seal() {
+	if mp.sealed {
+		return
+	}
+	var crc uint32
+	parts := mp.Parts()
+	for _, p := range parts[:len(parts)-1] {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	binary.LittleEndian.PutUint32(parts[len(parts)-1], crc)
+	mp.sealed = true
+}
+
+// Parts returns the mark's pieces, in order; the last one is the checksum,
+// which Seal fills in. Their total length is the mark's.
+func (mp *MarkParts) Parts() [][]byte {
+	if mp.parts == nil {
+		for _, sg := range mp.segs {
+			if sg.data != nil {
+				mp.parts = append(mp.parts, sg.data)
+			} else {
+				mp.parts = append(mp.parts, mp.hdr[sg.start:sg.end:sg.end])
+			}
+		}
+	}
+	return mp.parts
+}
+
+// Release unpins the chunks the mark points into: its pieces must not be
+// read after it. It is idempotent.
+func (mp *MarkParts) Release() {
+	for i, c := range mp.pinned {
+		c.pins.Add(-1)
+		mp.pinned[i] = nil
+	}
+	mp.pinned = mp.pinned[:0]
+}
+
+// bytes seals the mark and returns it in one piece, a copy, and releases it.
+func (mp *MarkParts) bytes() []byte {
+	mp.Seal()
+	out := slices.Concat(mp.Parts()...)
+	mp.Release()
+	return out
+}
+
+// reset empties mp for a new mark, keeping its storage.
+func (mp *MarkParts) reset() {
+	mp.Release()
+	mp.hdr = mp.hdr[:0]
+	clear(mp.segs)
+	mp.segs = mp.segs[:0]
+	clear(mp.parts)
+	mp.parts = nil
+	mp.sealed = false
+}
+
+// cut ends the header piece that started at from.
+func (mp *MarkParts) cut(from int) int {
+	if from < len(mp.hdr) {
+		mp.segs = append(mp.segs, segment{start: from, end: len(mp.hdr)})
+	}
+	return len(mp.hdr)
 }
 
 // Compact merges a chain of marks (as Restore takes them) into one full
@@ -87,10 +183,10 @@ func Compact(deltas [][]byte) ([]byte, error) {
 	return b.MarkFull()
 }
 
-// mark encodes a mark (full: everything) into dst's storage and, once it
-// is complete, records that the buffer's state is marked. load reads back
-// a spilled chunk.
-func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) ([]byte, error) {
+// mark makes a mark (full: everything) in mp and, once it is complete,
+// records that the buffer's state is marked. load reads back a spilled
+// chunk.
+func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), mp *MarkParts) error {
 	type section struct {
 		lg      *kgLog
 		reset   bool
@@ -99,14 +195,12 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 		bytes   int
 	}
 	var secs []section
-	size := markHeader + markTrailer + 2*binary.MaxVarintLen64
 	var drops []job.KeyGroup
 	if !full {
 		for kg := range b.drops {
 			drops = append(drops, kg)
 		}
 		slices.Sort(drops)
-		size += 3 * len(drops)
 	}
 	for _, lg := range b.logs {
 		if lg == nil {
@@ -145,18 +239,11 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 				s.bytes += n - from
 			}
 		}
-		size += 2 + 4*binary.MaxVarintLen64 + s.streams*3*binary.MaxVarintLen64 + s.bytes
 		secs = append(secs, s)
 	}
 
-	out := dst[:0]
-	switch {
-	case dst == nil:
-		out = make([]byte, 0, size)
-	case cap(dst) < size:
-		out = make([]byte, 0, 2*size) // reused: room for the next ones to grow
-	}
-	out = append(out, markMagic...)
+	mp.reset()
+	out := append(mp.hdr, markMagic...)
 	flags := byte(0)
 	if full {
 		flags = flagFull
@@ -167,9 +254,11 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 		out = binary.AppendUvarint(out, uint64(kg))
 	}
 	out = binary.AppendUvarint(out, uint64(len(secs)))
+	mp.hdr = out
+	from := 0
 	for _, s := range secs {
 		lg := s.lg
-		out = binary.AppendUvarint(out, uint64(lg.kg))
+		out = binary.AppendUvarint(mp.hdr, uint64(lg.kg))
 		if s.reset {
 			out = append(out, flagReset)
 		} else {
@@ -183,7 +272,7 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 				out = binary.AppendUvarint(out, st.high)
 			}
 		}
-		out = binary.AppendUvarint(out, uint64(s.bytes))
+		mp.hdr = binary.AppendUvarint(out, uint64(s.bytes))
 		for i, c := range lg.chunks {
 			if s.from[i] < 0 {
 				continue
@@ -191,17 +280,25 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 			data := c.data
 			if data == nil {
 				if load == nil {
-					return nil, fmt.Errorf("%v chunk %d is spilled", lg.kg, c.serial)
+					mp.reset()
+					return fmt.Errorf("%v chunk %d is spilled", lg.kg, c.serial)
 				}
 				var err error
 				if data, err = load(c); err != nil {
-					return nil, err
+					mp.reset()
+					return err
 				}
+			} else {
+				c.pins.Add(1)
+				mp.pinned = append(mp.pinned, c)
 			}
-			out = append(out, data[s.from[i]:]...)
+			from = mp.cut(from)
+			mp.segs = append(mp.segs, segment{data: data[s.from[i]:len(data):len(data)]})
 		}
 	}
-	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	from = mp.cut(from)
+	mp.hdr = append(mp.hdr, 0, 0, 0, 0) // the checksum, by Seal
+	mp.cut(from)
 
 	for _, s := range secs {
 		s.lg.marked()
@@ -209,7 +306,7 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), dst []byte) 
 	b.drops = nil
 	b.needFull = false
 	b.stuck.Store(false)
-	return out, nil
+	return nil
 }
 
 // marked records that the log's current state is in the chain.

@@ -202,15 +202,17 @@ func flip(d []byte, i int) []byte {
 	return d
 }
 
-// TestAppendMarkReusesStorage: a mark written into a previous mark's
-// storage is the same mark, in that storage while it fits.
-func TestAppendMarkReusesStorage(t *testing.T) {
+// TestMarkInPartsKeepsItsBytes: a mark in parts, sealed and read on
+// another goroutine while its buffer trims everything it points into and
+// appends far more, is the mark Mark makes of the same records; the chunks
+// freed meanwhile are not reused. A full one likewise, and it restores.
+func TestMarkInPartsKeepsItsBytes(t *testing.T) {
 	cfg := Config{MemLimit: 64 << 20}
 	a, b := mustNew(t, cfg), mustNew(t, cfg)
-	fill := func(from, to uint64) {
+	fill := func(from, to uint64, bufs ...*Buffer) {
 		for seq := from; seq <= to; seq++ {
 			for kg := range job.KeyGroup(4) {
-				for _, buf := range []*Buffer{a, b} {
+				for _, buf := range bufs {
 					if err := buf.Append(1, kg, seq, testRec(1, kg, seq)); err != nil {
 						t.Fatal(err)
 					}
@@ -218,30 +220,69 @@ func TestAppendMarkReusesStorage(t *testing.T) {
 			}
 		}
 	}
-	fill(1, 500)
-	junk := slices.Repeat([]byte{0xee}, 64<<10)
-	want, got := a.Mark(), b.AppendMark(junk[:17])
+	trim := func(upTo uint64, bufs ...*Buffer) {
+		for kg := range job.KeyGroup(4) {
+			for _, buf := range bufs {
+				buf.Trim(1, kg, upTo)
+			}
+		}
+	}
+	// read seals mp and joins its parts on another goroutine, while the
+	// owner goes on with work.
+	read := func(mp *MarkParts, work func()) []byte {
+		got := make(chan []byte)
+		go func() {
+			mp.Seal()
+			got <- slices.Concat(mp.Parts()...)
+		}()
+		work()
+		return <-got
+	}
+
+	fill(1, 500, a, b)
+	want := a.Mark()
+	var mp MarkParts
+	if err := b.MarkInParts(&mp); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mp.Parts()); n < 4 {
+		t.Fatalf("a mark of 4 key groups in %d parts: the records were copied", n)
+	}
+	got := read(&mp, func() {
+		trim(500, b)
+		if b.pooled != 0 {
+			t.Errorf("%d bytes of pinned chunks went back to the pool", b.pooled)
+		}
+		fill(501, 3000, b)
+	})
+	mp.Release()
 	if !slices.Equal(got, want) {
-		t.Fatalf("AppendMark wrote %d bytes unlike Mark's %d", len(got), len(want))
+		t.Fatalf("the mark in parts, read after its chunks were freed and refilled, differs from Mark's (%d bytes, want %d)", len(got), len(want))
 	}
-	if &got[0] != &junk[0] {
-		t.Fatal("AppendMark allocated although the storage it was given fits")
-	}
-	fill(501, 900)
-	small := make([]byte, 0, 8)
+
+	trim(500, a)
+	fill(501, 3000, a)
 	wantFull, err := a.MarkFull()
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotFull, err := b.AppendMarkFull(small)
-	if err != nil {
+	restored := restoreChain(t, cfg, [][]byte{wantFull}, a)
+	if err := b.MarkFullInParts(&mp); err != nil { // the same storage, used again
 		t.Fatal(err)
 	}
+	gotFull := read(&mp, func() {
+		trim(3000, b)
+		fill(3001, 6000, b)
+	})
+	mp.Release()
 	if !slices.Equal(gotFull, wantFull) {
-		t.Fatalf("AppendMarkFull wrote %d bytes unlike MarkFull's %d", len(gotFull), len(wantFull))
+		t.Fatalf("the full mark in parts differs from MarkFull's (%d bytes, want %d)", len(gotFull), len(wantFull))
 	}
-	if cap(gotFull) < 2*len(gotFull) {
-		t.Fatalf("grown storage has room for %d bytes; want at least twice the mark's %d", cap(gotFull), len(gotFull))
+	sameBuffers(t, mustRestore(t, cfg, [][]byte{gotFull}), restored)
+
+	// Released, freed chunks are reused again.
+	trim(6000, b)
+	if b.pooled == 0 {
+		t.Fatal("no chunk went back to the pool after the mark was released")
 	}
-	restoreChain(t, cfg, [][]byte{gotFull}, a)
 }

@@ -105,7 +105,7 @@ func (b *Buffer) writeSpill(c *chunk) error {
 	c.file = f.Name()
 	c.crc = sum
 	lg := c.lg
-	b.release(lg, c.data)
+	b.release(c)
 	c.data = nil
 	lg.spillBytes.Add(int64(spillHeader + c.size))
 	lg.spillFiles.Add(1)

@@ -25,34 +25,21 @@ type checkpointer struct {
 	chain    state.ChainState             // the current chain's sizes: when a full one pays
 	lastFile string                       // the newest file of the chain, what the next delta builds on
 	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
-	marks    [][]byte                     // by port: storage of a durable backup mark, for the next one
+	marks    []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
 	// What persist reuses from one checkpoint to the next (one is
 	// persisted at a time): storage for the encoding, and for the scrub.
 	scratch state.Scratch
 	scrub   []byte
 }
 
-// markBuf hands over the storage for port pi's next backup mark.
-func (c *checkpointer) markBuf(pi int) []byte {
-	if pi >= len(c.marks) {
-		return nil
+// markParts returns port pi's mark storage, for the next capture: the
+// previous checkpoint is persisted (one is in flight at a time) and its
+// mark released.
+func (c *checkpointer) markParts(pi int) *backup.MarkParts {
+	for len(c.marks) <= pi {
+		c.marks = append(c.marks, &backup.MarkParts{})
 	}
-	b := c.marks[pi]
-	c.marks[pi] = nil
-	return b
-}
-
-// recycle takes back the storage of a durable checkpoint's backup marks:
-// nothing reads them once the file is written.
-func (c *checkpointer) recycle(snap *state.Snapshot, ports int) {
-	for pi := range ports {
-		if b := snap.Sections[markSection(pi)]; b != nil {
-			if len(c.marks) < ports {
-				c.marks = append(c.marks, make([][]byte, ports-len(c.marks))...)
-			}
-			c.marks[pi] = b[:0]
-		}
-	}
+	return c.marks[pi]
 }
 
 func markSection(pi int) string { return fmt.Sprintf("backup.%d", pi) }
@@ -125,7 +112,16 @@ type pendingCheckpoint struct {
 	parent   string         // deltas: the file it builds on
 	t0       time.Time
 	capture  time.Duration
-	in       uint64 // records processed at the capture
+	in       uint64              // records processed at the capture
+	marks    []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
+}
+
+// release lets the backups reuse the chunks the checkpoint's marks point
+// into: call it once the checkpoint is written (or given up).
+func (pc *pendingCheckpoint) release() {
+	for _, mp := range pc.marks {
+		mp.Release()
+	}
 }
 
 // capture takes checkpoint id at a batch boundary, on the instance's
@@ -151,6 +147,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 			srcPos[ps.p] = ps.pos
 		}
 	}
+	var marks []*backup.MarkParts
 	var pos []wire.Position
 	for p, last := range in.dedup {
 		for kg, s := range last {
@@ -176,23 +173,24 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 				in.n.event("backup_spill", in.id, map[string]any{"spilling": st.Spilling, "mem_bytes": st.MemBytes, "spill_bytes": st.SpillBytes},
 					"upstream backup spilling to disk: %v (%d bytes in memory, %d spilled)", st.Spilling, st.MemBytes, st.SpillBytes)
 			}
-			var b []byte
+			// The mark points into the backup's chunks, pinned until the
+			// checkpoint is written: the records, megabytes a second, are
+			// not copied here on the instance's goroutine, nor anywhere.
+			mp := in.ck.markParts(pi)
+			var err error
 			if full {
-				var err error
-				if b, err = pt.backup.AppendMarkFull(in.ck.markBuf(pi)); err != nil {
-					in.n.event("error", in.id, nil, "backup: %v", err)
-				}
+				err = pt.backup.MarkFullInParts(mp)
 			} else {
-				b = pt.backup.AppendMark(in.ck.markBuf(pi))
+				err = pt.backup.MarkInParts(mp)
 			}
-			// The backup's records are compact already and read only by a
-			// restore: stored as they are, they cost no compression.
-			name := markSection(pi)
-			snap.Sections[name] = b
-			if snap.Plain == nil {
-				snap.Plain = map[string]bool{}
+			if err != nil {
+				in.n.event("error", in.id, nil, "backup: %v", err)
 			}
-			snap.Plain[name] = true
+			if snap.Pieces == nil {
+				snap.Pieces = map[string][][]byte{}
+			}
+			snap.Pieces[markSection(pi)] = mp.Parts()
+			marks = append(marks, mp)
 		}
 	}
 	if in.sink != nil {
@@ -212,19 +210,19 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load()}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load(), marks: marks}
 }
 
 // persisted runs on the instance's goroutine once a checkpoint is written.
 func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.inflight = false
+	pc.release()
 	if err != nil {
 		in.ck.base = 0 // the chain has a hole: the next one is full
 		in.ck.chain = state.ChainState{}
 		delete(in.ck.pending, pc.snap.ID)
 		return
 	}
-	in.ck.recycle(pc.snap, len(in.ports))
 	in.ck.lastFile = state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full)
 	if pc.snap.Full {
 		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
@@ -257,6 +255,9 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	t1 := time.Now()
 	var parts [][]byte
 	if err == nil {
+		for _, mp := range pc.marks {
+			mp.Seal() // the marks' checksums, off the instance's goroutine
+		}
 		parts, err = state.EncodeParts(snap, &in.ck.scratch)
 	}
 	encoded := time.Since(t1)

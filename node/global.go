@@ -71,6 +71,7 @@ func (in *instance) onBarrier(from int, id uint64) {
 	if err := in.persist(pc); err != nil {
 		in.persisted(pc, err)
 	}
+	pc.release()
 	in.forwardBarrier(id)
 	in.release()
 }
@@ -118,6 +119,7 @@ func (in *instance) sourceBarrier(id uint64) {
 	if err := in.persist(pc); err != nil {
 		in.persisted(pc, err)
 	}
+	pc.release()
 	in.forwardBarrier(id)
 }
 

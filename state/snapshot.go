@@ -35,6 +35,12 @@ type Snapshot struct {
 	// the bytes it saves, and is read only by a restore (the upstream
 	// backup's records). Merge keeps a section plain if it was.
 	Plain map[string]bool
+	// Pieces are plain sections given in pieces, stored one after the
+	// other: what Encode writes without joining them first (the upstream
+	// backup's mark, which points into its chunks). A name is in Sections
+	// or in Pieces, not both. Decode gives Sections only, and Merge reads
+	// Sections only.
+	Pieces map[string][][]byte
 
 	Groups []GroupData // by KG, ascending, each KG once
 }
@@ -208,6 +214,11 @@ func (s *Snapshot) validate() error {
 // validateHead is validate without the entries: the ids and the groups'
 // order and flags.
 func (s *Snapshot) validateHead() error {
+	for name := range s.Pieces {
+		if _, ok := s.Sections[name]; ok {
+			return fmt.Errorf("section %q both whole and in pieces", name)
+		}
+	}
 	switch {
 	case s.ID == 0:
 		return fmt.Errorf("id 0")
@@ -236,6 +247,9 @@ func (s *Snapshot) RawSize() int {
 	n := 4*binary.MaxVarintLen64 + 1 + len(s.Instance) + 2*binary.MaxVarintLen64
 	for name, data := range s.Sections {
 		n += 2*binary.MaxVarintLen64 + len(name) + len(data)
+	}
+	for name, ps := range s.Pieces {
+		n += 2*binary.MaxVarintLen64 + len(name) + piecesLen(ps)
 	}
 	for i := range s.Groups {
 		n += 2*binary.MaxVarintLen64 + 1
@@ -299,7 +313,13 @@ func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
 	head := binary.AppendUvarint(sc.head[:headerSize], uint64(plain))
 	parts := append(sc.parts[:0], head)
 	for _, name := range sectionNames(s) {
-		if s.Plain[name] && len(s.Sections[name]) > 0 {
+		if ps, ok := s.Pieces[name]; ok {
+			for _, p := range ps {
+				if len(p) > 0 {
+					parts = append(parts, p)
+				}
+			}
+		} else if s.Plain[name] && len(s.Sections[name]) > 0 {
 			parts = append(parts, s.Sections[name])
 		}
 	}
@@ -334,12 +354,24 @@ func appendBytes(b, s []byte) []byte {
 
 // sectionNames returns the names of s's sections, ascending.
 func sectionNames(s *Snapshot) []string {
-	names := make([]string, 0, len(s.Sections))
+	names := make([]string, 0, len(s.Sections)+len(s.Pieces))
 	for name := range s.Sections {
+		names = append(names, name)
+	}
+	for name := range s.Pieces {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	return names
+}
+
+// piecesLen is the length of a section given in pieces.
+func piecesLen(ps [][]byte) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p)
+	}
+	return n
 }
 
 // appendBody appends s's raw body to b; plain is the length of the plain
@@ -360,7 +392,12 @@ func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, name := range names {
 		b = appendString(b, name)
-		if data := s.Sections[name]; s.Plain[name] {
+		if ps, ok := s.Pieces[name]; ok {
+			n := piecesLen(ps)
+			b = append(b, flagPlain)
+			b = binary.AppendUvarint(b, uint64(n))
+			plain += n
+		} else if data := s.Sections[name]; s.Plain[name] {
 			b = append(b, flagPlain)
 			b = binary.AppendUvarint(b, uint64(len(data)))
 			plain += len(data)

@@ -298,6 +298,30 @@ func TestEncodePartsIsEncode(t *testing.T) {
 			t.Fatalf("snapshot %d: the plain section was copied", i)
 		}
 	}
+	// A plain section in pieces is stored as the whole of it.
+	whole := sampleSnapshot()
+	want, err := Encode(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inPieces := sampleSnapshot()
+	b0 := inPieces.Sections["backup.0"]
+	delete(inPieces.Sections, "backup.0")
+	inPieces.Pieces = map[string][][]byte{"backup.0": {b0[:3], nil, b0[3:5], b0[5:]}}
+	if inPieces.RawSize() != whole.RawSize() {
+		t.Fatalf("RawSize in pieces %d, whole %d", inPieces.RawSize(), whole.RawSize())
+	}
+	parts, err := EncodeParts(inPieces, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Concat(parts...); !bytes.Equal(got, want) {
+		t.Fatal("a section in pieces is stored unlike the whole of it")
+	}
+	inPieces.Sections["backup.0"] = b0
+	if _, err := Encode(inPieces); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a section both whole and in pieces: %v, want ErrInvalid", err)
+	}
 }
 
 func FuzzDecode(f *testing.F) {

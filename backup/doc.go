@@ -46,6 +46,13 @@
 // validates everything: a bad chain gives ErrCorrupt naming the mark, byte
 // offset and field, never a panic.
 //
+// MarkInParts (and MarkFullInParts) makes the same mark without copying
+// the records: in pieces that point into the chunks, which stay pinned
+// until MarkParts.Release. A chunk freed while pinned (trimmed, spilled,
+// extracted and dropped) is left to the collector instead of the pool, and
+// records are only ever appended past what a mark took, so the pieces keep
+// their bytes while another goroutine checksums (Seal) and writes them.
+//
 // # Memory, spill and backpressure
 //
 // Records are copied into large chunks, one open chunk per key group, so

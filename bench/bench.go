@@ -47,7 +47,7 @@ type Throughput struct {
 	Verified   bool      `json:"verified"` // every cluster round passed verify
 }
 
-func throughputMain(args []string, stdout, stderr io.Writer) int {
+func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 	fs := flag.NewFlagSet("bench throughput", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -63,12 +63,12 @@ func throughputMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spate bench throughput: --rounds, --duration and --nodes must be positive")
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep)
+	root, cleanup, err := tempRoot(*keep, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer cleanup()
+	defer func() { cleanup(rc) }()
 	res := Throughput{Verified: true}
 	for i := range *rounds {
 		cfg := coord.DefaultConfig()

@@ -253,12 +253,22 @@ func benchConfig(root, name string, round int, ft string) coord.Config {
 	return cfg
 }
 
-func tempRoot(keep string) (string, func(), error) {
+// tempRoot is the directory a benchmark's runs go in: keep, or a temporary
+// one that cleanup removes, unless the benchmark failed (rc != 0): the
+// failed run's logs and events are then what says why, and cleanup says
+// where they are.
+func tempRoot(keep string, stderr io.Writer) (string, func(rc int), error) {
 	if keep != "" {
-		return keep, func() {}, os.MkdirAll(keep, 0o755)
+		return keep, func(int) {}, os.MkdirAll(keep, 0o755)
 	}
 	tmp, err := os.MkdirTemp("", "spate-bench-")
-	return tmp, func() { os.RemoveAll(tmp) }, err
+	return tmp, func(rc int) {
+		if rc != 0 {
+			fmt.Fprintf(stderr, "spate bench: the run directories are kept in %s\n", tmp)
+			return
+		}
+		os.RemoveAll(tmp)
+	}, err
 }
 
 // Overhead is the result of `spate bench overhead`.
@@ -279,7 +289,7 @@ type Overhead struct {
 	Verified  bool               `json:"verified"`
 }
 
-func overheadMain(args []string, stdout, stderr io.Writer) int {
+func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	fs := flag.NewFlagSet("bench overhead", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -293,12 +303,12 @@ func overheadMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep)
+	root, cleanup, err := tempRoot(*keep, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer cleanup()
+	defer func() { cleanup(rc) }()
 	fts := []string{"none", "spate", "global"}
 	rps := map[string][]float64{}
 	p99 := map[string][]float64{}
@@ -554,7 +564,7 @@ func (p Phases) String() string {
 	return fmt.Sprintf("detected %s, restored %s, caught up %s", at(p.Detected), at(p.Restored), at(p.CaughtUp))
 }
 
-func recoveryMain(args []string, stdout, stderr io.Writer) int {
+func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	fs := flag.NewFlagSet("bench recovery", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -578,12 +588,12 @@ func recoveryMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep)
+	root, cleanup, err := tempRoot(*keep, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer cleanup()
+	defer func() { cleanup(rc) }()
 	if *rate <= 0 {
 		// Recovery time depends on the spare capacity left for catching
 		// up, so the load is set relative to what this machine can do.

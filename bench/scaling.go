@@ -140,7 +140,7 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 	return sr, sr.err
 }
 
-func scalingMain(args []string, stdout, stderr io.Writer) int {
+func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	fs := flag.NewFlagSet("bench scaling", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -180,12 +180,12 @@ func scalingMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	scaleAt := *scaleAtF
-	root, cleanup, err := tempRoot(*keep)
+	root, cleanup, err := tempRoot(*keep, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer cleanup()
+	defer func() { cleanup(rc) }()
 	res := Scaling{PauseS: map[string]float64{}, RecoveryS: map[string]float64{}, Rounds: map[string][]float64{}, Verified: true}
 	fail := func(what string, err error) int {
 		fmt.Fprintf(stderr, "spate bench scaling: %s: %v\n", what, err)

@@ -238,7 +238,7 @@ func youngFrom(accts []coord.TunerAccount) (time.Duration, time.Duration, time.D
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func tunerMain(args []string, stdout, stderr io.Writer) int {
+func tunerMain(args []string, stdout, stderr io.Writer) (rc int) {
 	fs := flag.NewFlagSet("bench tuner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -276,12 +276,12 @@ func tunerMain(args []string, stdout, stderr io.Writer) int {
 	if note != "" {
 		fmt.Fprintln(stderr, "spate bench tuner:", note)
 	}
-	root, cleanup, err := tempRoot(*keep)
+	root, cleanup, err := tempRoot(*keep, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer cleanup()
+	defer func() { cleanup(rc) }()
 
 	var victims []string
 	for k := 1; k <= *kills; k++ {

@@ -62,11 +62,25 @@ func (in *instance) onBarrier(from int, id uint64) {
 		al.id, al.got = id, make([]bool, len(in.inputs))
 	}
 	al.got[from] = true
+	in.checkAligned()
+}
+
+// checkAligned completes the alignment in progress once every input has
+// given its barrier or ended: an input that ends gives no barrier any more
+// (a source that stopped for the drain before the checkpoint's trigger
+// reached it), and its end must count as soon as it comes, or the inputs
+// held for the alignment, their ends among them, would stay held for ever.
+func (in *instance) checkAligned() {
+	al := &in.align
+	if al.id == 0 {
+		return
+	}
 	for i, g := range al.got {
 		if !g && !in.ended[i] {
 			return
 		}
 	}
+	id := al.id
 	pc := in.capture(id, true)
 	if err := in.persist(pc); err != nil {
 		in.persisted(pc, err)

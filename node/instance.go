@@ -353,6 +353,7 @@ func (in *instance) handle(m inMsg) bool {
 			in.n.event("frame_error", in.id, map[string]any{"from": string(in.inputs[m.from])}, "batch from %s: %v; input closed", in.inputs[m.from], err)
 			in.ended[m.from] = true
 			in.wms[m.from] = job.MaxWatermark
+			in.checkAligned()
 		}
 	case msgWatermark:
 		if m.wm > in.wms[m.from] {
@@ -361,6 +362,7 @@ func (in *instance) handle(m inMsg) bool {
 	case msgEnd, msgLost:
 		in.ended[m.from] = true
 		in.wms[m.from] = job.MaxWatermark
+		in.checkAligned()
 	}
 	if m.kind != msgBatch {
 		in.advance()

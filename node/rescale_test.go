@@ -1,9 +1,11 @@
 package node
 
 import (
+	"slices"
 	"testing"
 
 	"spate/job"
+	"spate/state"
 	"spate/wire"
 )
 
@@ -204,5 +206,50 @@ func TestCommitReconnectsALinkRerouteWidened(t *testing.T) {
 	}
 	if gains(pt, old, nil) {
 		t.Fatal("a link that loses its key groups is reconnected")
+	}
+}
+
+// TestAlignmentCompletesWhenAnInputEnds: under --ft global, count has
+// barrier 5 from source#0 and holds its later messages, its end among
+// them; source#1 stopped for the drain before the checkpoint's trigger
+// reached it, so it sends its end and no barrier. Its end completes the
+// alignment: the checkpoint is written, what was held is applied and
+// count has every input ended. Before, the held end stayed held for ever
+// and the drain never finished.
+func TestAlignmentCompletesWhenAnInputEnds(t *testing.T) {
+	in, r := testCount(t, "global")
+	store := state.NewMemStore()
+	in.n.store = &faultStore{Store: store}
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			l.err = errConnecting // no downstream: the barrier goes nowhere
+		}
+	}
+	p := job.MakeProducer(1, 0)
+	steps := []struct {
+		m    inMsg
+		done bool
+	}{
+		{inMsg{from: 0, gen: 1, kind: msgBarrier, wm: 5}, false},
+		{inMsg{from: 0, gen: 1, kind: msgBatch, payload: batch(p, 3, 1, 2)}, false}, // held
+		{inMsg{from: 0, gen: 1, kind: msgEnd}, false},                              // held
+		{inMsg{from: 1, gen: 1, kind: msgEnd}, true},
+	}
+	for i, s := range steps {
+		if got := in.handle(s.m); got != s.done {
+			t.Fatalf("step %d: every input ended = %v, want %v", i, got, s.done)
+		}
+		if i == 2 && (len(in.align.held) != 2 || len(r.got) != 0) {
+			t.Fatalf("step %d: %d messages held, %d records applied; want 2 held, none applied", i, len(in.align.held), len(r.got))
+		}
+	}
+	if in.align.id != 0 || len(in.align.held) != 0 {
+		t.Fatalf("alignment of checkpoint %d still holds %d messages", in.align.id, len(in.align.held))
+	}
+	if !slices.Equal(r.got, []int64{1, 2}) || !in.ended[0] || !in.ended[1] {
+		t.Fatalf("applied %v, ended %v; want [1 2], both ended", r.got, in.ended)
+	}
+	if names, _ := store.List("count#0/"); len(names) != 1 {
+		t.Fatalf("checkpoint files %q, want checkpoint 5's", names)
 	}
 }

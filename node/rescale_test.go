@@ -232,7 +232,7 @@ func TestAlignmentCompletesWhenAnInputEnds(t *testing.T) {
 	}{
 		{inMsg{from: 0, gen: 1, kind: msgBarrier, wm: 5}, false},
 		{inMsg{from: 0, gen: 1, kind: msgBatch, payload: batch(p, 3, 1, 2)}, false}, // held
-		{inMsg{from: 0, gen: 1, kind: msgEnd}, false},                              // held
+		{inMsg{from: 0, gen: 1, kind: msgEnd}, false},                               // held
 		{inMsg{from: 1, gen: 1, kind: msgEnd}, true},
 	}
 	for i, s := range steps {

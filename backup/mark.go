@@ -107,13 +107,14 @@ type segment struct {
 }
 
 // Seal computes the mark's checksum, over the pieces before it. It reads
-// the pinned chunks, so it runs before Release; a second Seal does nothing.
+// the pinned chunks, so it runs before Release; a second Seal does nothing,
+// nor does a Seal of a mark that failed (no pieces).
 func (mp *MarkParts) Seal() {
-	if mp.sealed {
+	parts := mp.Parts()
+	if mp.sealed || len(parts) == 0 {
 		return
 	}
 	var crc uint32
-	parts := mp.Parts()
 	for _, p := range parts[:len(parts)-1] {
 		crc = crc32.Update(crc, castagnoli, p)
 	}

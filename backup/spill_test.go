@@ -157,6 +157,14 @@ func TestSpillCorrupted(t *testing.T) {
 			if _, err := b.MarkFull(); !errors.Is(err, ErrSpill) {
 				t.Fatalf("MarkFull: %v", err)
 			}
+			var mp MarkParts
+			if err := b.MarkFullInParts(&mp); !errors.Is(err, ErrSpill) {
+				t.Fatalf("MarkFullInParts: %v", err)
+			}
+			mp.Seal() // a failed mark: nothing to seal
+			if len(mp.Parts()) != 0 || len(mp.pinned) != 0 {
+				t.Fatalf("a failed mark left %d pieces and %d pinned chunks", len(mp.Parts()), len(mp.pinned))
+			}
 			if _, err := b.Extract(job.Range{Lo: 0, Hi: 10}); !errors.Is(err, ErrSpill) {
 				t.Fatalf("Extract: %v", err)
 			}

@@ -80,14 +80,21 @@ func (in *instance) checkAligned() {
 			return
 		}
 	}
-	id := al.id
+	in.snapshotAndForward(al.id)
+	in.release()
+}
+
+// snapshotAndForward is an instance's part of global checkpoint id once
+// its inputs are aligned: a full snapshot, written before anything goes
+// on, then the barrier on every output stream.
+func (in *instance) snapshotAndForward(id uint64) {
 	pc := in.capture(id, true)
 	if err := in.persist(pc); err != nil {
-		in.persisted(pc, err)
+		in.persisted(pc, err) // releases pc too
+	} else {
+		pc.release()
 	}
-	pc.release()
 	in.forwardBarrier(id)
-	in.release()
 }
 
 // release ends the alignment and processes what it held, in order.
@@ -129,12 +136,7 @@ func (in *instance) forwardBarrier(id uint64) {
 // positions, then put the barrier on every output stream.
 func (in *instance) sourceBarrier(id uint64) {
 	in.flushAll()
-	pc := in.capture(id, true)
-	if err := in.persist(pc); err != nil {
-		in.persisted(pc, err)
-	}
-	pc.release()
-	in.forwardBarrier(id)
+	in.snapshotAndForward(id)
 }
 
 // decodeBarrier parses a barrier frame's payload.

@@ -15,10 +15,11 @@ import (
 // received is what a fake downstream got: the sequence numbers of each
 // (producer, key group), in arrival order.
 type received struct {
-	mu    sync.Mutex
-	seqs  map[[2]uint64][]uint64
-	n     int
-	ended bool
+	mu      sync.Mutex
+	seqs    map[[2]uint64][]uint64
+	n       int
+	batches int
+	ended   bool
 }
 
 func (r *received) count() (int, bool) {
@@ -47,6 +48,7 @@ func consume(t *testing.T, in *instance, r *received, gate <-chan struct{}) {
 			r.mu.Lock()
 			switch m.kind {
 			case msgBatch:
+				r.batches++
 				err := wire.DecodeBatch(m.payload, func(p job.Producer, kg job.KeyGroup, seq uint64, _ job.Record) error {
 					k := [2]uint64{uint64(p), uint64(kg)}
 					r.seqs[k] = append(r.seqs[k], seq)

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"spate/job"
+	"spate/wire"
 )
 
 func TestMarkerForPicksTheNewestMarkerNotPastWhatWasApplied(t *testing.T) {
@@ -36,5 +39,59 @@ func TestMarkerForPicksTheNewestMarkerNotPastWhatWasApplied(t *testing.T) {
 				t.Fatalf("markerFor(%v) = %d, want %d", tc.have, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPacedSourceSendsAFlushPeriodAtOnce: a paced source sends what a
+// flush period brought as one batch per link, not a batch each time a
+// record falls due (every millisecond of event time): at 50k records/s
+// and a 20 ms flush period that is about 1,000 records per batch, where
+// flushing at every due record made batches of about 50. A busy machine
+// only makes the source sleep longer and its batches larger.
+func TestPacedSourceSendsAFlushPeriodAtOnce(t *testing.T) {
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 20,
+		Source: wire.SourceSpec{Keys: 1000, Rate: 50_000, Paced: true},
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+		}}
+	src, err := newInstance(&Node{}, d, &d.Instances[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, err := newInstance(&Node{}, d, &d.Instances[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := src.ports[0].links[0]
+	l.err, l.fromIdx, l.local = nil, 0, count
+	if err := src.src.open(src, nil); err != nil {
+		t.Fatal(err)
+	}
+	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
+	r := &received{seqs: map[[2]uint64][]uint64{}}
+	open := make(chan struct{})
+	close(open)
+	consume(t, count, r, open)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); src.runSource(ctx) }()
+	waitFor(t, "20,000 records", func() bool { n, _ := r.count(); return n >= 20_000 })
+	src.drain(map[int]uint64{0: 0})
+	<-loopDone
+	waitFor(t, "the end", func() bool { _, e := r.count(); return e })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The drain reads on unpaced to the end: only the paced part counts,
+	// so the mean is taken over the first 20,000 records at least.
+	per := float64(r.n) / float64(r.batches)
+	t.Logf("%d records in %d batches", r.n, r.batches)
+	if per < 300 {
+		t.Fatalf("%d records in %d batches: %.0f per batch, want about 1,000 (a flush period's)", r.n, r.batches, per)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"spate/job"
@@ -151,15 +152,40 @@ func (s *sourceState) mark(in *instance) sourceCheckpoint {
 		cp.StartMs = 0 // nothing read yet: a restore starts the clock afresh
 	}
 	for _, ps := range s.parts {
-		max, started := ps.clock.State()
-		m := marker{Pos: ps.pos, Max: max, Started: started,
-			Counters: append([]uint64(nil), in.ports[0].seqs[job.MakeProducer(in.opIdx, ps.p)]...)}
-		if last := ps.markers[len(ps.markers)-1]; last.Pos != m.Pos {
-			ps.markers = append(ps.markers, m)
-		}
+		s.markPart(in, ps)
 		cp.Parts = append(cp.Parts, partCheckpoint{P: ps.p, Ended: ps.ended, Markers: append([]marker(nil), ps.markers...)})
 	}
 	return cp
+}
+
+// markEvery is how many records of a partition a source reads between
+// two markers, checkpoint or not. A replay reads a partition again from
+// the newest marker before what its downstream lacks, every key group of
+// it: with markers at checkpoints only, up to two intervals of the
+// partition (a downstream's positions fall anywhere in the source's
+// interval, and trims keep the markers of the previous checkpoint) for
+// the part of it the downstream lacks. Markers in between are in memory,
+// and in the next checkpoint with the others.
+const markEvery = 1 << 14
+
+// maxMarkers is at most how many markers a partition keeps: past it the
+// oldest but one goes (a replay that needed it starts from the one
+// before, and reads more; the oldest stays, the start of what a trim has
+// not released).
+const maxMarkers = 64
+
+// markPart takes a marker of ps where it is now, unless the newest one is
+// there already.
+func (s *sourceState) markPart(in *instance, ps *partState) {
+	if ps.markers[len(ps.markers)-1].Pos == ps.pos {
+		return
+	}
+	max, started := ps.clock.State()
+	ps.markers = append(ps.markers, marker{Pos: ps.pos, Max: max, Started: started,
+		Counters: append([]uint64(nil), in.ports[0].seqs[job.MakeProducer(in.opIdx, ps.p)]...)})
+	if len(ps.markers) > maxMarkers {
+		ps.markers = slices.Delete(ps.markers, 1, 2)
+	}
 }
 
 // markerFor is the newest marker of ps from which every record l's
@@ -239,6 +265,7 @@ func (in *instance) runSource(ctx context.Context) {
 		return s.origin + int64(float64(now.Sub(s.start).Milliseconds())*speed)
 	}
 	draining := false
+	spate := in.plan.FT == "spate" // the only one that replays from markers
 	for {
 		select {
 		case <-in.drainc:
@@ -305,6 +332,9 @@ func (in *instance) runSource(ctx context.Context) {
 				}
 				kg := job.GroupOf(ps.rec.Key, in.spec.Groups)
 				in.emitTo(pt, job.MakeProducer(in.opIdx, ps.p), kg, ps.rec)
+			}
+			if spate && ps.pos-ps.markers[len(ps.markers)-1].Pos >= markEvery {
+				s.markPart(in, ps)
 			}
 		}
 		in.publishPositions()

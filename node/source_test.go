@@ -95,3 +95,67 @@ func TestPacedSourceSendsAFlushPeriodAtOnce(t *testing.T) {
 		t.Fatalf("%d records in %d batches: %.0f per batch, want about 1,000 (a flush period's)", r.n, r.batches, per)
 	}
 }
+
+// TestSourceMarksBetweenCheckpoints: under --ft spate a source takes a
+// marker every markEvery records of a partition, checkpoint or not, so a
+// replay reads a partition again from at most that far before what its
+// downstream lacks; it keeps at most maxMarkers, the oldest among them.
+func TestSourceMarksBetweenCheckpoints(t *testing.T) {
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
+		Source: wire.SourceSpec{Keys: 1000},
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+		}}
+	src, err := newInstance(&Node{}, d, &d.Instances[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, err := newInstance(&Node{}, d, &d.Instances[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := src.ports[0].links[0]
+	l.err, l.fromIdx, l.local = nil, 0, count
+	if err := src.src.open(src, nil); err != nil {
+		t.Fatal(err)
+	}
+	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
+	r := &received{seqs: map[[2]uint64][]uint64{}}
+	open := make(chan struct{})
+	close(open)
+	consume(t, count, r, open)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); src.runSource(ctx) }()
+	const n = (maxMarkers + 8) * markEvery
+	waitFor(t, "records", func() bool { n0, _ := r.count(); return n0 >= n })
+	var ms []marker
+	src.call(ctx, func() { ms = append(ms, src.src.parts[0].markers...) })
+	src.drain(map[int]uint64{0: 0})
+	<-loopDone
+	if len(ms) != maxMarkers {
+		t.Fatalf("%d markers after %d records, want %d", len(ms), n, maxMarkers)
+	}
+	if ms[0].Pos != 0 {
+		t.Fatalf("the oldest marker is at %d, want 0", ms[0].Pos)
+	}
+	const chunk = 1024 // the source reads a partition a chunk at a time
+	for i := 2; i < len(ms); i++ {
+		if gap := ms[i].Pos - ms[i-1].Pos; gap < markEvery || gap > markEvery+chunk {
+			t.Fatalf("markers %d and %d are %d records apart, want %d to %d", i-1, i, gap, markEvery, markEvery+chunk)
+		}
+	}
+	var sum uint64
+	for _, c := range ms[len(ms)-1].Counters {
+		sum += c
+	}
+	if sum != ms[len(ms)-1].Pos { // no record is late here: one number each
+		t.Fatalf("the newest marker counts %d records at position %d", sum, ms[len(ms)-1].Pos)
+	}
+}

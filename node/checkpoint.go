@@ -107,9 +107,10 @@ type pendingCheckpoint struct {
 	snap     *state.Snapshot
 	captured job.Captured
 	meta     ckptMeta
-	pos      map[int]uint64 // sources: partition positions
-	bytes    int            // stored size, once persisted
-	parent   string         // deltas: the file it builds on
+	pos      map[int]uint64    // sources: partition positions
+	source   *sourceCheckpoint // sources: the section, encoded by persist (tens of markers)
+	bytes    int               // stored size, once persisted
+	parent   string            // deltas: the file it builds on
 	t0       time.Time
 	capture  time.Duration
 	in       uint64              // records processed at the capture
@@ -139,8 +140,10 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	}
 	meta := ckptMeta{Watermark: in.wm}
 	var srcPos map[int]uint64
+	var src *sourceCheckpoint
 	if in.src != nil {
-		snap.Sections["source"] = encodeSourceCheckpoint(in.src.mark(in))
+		cp := in.src.mark(in)
+		src = &cp
 		meta.Watermark = in.src.watermark()
 		srcPos = map[int]uint64{}
 		for _, ps := range in.src.parts {
@@ -210,7 +213,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load(), marks: marks}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load(), marks: marks}
 }
 
 // persisted runs on the instance's goroutine once a checkpoint is written.
@@ -238,6 +241,9 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 func (in *instance) persist(pc *pendingCheckpoint) error {
 	snap := pc.snap
 	keys := 0
+	if pc.source != nil {
+		snap.Sections["source"] = encodeSourceCheckpoint(*pc.source)
+	}
 	if pc.captured != nil {
 		snap.Groups = pc.captured.Encode(&in.ck.scratch)
 		pc.captured.Done()

@@ -41,6 +41,8 @@ type partState struct {
 
 // marker is a point of a partition from which it can be read again: the
 // position, the lateness clock there, and the counters per key group.
+// Nothing writes a marker's Counters once it is taken: a checkpoint's
+// capture shares them with the persist goroutine, which encodes them.
 type marker struct {
 	Pos      uint64   `json:"pos"`
 	Max      int64    `json:"max"`

@@ -328,6 +328,7 @@ func (in *instance) runKeyed(ctx context.Context) {
 				in.maybeCheckpoint(now)
 				in.rescaleTick(ctx, now)
 			}
+			in.retryLinks(ctx, now)
 		case <-in.quit:
 			return
 		case <-ctx.Done():

@@ -46,6 +46,10 @@ type link struct {
 	// counts the entries left; nil when there are none.
 	ahead  map[job.Producer][]uint64
 	aheadN int
+	// A failed link is connected again (retryLinks) at retryAt, and
+	// backoff later after each connect that fails.
+	retryAt time.Time
+	backoff time.Duration
 }
 
 // buildPorts makes the routers of every output port from the plan.
@@ -206,7 +210,7 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		l.st, l.w = st, w
 		go in.readTrims(pi, l, st, r)
 	}
-	l.err = nil
+	l.err, l.backoff = nil, 0
 	in.markAhead(pi, l, resume)
 	switch {
 	case in.plan.FT == "spate" && in.src != nil: // on a goroutine of its own (replay.go)
@@ -314,9 +318,55 @@ func (in *instance) relink(ctx context.Context, pi int, l *link, wait bool) {
 		in.linkFailed(l, err)
 		return
 	}
+	in.linkUp(l)
+}
+
+// linkUp brings the downstream of a link just connected up to now.
+func (in *instance) linkUp(l *link) {
 	in.sendWatermarkTo(l, in.currentWatermark())
 	if in.outputsEnded && l.replay == nil {
 		in.endLink(l)
+	}
+}
+
+// The first retry of a failed link, and the longest wait between two.
+const (
+	linkRetryFirst = 100 * time.Millisecond
+	linkRetryMax   = 5 * time.Second
+)
+
+// retryLinks connects again, with --ft spate, every link whose stream
+// failed (a write or a connect) while the downstream's node is still in
+// session with ours: a stream the receiver closed, a resume handshake
+// that timed out. A lost node's instances are rerouted and a session
+// that ended is redialed, each reconnecting its links; nothing did so
+// for a stream that failed on its own, and the downstream waited for
+// ever. The resume handshake and the replay make a reconnect lossless,
+// as for any other. A connect that fails again waits twice as long,
+// up to linkRetryMax, without another event: the first failure said it.
+func (in *instance) retryLinks(ctx context.Context, now time.Time) {
+	if in.plan.FT != "spate" {
+		return
+	}
+	for pi, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.err == nil || l.err == errConnecting || now.Before(l.retryAt) {
+				continue
+			}
+			l.backoff = min(max(2*l.backoff, linkRetryFirst), linkRetryMax)
+			l.retryAt = now.Add(l.backoff)
+			if l.place.Node != in.n.nodeName() && in.n.peer(l.place.Node) == nil {
+				continue // the redial or the reroute reconnects it
+			}
+			was := l.err
+			if err := in.connect(ctx, pi, l, false); err != nil {
+				l.err = err
+				continue
+			}
+			in.n.event("link_reconnected", in.id, map[string]any{"to": string(l.place.ID)},
+				"stream to %s on %s reconnected (it had failed: %v)", l.place.ID, l.place.Node, was)
+			in.linkUp(l)
+		}
 	}
 }
 
@@ -449,6 +499,7 @@ func (in *instance) flushLink(l *link) {
 func (in *instance) linkFailed(l *link, err error) {
 	if l.err == nil || l.err == errConnecting { // a failed connect is a failure too
 		l.err = err
+		l.retryAt = time.Now().Add(linkRetryFirst)
 		in.n.event("frame_error", in.id, map[string]any{"to": string(l.place.ID)}, "stream to %s on %s failed: %v", l.place.ID, l.place.Node, err)
 	}
 }

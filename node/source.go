@@ -286,6 +286,7 @@ func (in *instance) runSource(ctx context.Context) {
 			(<-in.ctlc)()
 		}
 		now := time.Now()
+		in.retryLinks(ctx, now)
 		limit := allowed(now)
 		if draining {
 			limit = job.MaxWatermark

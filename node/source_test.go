@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -158,4 +159,85 @@ func TestSourceMarksBetweenCheckpoints(t *testing.T) {
 	if sum != ms[len(ms)-1].Pos { // no record is late here: one number each
 		t.Fatalf("the newest marker counts %d records at position %d", sum, ms[len(ms)-1].Pos)
 	}
+}
+
+// TestFailedLinkIsConnectedAgain: a stream that fails while the
+// downstream stays where it is (no reroute, no new session coming) is
+// connected again after a moment, and the resume handshake and the
+// replay bring the downstream every record exactly once: its positions
+// end where the source's numbering does. Before, the link stayed failed
+// and the downstream waited for ever.
+func TestFailedLinkIsConnectedAgain(t *testing.T) {
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
+		Source: wire.SourceSpec{Keys: 1000, Rate: 200_000, Paced: true},
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+		}}
+	n := &Node{name: "n1", insts: map[job.InstanceID]*instance{}}
+	src, err := newInstance(n, d, &d.Instances[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, err := newInstance(n, d, &d.Instances[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.insts[src.id], n.insts[count.id] = src, count
+	l := src.ports[0].links[0]
+	l.err, l.fromIdx, l.local = nil, 0, count
+	if err := src.src.open(src, nil); err != nil {
+		t.Fatal(err)
+	}
+	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
+	count.ck.next = src.ck.next
+	for _, pt := range count.ports {
+		for _, cl := range pt.links {
+			cl.err = errConnecting // no downstream: what count emits stays in its backup
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer count.stop()
+	go count.runKeyed(ctx)
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); src.runSource(ctx) }()
+	applied := func() (n uint64) {
+		count.call(ctx, func() {
+			for _, last := range count.dedup {
+				for _, s := range last {
+					n += s
+				}
+			}
+		})
+		return n
+	}
+	waitFor(t, "count applying records", func() bool { return applied() >= 20_000 })
+	src.call(ctx, func() { src.linkFailed(l, errors.New("stream reset by the test")) })
+	waitFor(t, "the link connected again", func() bool {
+		var up bool
+		src.call(ctx, func() { up = l.err == nil })
+		return up
+	})
+	src.drain(map[int]uint64{0: 0})
+	<-loopDone
+	waitFor(t, "count's input ending", func() bool {
+		var ended bool
+		count.call(ctx, func() { ended = count.ended[0] })
+		return ended
+	})
+	count.call(ctx, func() {
+		for p, sent := range src.ports[0].seqs {
+			got := count.dedup[p]
+			for kg := range sent {
+				if got == nil || got[kg] != sent[kg] {
+					t.Fatalf("producer %d, key group %d: count applied up to %v, the source sent %d", p, kg, got, sent[kg])
+				}
+			}
+		}
+	})
 }

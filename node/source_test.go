@@ -50,38 +50,8 @@ func TestMarkerForPicksTheNewestMarkerNotPastWhatWasApplied(t *testing.T) {
 // flushing at every due record made batches of about 50. A busy machine
 // only makes the source sleep longer and its batches larger.
 func TestPacedSourceSendsAFlushPeriodAtOnce(t *testing.T) {
-	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
-	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
-	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 20,
-		Source: wire.SourceSpec{Keys: 1000, Rate: 50_000, Paced: true},
-		Instances: []wire.Placement{
-			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
-			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-		}}
-	src, err := newInstance(&Node{}, d, &d.Instances[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	count, err := newInstance(&Node{}, d, &d.Instances[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := src.ports[0].links[0]
-	l.err, l.fromIdx, l.local = nil, 0, count
-	if err := src.src.open(src, nil); err != nil {
-		t.Fatal(err)
-	}
-	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
-	r := &received{seqs: map[[2]uint64][]uint64{}}
-	open := make(chan struct{})
-	close(open)
-	consume(t, count, r, open)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	loopDone := make(chan struct{})
-	go func() { defer close(loopDone); src.runSource(ctx) }()
+	src, count, _ := sourceToCount(t, 20, wire.SourceSpec{Keys: 1000, Rate: 50_000, Paced: true})
+	r, _, loopDone := runSourceInto(t, src, count)
 	waitFor(t, "20,000 records", func() bool { n, _ := r.count(); return n >= 20_000 })
 	src.drain(map[int]uint64{0: 0})
 	<-loopDone
@@ -102,38 +72,8 @@ func TestPacedSourceSendsAFlushPeriodAtOnce(t *testing.T) {
 // replay reads a partition again from at most that far before what its
 // downstream lacks; it keeps at most maxMarkers, the oldest among them.
 func TestSourceMarksBetweenCheckpoints(t *testing.T) {
-	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
-	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
-	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
-		Source: wire.SourceSpec{Keys: 1000},
-		Instances: []wire.Placement{
-			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
-			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-		}}
-	src, err := newInstance(&Node{}, d, &d.Instances[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	count, err := newInstance(&Node{}, d, &d.Instances[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := src.ports[0].links[0]
-	l.err, l.fromIdx, l.local = nil, 0, count
-	if err := src.src.open(src, nil); err != nil {
-		t.Fatal(err)
-	}
-	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
-	r := &received{seqs: map[[2]uint64][]uint64{}}
-	open := make(chan struct{})
-	close(open)
-	consume(t, count, r, open)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	loopDone := make(chan struct{})
-	go func() { defer close(loopDone); src.runSource(ctx) }()
+	src, count, _ := sourceToCount(t, 5, wire.SourceSpec{Keys: 1000})
+	r, ctx, loopDone := runSourceInto(t, src, count)
 	const n = (maxMarkers + 8) * markEvery
 	waitFor(t, "records", func() bool { n0, _ := r.count(); return n0 >= n })
 	var ms []marker
@@ -168,33 +108,7 @@ func TestSourceMarksBetweenCheckpoints(t *testing.T) {
 // end where the source's numbering does. Before, the link stayed failed
 // and the downstream waited for ever.
 func TestFailedLinkIsConnectedAgain(t *testing.T) {
-	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
-	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
-	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: 5,
-		Source: wire.SourceSpec{Keys: 1000, Rate: 200_000, Paced: true},
-		Instances: []wire.Placement{
-			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
-			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
-		}}
-	n := &Node{name: "n1", insts: map[job.InstanceID]*instance{}}
-	src, err := newInstance(n, d, &d.Instances[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	count, err := newInstance(n, d, &d.Instances[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.insts[src.id], n.insts[count.id] = src, count
-	l := src.ports[0].links[0]
-	l.err, l.fromIdx, l.local = nil, 0, count
-	if err := src.src.open(src, nil); err != nil {
-		t.Fatal(err)
-	}
-	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
-	count.ck.next = src.ck.next
+	src, count, l := sourceToCount(t, 5, wire.SourceSpec{Keys: 1000, Rate: 200_000, Paced: true})
 	for _, pt := range count.ports {
 		for _, cl := range pt.links {
 			cl.err = errConnecting // no downstream: what count emits stays in its backup
@@ -240,4 +154,53 @@ func TestFailedLinkIsConnectedAgain(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sourceToCount builds source#0 (one partition) and count#0 (every key
+// group) of a small windowcount job on node n1, the source's link to
+// count local and connected, no checkpoints: a source's loop to run
+// against one downstream.
+func sourceToCount(t *testing.T, flushMs int, so wire.SourceSpec) (src, count *instance, l *link) {
+	t.Helper()
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: t.TempDir(), FlushMs: flushMs, Source: so,
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: all},
+		}}
+	n := &Node{name: "n1", insts: map[job.InstanceID]*instance{}}
+	var err error
+	if src, err = newInstance(n, d, &d.Instances[0]); err != nil {
+		t.Fatal(err)
+	}
+	if count, err = newInstance(n, d, &d.Instances[1]); err != nil {
+		t.Fatal(err)
+	}
+	n.insts[src.id], n.insts[count.id] = src, count
+	l = src.ports[0].links[0]
+	l.err, l.fromIdx, l.local = nil, 0, count
+	if err := src.src.open(src, nil); err != nil {
+		t.Fatal(err)
+	}
+	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
+	count.ck.next = src.ck.next
+	return src, count, l
+}
+
+// runSourceInto runs src's loop, count's input read by a fake downstream:
+// what it receives, the loop's context, and a channel closed when the
+// loop has returned.
+func runSourceInto(t *testing.T, src, count *instance) (*received, context.Context, <-chan struct{}) {
+	r := &received{seqs: map[[2]uint64][]uint64{}}
+	open := make(chan struct{})
+	close(open)
+	consume(t, count, r, open)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); src.runSource(ctx) }()
+	return r, ctx, loopDone
 }

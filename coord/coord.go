@@ -129,7 +129,7 @@ type Coordinator struct {
 	lastIn, lastOut uint64
 	lastTick        time.Time
 	sinkWM          map[job.InstanceID]int64 // each sink's watermark as last reported, kept while it is not reporting
-	lagOrigin       *int64                   // the sources' pacing origin, once one has reported it
+	lagClock        *wire.PacingClock        // the sources' pacing clock, once one has reported it
 
 	manifest   *Manifest
 	store      state.Store
@@ -967,12 +967,17 @@ func pressure(backlog int) string {
 
 // sampleLag records the output lag of a paced run: how far the sinks'
 // watermark is behind the event time the sources have reached by now,
-// in wall-clock milliseconds.
+// in wall-clock milliseconds: now, less the moment the sources' pacing
+// clock had that watermark due. The clock is the sources' own (event time
+// Origin due at StartMs, from their heartbeats), not the job's start: a
+// source reads its first record some tens of milliseconds after the
+// start, more with fault tolerance (every node builds the generator's key
+// table at deploy), and counting from the start added that much to every
+// sample, a constant that differed between configurations.
 func (c *Coordinator) sampleLag() {
 	if !c.started || !c.cfg.Paced() || c.draining || c.info.JobStart == nil {
 		return
 	}
-	origin := int64(job.MaxWatermark)
 	if c.sinkWM == nil {
 		c.sinkWM = map[job.InstanceID]int64{}
 	}
@@ -980,36 +985,33 @@ func (c *Coordinator) sampleLag() {
 		for id, s := range ns.stats {
 			switch {
 			case s.Origin != nil:
-				origin = min(origin, *s.Origin)
+				// The earliest clock any source reported (a restored
+				// source keeps its predecessor's).
+				if k := c.lagClock; k == nil || *s.Origin < k.Origin || *s.Origin == k.Origin && s.StartMs < k.StartMs {
+					c.lagClock = &wire.PacingClock{Origin: *s.Origin, StartMs: s.StartMs}
+				}
 			case c.placeOf[id].Op == "sink" && s.Watermark != job.NoWatermark:
 				c.sinkWM[id] = s.Watermark
 			}
 		}
 	}
-	// The origin is the earliest any source reported (a restored source
-	// keeps its own). A sink that is not reporting (lost, being restored,
-	// rolled back with the whole job, or not watermarked since) has not
-	// moved its output on since it last did: its last watermark stands,
-	// and the lag grows until it reports again.
-	if origin != job.MaxWatermark && (c.lagOrigin == nil || origin < *c.lagOrigin) {
-		c.lagOrigin = &origin
-	}
-	if c.lagOrigin != nil {
-		origin = *c.lagOrigin
-	}
+	// A sink that is not reporting (lost, being restored, rolled back with
+	// the whole job, or not watermarked since) has not moved its output on
+	// since it last did: its last watermark stands, and the lag grows
+	// until it reports again.
 	wm := int64(job.MaxWatermark)
 	for id, w := range c.sinkWM {
 		if p := c.placeOf[id]; p != nil && p.Op == "sink" {
 			wm = min(wm, w)
 		}
 	}
-	if origin == job.MaxWatermark || wm == job.NoWatermark || wm == job.MaxWatermark {
+	if c.lagClock == nil || wm == job.NoWatermark || wm == job.MaxWatermark {
 		return
 	}
 	now := c.opt.Now()
-	elapsed := now.Sub(*c.info.JobStart).Milliseconds()
-	lag := max(int64(float64(elapsed)-float64(wm-origin)/c.cfg.Speedup), 0)
-	c.info.Lag = append(c.info.Lag, [2]int64{elapsed, lag})
+	due := float64(c.lagClock.StartMs) + float64(wm-c.lagClock.Origin)/c.cfg.Speedup
+	lag := max(int64(float64(now.UnixMilli())-due), 0)
+	c.info.Lag = append(c.info.Lag, [2]int64{now.Sub(*c.info.JobStart).Milliseconds(), lag})
 }
 
 func human(v float64) string {

@@ -24,7 +24,7 @@ func TestLagGrowsWhileASinkIsNotReporting(t *testing.T) {
 		info:    RunInfo{JobStart: &start},
 		placeOf: map[job.InstanceID]*wire.Placement{sink0: {Op: "sink"}, sink1: {Op: "sink"}, src: {Op: "source"}},
 		nodes: map[string]*nodeState{
-			"n1": {stats: map[job.InstanceID]wire.InstanceStats{src: {Origin: &origin}, sink0: {Watermark: 5900}}},
+			"n1": {stats: map[job.InstanceID]wire.InstanceStats{src: {Origin: &origin, StartMs: start.UnixMilli()}, sink0: {Watermark: 5900}}},
 			"n2": {stats: map[job.InstanceID]wire.InstanceStats{sink1: {Watermark: 5950}}},
 		},
 	}
@@ -55,5 +55,35 @@ func TestLagGrowsWhileASinkIsNotReporting(t *testing.T) {
 	c.nodes["n2"].stats = map[job.InstanceID]wire.InstanceStats{sink1: {Watermark: 6450}}
 	if lag := step(100); lag != 150 {
 		t.Fatalf("lag with sink#0 back %d, want 150", lag)
+	}
+}
+
+// TestLagCountsFromTheSourcesClock: the lag is measured against the
+// sources' pacing clock, not the job's start: a source that read its
+// first record 80 ms after the start (building the generator's key table,
+// say) does not add 80 ms to every sample; of two sources the earlier
+// clock counts.
+func TestLagCountsFromTheSourcesClock(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := start.Add(time.Second)
+	origin, later := int64(5000), int64(5010)
+	sink, src0, src1 := job.InstanceID("sink#0"), job.InstanceID("source#0"), job.InstanceID("source#1")
+	c := &Coordinator{
+		cfg:     Config{Rate: 1000, Speedup: 1},
+		opt:     Options{Now: func() time.Time { return now }},
+		started: true,
+		info:    RunInfo{JobStart: &start},
+		placeOf: map[job.InstanceID]*wire.Placement{sink: {Op: "sink"}, src0: {Op: "source"}, src1: {Op: "source"}},
+		nodes: map[string]*nodeState{"n1": {stats: map[job.InstanceID]wire.InstanceStats{
+			src0: {Origin: &origin, StartMs: start.Add(80 * time.Millisecond).UnixMilli()},
+			src1: {Origin: &later, StartMs: start.Add(95 * time.Millisecond).UnixMilli()},
+			sink: {Watermark: 5850},
+		}}},
+	}
+	c.sampleLag()
+	// 1000 ms after the start is 920 ms of source#0's clock: event time
+	// 5920 is due, the sink is at 5850.
+	if len(c.info.Lag) != 1 || c.info.Lag[0] != [2]int64{1000, 70} {
+		t.Fatalf("lag samples %v, want [[1000 70]]", c.info.Lag)
 	}
 }

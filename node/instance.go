@@ -255,9 +255,9 @@ func (in *instance) start(ctx context.Context) {
 			// windows end on whole seconds of the sources' clock, and a
 			// checkpoint on the same beat persisted while the window
 			// fired, the one moment the instance is busy. With 1 s
-			// windows and interval at 200k records/s, the output lag
-			// at each window's end went from about 210 ms to 175 ms
-			// (none: about 105 ms).
+			// windows and interval at 200k records/s, the p99 output
+			// lag (sampled every 20 ms) went from 250-330 ms to
+			// 110-150 ms, none's 130-150 ms.
 			in.ck.next = time.Now().Add(in.ck.interval(in.plan) * 3 / 2)
 			if in.kind == job.KindSource {
 				in.runSource(ctx)

@@ -286,7 +286,6 @@ func (in *instance) runSource(ctx context.Context) {
 			(<-in.ctlc)()
 		}
 		now := time.Now()
-		in.retryLinks(ctx, now)
 		limit := allowed(now)
 		if draining {
 			limit = job.MaxWatermark
@@ -355,6 +354,7 @@ func (in *instance) runSource(ctx context.Context) {
 			in.sendWatermark(s.watermark())
 			lastFlush = time.Now()
 			in.maybeCheckpoint(lastFlush)
+			in.retryLinks(ctx, lastFlush)
 		}
 		if waiting {
 			// Sleep until the next record is due and the batches are

@@ -834,8 +834,12 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 }
 
 func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
-	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil || c.placeOf[d.Instance].Node != ns.name {
+	if d == nil {
 		return
+	}
+	p := c.placeOf[d.Instance]
+	if ns.state == "lost" || p == nil || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen {
+		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},

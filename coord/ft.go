@@ -23,6 +23,7 @@ type Manifest struct {
 	Global uint64                             `json:"global,omitempty"`
 	files  map[job.InstanceID]map[string]bool // every file reported, for garbage collection
 	byID   map[job.InstanceID]map[uint64]wire.Checkpoint
+	high   map[job.InstanceID]uint64 // the highest checkpoint id reported (ledger.go)
 }
 
 func newManifest(run, jobName string) *Manifest {
@@ -39,6 +40,7 @@ func (m *Manifest) add(c wire.Checkpoint) {
 	}
 	m.byID[c.Instance][c.ID] = c
 	m.files[c.Instance][c.File] = true
+	m.note(c.Instance, c.ID)
 }
 
 // chain returns the files that restore checkpoint c: its full base, then
@@ -413,7 +415,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: r.clock}
+		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id)}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]
@@ -503,21 +505,21 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		}
 	}
 	c.tunerRestored(p, r)
+	// The checkpoints after the restored one are a dead branch (the latest
+	// was unusable): never restorable again.
+	if gone := c.manifest.restoredAt(p.ID, rs.ID, c.edsPinned(p.ID)...); len(gone) > 0 {
+		c.emit(events.CheckpointsForgotten, ns.name, string(p.ID), map[string]any{"checkpoint": rs.ID, "forgotten": gone},
+			"%s restored from checkpoint %d: checkpoints %v are no longer restorable", p.ID, rs.ID, gone)
+	}
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
-		// The old generation's file counts up to the restored checkpoint.
-		old := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen-1)
-		var limit int64
-		if cp, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
-			if cp.SinkFile == old {
-				limit = cp.SinkLen
+		var cp *wire.Checkpoint
+		if got, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
+			cp = &got
+		}
+		if c.outputs.restoreSink(p.Op, p.Index, p.Gen, cp) {
+			if err := c.writeOutputManifest(); err != nil {
+				c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 			}
-			// An older file than the previous generation's was already limited.
-		}
-		if _, set := c.outputs.Limits[old]; !set {
-			c.outputs.Limits[old] = limit
-		}
-		if err := c.writeOutputManifest(); err != nil {
-			c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 		}
 	}
 	what := "from the start"

@@ -161,17 +161,11 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 		if c.spec.Ops[c.spec.Op(q.Op)].Kind != job.KindSink {
 			continue
 		}
-		for gen := uint64(1); gen < q.Gen; gen++ {
-			old := fmt.Sprintf("%s-%d-g%d.jsonl", q.Op, q.Index, gen)
-			if _, set := c.outputs.Limits[old]; set {
-				continue
-			}
-			var limit int64
-			if cp, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 && cp.SinkFile == old {
-				limit = cp.SinkLen
-			}
-			c.outputs.Limits[old] = limit
+		var cp *wire.Checkpoint
+		if got, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 {
+			cp = &got
 		}
+		c.outputs.restoreSink(q.Op, q.Index, q.Gen, cp)
 	}
 	if err := c.writeOutputManifest(); err != nil {
 		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)

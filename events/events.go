@@ -43,9 +43,12 @@ const (
 	CheckpointRequested Kind = "checkpoint_requested"
 	CheckpointCompacted Kind = "checkpoint_compacted"
 	CheckpointFallback  Kind = "checkpoint_fallback" // a damaged checkpoint: recovery uses the one before
-	Error               Kind = "error"
-	Interval            Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
-	TunerSummary        Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
+	// CheckpointsForgotten: a restore from an older checkpoint left the
+	// later ones on a dead branch; they are no longer restorable.
+	CheckpointsForgotten Kind = "checkpoints_forgotten"
+	Error                Kind = "error"
+	Interval             Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
+	TunerSummary         Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
 )
 
 // Event is one thing that happened in a run.

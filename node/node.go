@@ -316,6 +316,11 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	if err == nil && in.src == nil {
 		err = in.restoreSlices(r, answer.ID) // rescale.go
 	}
+	if err == nil {
+		// Ids only grow: after a fallback the checkpoints of the dead
+		// branch keep theirs, and the next one must not take one of them.
+		in.ck.lastID = max(in.ck.lastID, r.NextID-min(r.NextID, 1))
+	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"spate/chaos"
+	"spate/control"
 	"spate/events"
 	"spate/job"
 	"spate/state"
@@ -42,6 +44,10 @@ type Options struct {
 	// Started, if set, is called once the run directory and the control
 	// API are up, with the run directory.
 	Started func(dir string)
+	// Control, if set, is handed the control API in process instead of
+	// serving it over HTTP on loopback (the simulation, which has no
+	// sockets).
+	Control func(control.Backend)
 }
 
 // Process is a spawned node process.
@@ -59,7 +65,7 @@ type nodeState struct {
 	listen   string
 	sess     *yamux.Session
 	ctl      *wire.Writer
-	ctlMu    sync.Mutex
+	ctlMu    chanmu.Mutex // held across a write that may wait for the node
 	lastBeat time.Time
 	state    string // joined, ready, lost, exited
 	late     bool   // joined the running job (a respawn): has not built the generator's key table

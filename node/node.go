@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"spate/chaos"
+	"spate/internal/chanmu"
 	"sync"
 	"syscall"
 	"time"
@@ -120,7 +121,7 @@ type Node struct {
 
 // ctlConn is the control stream; writes are serialised.
 type ctlConn struct {
-	mu sync.Mutex
+	mu chanmu.Mutex // held across a write that may wait for the coordinator
 	w  *wire.Writer
 }
 
@@ -159,6 +160,7 @@ func Run(ctx context.Context, cfg Config) error {
 	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name, layer: layer,
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
+	defer n.closePeers()
 
 	ln, err := n.tr.Listen(cfg.Listen)
 	if err != nil {
@@ -215,6 +217,17 @@ func Run(ctx context.Context, cfg Config) error {
 			n.stopAll()
 			return nil
 		}
+	}
+}
+
+// closePeers closes the sessions to every peer: a node that stops leaves
+// no link open (a process's exit closes its sockets; an in-process node's
+// must be closed by hand).
+func (n *Node) closePeers() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.peers {
+		s.Close()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"spate/bench"
 	"spate/coord"
 	"spate/node"
+	"spate/sim"
 	"spate/traces"
 	"spate/tuner"
 )
@@ -27,6 +28,7 @@ usage: spate COMMAND [flags]
   chaos     VERB [TARGET] [--for D]: kill, pause, resume, heal, ... a running cluster
   scale     OP N: rescale an operator of a running cluster
   bench     side-by-side benchmarks: throughput, overhead, recovery
+  sim       --seeds N [--from S] [--seed S] [--json]: the seeded whole-cluster simulation
   tuner     sim: the checkpoint-interval policies on a load and a failure trace
   traces    show FILE: a trace's summary and rate sparkline
   version   print the version
@@ -62,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return coord.ActMain("spate scale", "scale", rest, stdout, stderr)
 	case "bench":
 		return bench.Main(rest, stdout, stderr)
+	case "sim":
+		return sim.Main(rest, stdout, stderr)
 	case "tuner":
 		if len(rest) == 0 || rest[0] != "sim" {
 			fmt.Fprintln(stderr, "usage: spate tuner sim --load SOURCE --failures SOURCE [--seed N] [--json] [--plot FILE]")

@@ -438,6 +438,11 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		sends = append(sends, func() {
 			rs.Plan = append(append([]wire.Placement(nil), c.plan.Instances...), fresh...)
 			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+			if c.draining {
+				// The drain reached the node before the instance was there:
+				// a restored source would read on for ever.
+				_ = c.nodes[target].send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			}
 		})
 	}
 }

@@ -174,6 +174,9 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 	for _, name := range c.order {
 		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+			if c.draining { // every instance is new: the drain must reach them again
+				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			}
 		}
 	}
 	g.lastTrigger = c.opt.Now()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"testing/synctest"
 )
@@ -13,6 +14,7 @@ import (
 var (
 	seeds = flag.Int("sim.seeds", 0, "seeds to run (default: 12, 3 with -short)")
 	from  = flag.Uint64("sim.from", 1, "first seed")
+	keep  = flag.String("sim.dir", "", "keep the run directories under this directory")
 )
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
@@ -28,6 +30,12 @@ func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 	}
 }
 
+// regressions are seeds that found a bug, each run by TestSeeds whatever
+// -sim.seeds says, with what they found.
+var regressions = []uint64{
+	14, // a source restored after the drain started never drained
+}
+
 // TestSeeds runs seeds of the whole-cluster simulation on a virtual
 // clock, each checked by the oracle.
 func TestSeeds(t *testing.T) {
@@ -38,8 +46,20 @@ func TestSeeds(t *testing.T) {
 			n = 3
 		}
 	}
-	root := t.TempDir()
+	root := *keep
+	if root == "" {
+		root = t.TempDir()
+	}
+	var list []uint64
 	for seed := *from; seed < *from+uint64(n); seed++ {
+		list = append(list, seed)
+	}
+	for _, seed := range regressions {
+		if !slices.Contains(list, seed) {
+			list = append(list, seed)
+		}
+	}
+	for _, seed := range list {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			// One bubble at a time, and nothing of one left for the next:
 			// yamux keeps timers in a sync.Pool, and a timer of another

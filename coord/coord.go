@@ -21,10 +21,10 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"spate/chaos"
 	"spate/control"
 	"spate/events"
 	"spate/job"
+	"spate/netfault"
 	"spate/state"
 	"spate/traces"
 	"spate/wire"
@@ -153,7 +153,7 @@ type Coordinator struct {
 	paused   map[string]bool
 	faults   map[int]*fault
 	faultSeq int
-	layer    *chaos.Layer // link faults on the coordinator's side of its links
+	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
 	coordAddr string // where nodes connect (respawned ones too)
 	respawns  int
@@ -196,7 +196,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
 		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256)}
 	c.joinSeq.Store(int64(cfg.Local))
-	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
+	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
 	c.run = NewRunID(opt.Now())
@@ -363,7 +363,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				conn.Close()
 				return
 			}
-			conn = c.layer.Wrap(conn, chaos.Coord, name)
+			conn = c.layer.Wrap(conn, netfault.Coord, name)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()

@@ -15,8 +15,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
-	"spate/chaos"
 	"spate/internal/chanmu"
+	"spate/netfault"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +113,7 @@ type Node struct {
 	peerc  chan struct{}             // closed and replaced whenever peers changes
 	plan   *wire.Deploy
 	store  *faultStore
-	layer  *chaos.Layer    // injected link faults on the peer links (faults.go)
+	layer  *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials  map[string]bool // peers this node dials (and redials)
 	insts  map[job.InstanceID]*instance
 	cancel context.CancelFunc
@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	layer, err := chaos.NewLayer(chaos.DefaultConfig())
+	layer, err := netfault.NewLayer(netfault.DefaultConfig())
 	if err != nil {
 		return err
 	}

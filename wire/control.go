@@ -1,8 +1,8 @@
 package wire
 
 import (
-	"spate/chaos"
 	"spate/job"
+	"spate/netfault"
 )
 
 // Hello is the first frame a dialer sends on a new TCP connection.
@@ -86,8 +86,8 @@ type Control struct {
 // before (CtlFaults). Links are by peer node, on this node's side of each
 // link (the coordinator applies the faults of its own links itself).
 type Faults struct {
-	Links map[string]chaos.LinkFault `json:"links,omitempty"`
-	Store StoreFault                 `json:"store"`
+	Links map[string]netfault.LinkFault `json:"links,omitempty"`
+	Store StoreFault                    `json:"store"`
 	// Corrupt names instances whose latest checkpoint file the node must
 	// damage now (an action, like a link reset).
 	Corrupt []job.InstanceID `json:"corrupt,omitempty"`

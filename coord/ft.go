@@ -536,12 +536,22 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	}
 	c.emit(events.RecoveryRestored, ns.name, string(p.ID), map[string]any{"gen": p.Gen, "checkpoint": rs.ID, "fellback": rs.Fellback},
 		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
+	// The upstreams route to it what it was restored with and still owns:
+	// a move into it committed since it was placed reaches it by the
+	// rescale's re-route, which reconnects the links that gain the range
+	// and replays it. Routed now, the re-route saw no gain, replayed
+	// nothing, and what the links had sent before the instance loaded the
+	// range was dropped there as strays (seed 135).
+	route := *p
+	if p.Partitions == nil {
+		route.Ranges = intersect(p.Ranges, rs.Place.Ranges)
+	}
 	for _, name := range c.order {
 		if n := c.nodes[name]; n.live() {
-			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
+			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: &route})
 		}
 	}
-	c.edsRestored(p, rs.ID)
+	c.edsRestored(p, rs.ID, rs.Place.Ranges)
 }
 
 // isSource reports whether operator op is a source of the job (false for

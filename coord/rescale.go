@@ -860,7 +860,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // edsRestored carries a rescale on after a participant was restored: a
 // new owner restored with its slices has loaded them; an old owner that
 // had not released yet is asked again.
-func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
+func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64, restored []job.Range) {
 	c.restartRestored(p)
 	c.precopyFreshDone(p.ID, math.MaxUint64) // restored: it waits for none
 	for _, s := range c.eds.slices[p.ID] {
@@ -875,6 +875,17 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 	}
 	for _, mv := range r.moves {
 		switch {
+		case mv.to == p.ID && mv.phase == "loading" && p.Partitions == nil && !covers(restored, mv.r):
+			// The move was committed after the instance was placed: its
+			// restore did not load the slice, so it cannot count as the
+			// load (with it counted, the re-route sent the range to an
+			// instance that did not own it, and every record of it was
+			// dropped there as a stray: seed 135). Restored again, now
+			// with the slice.
+			c.emit(events.RecoveryPlaced, p.Node, string(p.ID), map[string]any{"range": mv.r.String()},
+				"%s restored without %v, moved to it since it was placed: restoring it again with it", p.ID, mv.r)
+			c.place(p.Node, []job.InstanceID{p.ID}, p.Node)
+			return
 		case mv.to == p.ID && mv.phase == "loading":
 			c.moveLoaded(r, mv, restoredID, p.Node)
 		case mv.from == p.ID && mv.phase == "releasing":
@@ -950,6 +961,30 @@ func subtract(rs []job.Range, r job.Range) []job.Range {
 }
 
 // union adds r to rs (canonical: sorted, coalesced).
+// covers reports whether rs holds every key group of r.
+func covers(rs []job.Range, r job.Range) bool {
+	for g := r.Lo; g < r.Hi; g++ {
+		if !slices.ContainsFunc(rs, func(x job.Range) bool { return x.Lo <= g && g < x.Hi }) {
+			return false
+		}
+	}
+	return true
+}
+
+// intersect is the key groups in both a and b, in order.
+func intersect(a, b []job.Range) []job.Range {
+	var out []job.Range
+	for _, x := range a {
+		for _, y := range b {
+			if lo, hi := max(x.Lo, y.Lo), min(x.Hi, y.Hi); lo < hi {
+				out = append(out, job.Range{Lo: lo, Hi: hi})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Lo < out[j].Lo })
+	return out
+}
+
 func union(rs []job.Range, r job.Range) []job.Range {
 	out := append(append([]job.Range(nil), rs...), r)
 	sort.Slice(out, func(i, j int) bool { return out[i].Lo < out[j].Lo })

@@ -130,7 +130,11 @@ type Coordinator struct {
 	lost     map[job.InstanceID]bool
 	started  bool
 	draining bool
-	joinSeq  atomic.Int64 // names of joining nodes: n(Local+1), ...
+	// A drain asked for while a rescale is in flight waits for it to
+	// commit (drainWait): why it was asked, and when.
+	drainAsked   time.Time
+	drainPending string
+	joinSeq      atomic.Int64 // names of joining nodes: n(Local+1), ...
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
@@ -481,6 +485,9 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.globalTick()
 			c.tunerTick()
 			c.edsTick()
+			if c.drainPending != "" {
+				c.drain(c.drainPending)
+			}
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -866,6 +873,9 @@ func (c *Coordinator) finished() bool {
 
 func (c *Coordinator) drain(why string) {
 	if c.draining {
+		return
+	}
+	if c.drainWait(why) {
 		return
 	}
 	c.draining = true

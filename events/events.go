@@ -27,6 +27,7 @@ const (
 	Throughput          Kind = "throughput"
 	SourceEnded         Kind = "source_ended"
 	DrainStarted        Kind = "drain_started"
+	DrainWaiting        Kind = "drain_waiting" // a drain asked for waits for the rescale in flight
 	InstanceDone        Kind = "instance_done"
 	FrameError          Kind = "frame_error"
 	Checkpoint          Kind = "checkpoint"

@@ -168,6 +168,8 @@ type Coordinator struct {
 	tn  tunerState // the interval tuner (tuner.go)
 	eds edsState   // live rescales (rescale.go)
 
+	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
+
 	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
 	compactc   chan compaction
 }
@@ -198,7 +200,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256)}
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
 	c.joinSeq.Store(int64(cfg.Local))
 	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
@@ -519,6 +521,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			}
 			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
+		}
+		if c.cfg.CheckInvariants {
+			if err := c.checkInvariants(); err != nil {
+				c.emit(events.Error, "", "", nil, "invariant broken: %v", err)
+				return fmt.Errorf("invariant broken: %w", err)
+			}
 		}
 		if c.started && c.finished() {
 			return c.finish()

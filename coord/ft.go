@@ -521,6 +521,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		if got, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
 			cp = &got
 		}
+		c.sinkRestores[p.ID] = restoredFrom{gen: p.Gen, cp: cp}
 		if c.outputs.restoreSink(p.Op, p.Index, p.Gen, cp) {
 			if err := c.writeOutputManifest(); err != nil {
 				c.emit(events.Error, "", "", nil, "write output manifest: %v", err)

@@ -165,6 +165,7 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 		if got, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 {
 			cp = &got
 		}
+		c.sinkRestores[q.ID] = restoredFrom{gen: q.Gen, cp: cp}
 		c.outputs.restoreSink(q.Op, q.Index, q.Gen, cp)
 	}
 	if err := c.writeOutputManifest(); err != nil {

@@ -195,9 +195,9 @@ func (c *Coordinator) handleCtl(r ctlReq) {
 // nodeStatus is a node's state as the control API and the TUI name it.
 func (c *Coordinator) nodeStatus(ns *nodeState) string {
 	switch {
-	case ns.state == "exited":
+	case ns.state == nodeExited:
 		return "exited"
-	case ns.state == "lost":
+	case ns.state == nodeLost:
 		return "dead"
 	case c.paused[ns.name]:
 		return "paused"
@@ -395,8 +395,8 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 			errs = append(errs, name+": not a local process")
 			continue
 		}
-		if ns.state == "exited" || (ns.state == "lost" && a.Verb != "resume") {
-			errs = append(errs, name+": already "+ns.state)
+		if ns.state == nodeExited || (ns.state == nodeLost && a.Verb != "resume") {
+			errs = append(errs, name+": already "+string(ns.state))
 			continue
 		}
 		if err := ns.proc.Signal(sig); err != nil {

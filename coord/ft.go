@@ -192,7 +192,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if p == nil {
 		return
 	}
-	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == "lost" {
+	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == nodeLost {
 		c.emit(events.Fenced, ns.name, string(cp.Instance), map[string]any{"gen": cp.Gen, "current": p.Gen},
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
@@ -291,7 +291,7 @@ func (c *Coordinator) manifestWritten(w manifestWrite) {
 		for _, f := range a.drop {
 			_ = c.store.Delete(f)
 		}
-		if a.node != nil && a.node.state != "lost" && a.node.state != "exited" {
+		if a.node != nil && !a.node.gone() {
 			_ = a.node.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
 		}
 	}
@@ -355,7 +355,7 @@ func (c *Coordinator) placeAwaiting(joined string) {
 	var due []awaiting
 	for _, a := range c.awaiting {
 		ns := c.nodes[a.node]
-		gone := ns == nil || ns.state == "lost" || ns.state == "exited"
+		gone := ns == nil || ns.gone()
 		if a.node == joined || gone || now.Sub(a.since) >= respawnWait || c.draining {
 			due = append(due, a)
 		} else {

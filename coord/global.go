@@ -45,7 +45,7 @@ func (c *Coordinator) globalTick() {
 	g.next++
 	g.pending, g.since, g.lastTrigger, g.got = g.next, now, now, map[job.InstanceID]bool{}
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
 		}
 	}
@@ -78,7 +78,7 @@ func (c *Coordinator) rollback(lost string) {
 	for i := range c.plan.Instances {
 		p := &c.plan.Instances[i]
 		p.Gen++
-		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
+		if p.Node == lost || c.nodes[p.Node].gone() {
 			p.Node = c.leastLoaded(lost, c.isSource(p.Op))
 		}
 		c.placeOf[p.ID] = p
@@ -173,7 +173,7 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 	}
 	c.emit(events.RecoveryRestored, "", "", map[string]any{"checkpoint": g.complete}, "every instance restored; the job restarts")
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
 			if c.draining { // every instance is new: the drain must reach them again
 				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})

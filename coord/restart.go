@@ -164,7 +164,7 @@ func (c *Coordinator) restartAll(r *restartOp) {
 			continue
 		}
 		node := c.nodes[p.Node]
-		if node == nil || node.state == "lost" || node.state == "exited" {
+		if node == nil || node.gone() {
 			continue // its node's loss restores it
 		}
 		p.Gen++

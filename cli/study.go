@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"spate/bench"
+	"spate/node"
+	"spate/traces"
+	"spate/tuner"
+)
+
+// benchmark is one `spate bench NAME`.
+type benchmark struct{ name, short, long, example string }
+
+var benchmarks = []benchmark{
+	{"throughput", "the cluster at --rate 0 against the oracle on the same input",
+		"Throughput runs the cluster as fast as it goes and the in-process oracle on the same records, interleaved over rounds, and prints the medians and their ratio. Every cluster round is verified.",
+		"  spate bench throughput\n  spate bench throughput --rounds 5 --duration 10s --json"},
+	{"overhead", "the cost of fault tolerance: --ft none, spate and global interleaved",
+		"Overhead runs --ft none, spate and global interleaved: throughput, p99 output lag at a paced rate, and the size of a delta against a full checkpoint.",
+		"  spate bench overhead\n  spate bench overhead --rounds 3 --duration 8s --keys 1000000"},
+	{"recovery", "a worker killed at the same moment under spate and global",
+		"Recovery kills a worker at the same moment under spate and global (the rounds' moments spread over a checkpoint interval), at a fraction of the capacity measured first, and reports the time until the output is normal again, its phases and the records replayed.",
+		"  spate bench recovery\n  spate bench recovery --keys 1000000 --rate 600000 --rounds 5"},
+	{"scaling", "a live scale-out of count 2→4 under load, EDS against --rescale restart",
+		"Scaling scales count from 2 to 4 instances under load, live (EDS) and by restart: the pause, the recovery after a kill right after it, and the steady-state overhead of sliced state.",
+		"  spate bench scaling\n  spate bench scaling --rounds 3 --only eds,restart"},
+	{"tuner", "the checkpoint-interval policies on the live cluster, with kills",
+		"Tuner runs the NASA trace compressed in time with kills at the same moments under auto, young, fixed-1s and fixed-10s, and reports each policy's useful-throughput fraction and the model's prediction error.",
+		"  spate bench tuner\n  spate bench tuner --rounds 3 --kills 3 --json"},
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	var subs []*cobra.Command
+	for _, b := range benchmarks {
+		subs = append(subs, a.benchSub(b))
+	}
+	return group("bench NAME [flags]", "side-by-side benchmarks: throughput, overhead, recovery, scaling, tuner",
+		"Bench measures a claim side by side in one run: the configurations it compares are interleaved over rounds, and it reports medians and ratios (--json for a machine).",
+		"  spate bench throughput\n  spate bench recovery --rounds 5 --json\n  spate bench scaling --data /tmp/bench-runs",
+		"study", subs...)
+}
+
+func (a *app) benchSub(b benchmark) *cobra.Command {
+	name := b.name
+	c := &cobra.Command{
+		Use: name + " [flags]", Short: b.short, Long: b.long, Example: b.example,
+		Args:               cobra.ArbitraryArgs,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if helpRequested(args) {
+				return cmd.Help()
+			}
+			if err := parseGoArgs(cmd, args, 0); err != nil {
+				return err
+			}
+			return code(bench.Main(append([]string{name}, args...), a.stdout, a.stderr))
+		},
+	}
+	addGoFlags(c.Flags(), readGoFlags(func(w io.Writer) { bench.Main([]string{name, "-h"}, io.Discard, w) }))
+	c.ValidArgsFunction = flagCompletion(c, nil)
+	return c
+}
+
+func (a *app) tunerCmd() *cobra.Command {
+	sim := &cobra.Command{
+		Use:   "sim [--load SOURCE] [--failures SOURCE] [flags]",
+		Short: "the checkpoint-interval policies on a load and a failure trace",
+		Long: `Sim replays a load (gen:NAME, rate:PATH, trace:...) and a failure process
+(poisson:MTBF, weibull:SHAPE,SCALE, lanl:PATH, fta:PATH) under the
+checkpoint-interval policies (fixed, Young, Daly, the load-aware model, the
+online controller) and prints each one's efficiency. Deterministic by
+--seed. The model is in tuner/MODEL.md.`,
+		Example: `  spate tuner sim
+  spate tuner sim --load rate:nasa.txt --failures lanl:failures.csv --plot sim.svg
+  spate tuner sim --failures poisson:2h --ckpt-base 170ms --json`,
+		Args:               cobra.ArbitraryArgs,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if helpRequested(args) {
+				return cmd.Help()
+			}
+			if err := parseGoArgs(cmd, args, 0); err != nil {
+				return err
+			}
+			return code(tuner.SimMain(args, a.stdout, a.stderr))
+		},
+	}
+	addGoFlags(sim.Flags(), readGoFlags(func(w io.Writer) { tuner.SimMain([]string{"-h"}, io.Discard, w) }))
+	sim.ValidArgsFunction = flagCompletion(sim, nil)
+	return group("tuner sim [flags]", "tuner sim: the checkpoint-interval policies on a load and a failure trace",
+		"Tuner holds the checkpoint-interval model's tools.",
+		"  spate tuner sim\n  spate tuner sim --failures weibull:0.7,12h --json", "study", sim)
+}
+
+func (a *app) tracesCmd() *cobra.Command {
+	show := &cobra.Command{
+		Use:   "show FILE",
+		Short: "a trace's summary and rate sparkline",
+		Long:  "Show reads a load trace (a rate trace, a record trace, possibly compressed) and prints its summary and a sparkline of its rate.",
+		Example: `  spate traces show ../shared/traces/load/nasa_19950801.tsv.gz
+  spate traces show rates.txt`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("spate traces show: want one FILE, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := traces.Show(a.stdout, args[0]); err != nil {
+				return usagef("spate traces: %v", err)
+			}
+			return nil
+		},
+	}
+	return group("traces show FILE", "traces show FILE: a trace's summary and rate sparkline",
+		"Traces holds the tools for load traces.", "  spate traces show rates.txt", "study", show)
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "print the version",
+		Long:    "Version prints the version of this binary (also spate --version).",
+		Example: "  spate version\n  spate --version",
+		GroupID: "other",
+		Args:    noArgs,
+		RunE:    func(*cobra.Command, []string) error { return a.printVersion() },
+	}
+}
+
+func (a *app) printVersion() error {
+	fmt.Fprintln(a.stdout, "spate", a.version)
+	return nil
+}
+
+// nodeCmd is the hidden `spate node`: the worker process, started by up
+// (or by hand with --join); its flags are node.Main's.
+func (a *app) nodeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "node --coord HOST:PORT --token TOKEN",
+		Short:              "a worker process (started by up, or by hand with --join)",
+		Example:            "  spate node --join 10.0.0.1:7400 --token $(cat spate-data/latest/token)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		Args:               cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if helpRequested(args) {
+				return cmd.Help()
+			}
+			return code(node.Main(args, a.stderr))
+		},
+	}
+}

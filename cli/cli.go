@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"spate/coord"
 )
 
 // Exit codes everywhere: 0 ok, 1 a check failed (or the cluster refused an
@@ -44,6 +46,7 @@ func code(rc int) error {
 // Main runs the command line args (without the program name) and returns
 // the exit code. version is the binary's version.
 func Main(version string, args []string, stdout, stderr io.Writer) int {
+	coord.Version = version // run.json's provenance
 	root := newRoot(version, stdout, stderr)
 	if cmd, _, err := root.Find(args); err == nil && cmd != root {
 		args = normalize(cmd, args)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -113,7 +114,7 @@ type printer struct {
 
 	// for the summary
 	jobStart, end        time.Time
-	in, out              float64
+	in                   float64
 	checkpoints, faults  int
 	recoveries, rescales int
 	finished             bool
@@ -187,7 +188,7 @@ func (p *printer) summary(dir string) string {
 	b.WriteString("summary: ")
 	if !p.jobStart.IsZero() && p.end.After(p.jobStart) {
 		secs := p.end.Sub(p.jobStart).Seconds()
-		fmt.Fprintf(&b, "%s records in, %s results out in %.1fs (%s records/s); ", human(p.in), human(p.out), secs, human(p.in/secs))
+		fmt.Fprintf(&b, "%s records in %.1fs (%s records/s); ", human(p.in), secs, human(p.in/secs))
 	}
 	fmt.Fprintf(&b, "%d checkpoints, %d faults, %d recoveries", p.checkpoints, p.faults, p.recoveries)
 	if p.rescales > 0 {
@@ -219,7 +220,7 @@ func (p *printer) count(e events.Event) {
 			p.jobStart = e.Time
 		}
 	case events.Throughput:
-		p.in, p.out = num(e.Fields["in"]), num(e.Fields["out"])
+		p.in = num(e.Fields["in"])
 		p.end = e.Time
 	case events.Checkpoint:
 		p.checkpoints++
@@ -231,6 +232,9 @@ func (p *printer) count(e events.Event) {
 		p.rescales++
 	case events.RunFinished:
 		p.end, p.finished = e.Time, true
+		if n := num(e.Fields["records"]); n > 0 {
+			p.in = n // every record read, the drain's included
+		}
 	}
 }
 
@@ -246,11 +250,14 @@ func (p *printer) flushIfOlder(t time.Time) {
 }
 
 func (p *printer) flush() {
-	if s := p.wf.line(); s != "" {
-		p.line(s)
+	wf, ck := p.wf.line(), p.ck.line()
+	if p.ck.last.Before(p.wf.last) {
+		wf, ck = ck, wf // in time order
 	}
-	if s := p.ck.line(); s != "" {
-		p.line(s)
+	for _, s := range []string{wf, ck} {
+		if s != "" {
+			p.line(s)
+		}
 	}
 	p.ck, p.wf = checkpointSum{}, windowSum{}
 }
@@ -302,7 +309,7 @@ func (s *checkpointSum) line() string {
 	span := s.last.Sub(s.first)
 	if s.n > 0 {
 		fmt.Fprintf(&b, "%d complete", s.n)
-		if span > 0 {
+		if span >= 100*time.Millisecond {
 			fmt.Fprintf(&b, " in %.1fs", span.Seconds())
 		}
 		switch {
@@ -351,8 +358,12 @@ func (s *windowSum) line() string {
 	if s.n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s %-15s %d instances fired windows up to %.3fs: %s results", s.last.Format("15:04:05.000"),
-		events.WindowFired, s.n, s.upTo/1000, human(s.results))
+	upTo := fmt.Sprintf("up to %.3fs", s.upTo/1000)
+	if s.upTo >= math.MaxInt64/2 {
+		upTo = "at the drain's final watermark"
+	}
+	return fmt.Sprintf("%s %-15s %d instances fired windows %s: %s results", s.last.Format("15:04:05.000"),
+		events.WindowFired, s.n, upTo, human(s.results))
 }
 
 // num is a number field of an event, whatever its Go type (0 if none).

@@ -39,7 +39,7 @@ func stream() []events.Event {
 		ck(1700, "count#1", false, 20, 1024, 3000),
 		tp(2000, 200000, 130),
 		{Time: at(2100), Kind: events.DrainStarted, Text: "draining"},
-		{Time: at(2200), Kind: events.RunFinished, Text: "run finished"},
+		{Time: at(2200), Kind: events.RunFinished, Text: "run finished", Fields: map[string]any{"records": 210000}},
 	}
 }
 
@@ -91,7 +91,7 @@ func TestDefaultHeadlessOutputSumsEachSecond(t *testing.T) {
 		t.Errorf("the sum is not stamped with its last event: %q", lines[4])
 	}
 	sum := lines[len(lines)-1]
-	if !strings.Contains(sum, "200.0k records in, 130 results out in 2.2s") || !strings.Contains(sum, "4 checkpoints, 1 faults, 1 recoveries") ||
+	if !strings.Contains(sum, "210.0k records in 2.2s (95.5k records/s)") || !strings.Contains(sum, "4 checkpoints, 1 faults, 1 recoveries") ||
 		!strings.Contains(sum, "spate verify --data /tmp/r1") {
 		t.Errorf("summary %q", sum)
 	}

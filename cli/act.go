@@ -162,7 +162,7 @@ var verbs = []verb{
 		long:    "Store slows (slow=D) or fails (fail=true) the checkpoint writes of the target's nodes, or damages the newest checkpoint file of each instance they host (corrupt=true).",
 		example: "  spate chaos store n2 slow=200ms --for 10s\n  spate chaos store count corrupt=true\n  spate chaos store all fail=true --for 3s"},
 	{name: "heal", short: "lift every fault and resume paused nodes", target: "[TARGET]",
-		long:    "Heal lifts every fault (partitions, link and store faults) and resumes paused nodes.",
+		long:    "Heal lifts every fault (partitions, link and store faults) and resumes paused nodes. A TARGET is sent along, to heal only that target's faults, but today's coordinator still lifts every fault.",
 		example: "  spate chaos heal\n  spate chaos heal --data /tmp/run1"},
 	{name: "checkpoint", short: "checkpoint the target's instances now", target: "[TARGET]",
 		long:    "Checkpoint asks the target's instances (every instance without a target) to checkpoint now.",

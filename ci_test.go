@@ -42,15 +42,16 @@ func TestChaosRunForCI(t *testing.T) {
 	}
 
 	t.Run("expect fail, --set, --junit", func(t *testing.T) {
+		t.Parallel()
 		file := write("mustfail.yaml", `name: kill without fault tolerance
 expect: fail
 cluster: {nodes: 4, rate: 30000, keys: 2000, duration: 60s, ft: none}
 schedule:
-  - {at: 3s, fault: kill, target: count}
+  - {at: 2s, fault: kill, target: count}
 checks: [exactly_once]
 `)
 		dir, junit := filepath.Join(tmp, "run1"), filepath.Join(tmp, "junit1.xml")
-		code, out, errOut := spate(t, "chaos", "run", file, "--data", dir, "--junit", junit, "--set", "duration=8s", "--set", "nodes=3")
+		code, out, errOut := spate(t, "chaos", "run", file, "--data", dir, "--junit", junit, "--set", "duration=5s", "--set", "nodes=3")
 		if code != 0 {
 			t.Fatalf("chaos run: exit %d, want 0 (it failed, as expected)\n%s%s", code, out, errOut)
 		}
@@ -70,7 +71,7 @@ checks: [exactly_once]
 		if err != nil || json.Unmarshal(b, &ri) != nil {
 			t.Fatalf("run.json: %v", err)
 		}
-		if ri.Config.Nodes != 3 || ri.Config.Duration != 8e9 {
+		if ri.Config.Nodes != 3 || ri.Config.Duration != 5e9 {
 			t.Errorf("--set did not reach the cluster: %+v", ri.Config)
 		}
 		b, err = os.ReadFile(junit)
@@ -88,10 +89,11 @@ checks: [exactly_once]
 	})
 
 	t.Run("scale in a schedule", func(t *testing.T) {
+		t.Parallel()
 		file := write("scale.yaml", `name: scale out under load
-cluster: {nodes: 3, rate: 30000, keys: 2000, duration: 8s, ft: spate, interval: 300ms}
+cluster: {nodes: 3, rate: 30000, keys: 2000, duration: 5s, ft: spate, interval: 300ms}
 schedule:
-  - {at: 2s, fault: scale, op: count, n: 3}
+  - {at: 1500ms, fault: scale, op: count, n: 3}
 checks: [exactly_once]
 `)
 		dir := filepath.Join(tmp, "run2")

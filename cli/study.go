@@ -44,29 +44,53 @@ func (a *app) benchCmd() *cobra.Command {
 		"study", subs...)
 }
 
-func (a *app) benchSub(b benchmark) *cobra.Command {
-	name := b.name
+// engine is a command whose engine parses its own arguments with the
+// flag package and returns an exit code, like bench.Main and
+// tuner.SimMain. A command of another package (spate report, export,
+// view, ...) joins the command line as one of these:
+//
+//	a.engineCmd(engine{Use: "report [--data DIR]", Short: ..., Long: ...,
+//		Example: ..., Main: report.Main})
+//
+// Its flags are read from Main's own -h listing (goflags.go), so its
+// help, one-line errors and completion follow what Main defines.
+type engine struct {
+	Use, Short, Long, Example, GroupID string
+	Main                               func(args []string, stdout, stderr io.Writer) int
+	Values                             map[string][]string // completions of flag values
+	Positional                         int                 // how many positional arguments Main takes
+}
+
+func (a *app) engineCmd(e engine) *cobra.Command {
 	c := &cobra.Command{
-		Use: name + " [flags]", Short: b.short, Long: b.long, Example: b.example,
+		Use: e.Use, Short: e.Short, Long: e.Long, Example: e.Example, GroupID: e.GroupID,
 		Args:               cobra.ArbitraryArgs,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if helpRequested(args) {
 				return cmd.Help()
 			}
-			if err := parseGoArgs(cmd, args, 0); err != nil {
+			if err := parseGoArgs(cmd, args, e.Positional); err != nil {
 				return err
 			}
-			return code(bench.Main(append([]string{name}, args...), a.stdout, a.stderr))
+			return code(e.Main(args, a.stdout, a.stderr))
 		},
 	}
-	addGoFlags(c.Flags(), readGoFlags(func(w io.Writer) { bench.Main([]string{name, "-h"}, io.Discard, w) }))
-	c.ValidArgsFunction = flagCompletion(c, nil)
+	addGoFlags(c.Flags(), readGoFlags(func(w io.Writer) { e.Main([]string{"-h"}, io.Discard, w) }))
+	c.ValidArgsFunction = flagCompletion(c, e.Values)
 	return c
 }
 
+func (a *app) benchSub(b benchmark) *cobra.Command {
+	name := b.name
+	return a.engineCmd(engine{Use: name + " [flags]", Short: b.short, Long: b.long, Example: b.example,
+		Main: func(args []string, stdout, stderr io.Writer) int {
+			return bench.Main(append([]string{name}, args...), stdout, stderr)
+		}})
+}
+
 func (a *app) tunerCmd() *cobra.Command {
-	sim := &cobra.Command{
+	sim := a.engineCmd(engine{
 		Use:   "sim [--load SOURCE] [--failures SOURCE] [flags]",
 		Short: "the checkpoint-interval policies on a load and a failure trace",
 		Long: `Sim replays a load (gen:NAME, rate:PATH, trace:...) and a failure process
@@ -77,20 +101,9 @@ online controller) and prints each one's efficiency. Deterministic by
 		Example: `  spate tuner sim
   spate tuner sim --load rate:nasa.txt --failures lanl:failures.csv --plot sim.svg
   spate tuner sim --failures poisson:2h --ckpt-base 170ms --json`,
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if helpRequested(args) {
-				return cmd.Help()
-			}
-			if err := parseGoArgs(cmd, args, 0); err != nil {
-				return err
-			}
-			return code(tuner.SimMain(args, a.stdout, a.stderr))
-		},
-	}
-	addGoFlags(sim.Flags(), readGoFlags(func(w io.Writer) { tuner.SimMain([]string{"-h"}, io.Discard, w) }))
-	sim.ValidArgsFunction = flagCompletion(sim, nil)
+		Main:   tuner.SimMain,
+		Values: map[string][]string{"load": {"gen:diurnal", "gen:constant", "rate:", "trace:"}, "failures": {"poisson:", "weibull:", "lanl:", "fta:"}},
+	})
 	return group("tuner sim [flags]", "tuner sim: the checkpoint-interval policies on a load and a failure trace",
 		"Tuner holds the checkpoint-interval model's tools.",
 		"  spate tuner sim\n  spate tuner sim --failures weibull:0.7,12h --json", "study", sim)

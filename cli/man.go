@@ -60,6 +60,7 @@ examples. Without --dir it goes to stdout.`,
 // per command.
 func writeMan(w io.Writer, root *cobra.Command, version string) error {
 	var b strings.Builder
+	b.WriteString(".\\\" -*- coding: utf-8 -*-\n") // for preconv: the page has → and ±
 	fmt.Fprintf(&b, ".TH SPATE 1 \"\" \"spate %s\" \"spate manual\"\n", roff(version))
 	fmt.Fprintf(&b, ".SH NAME\nspate \\- %s\n", roff(root.Short))
 	b.WriteString(".SH SYNOPSIS\n.B spate\n.I COMMAND\n[\n.I flags\n]\n")

@@ -66,8 +66,15 @@ func TestControlAPIOnARunningCluster(t *testing.T) {
 		t.Fatalf("chaos checkpoint count: exit %d: %s%s", code, out, errOut)
 	}
 	c.waitEvent(events.CheckpointRequested, "")
-	if code, _, errOut := spate(t, "chaos", "frobnicate", "n1", "--data", c.dir); code != 1 || !strings.Contains(errOut, "not a verb") {
+	// An unknown verb is a mistake in the command line (exit 2, one
+	// line); the cluster refuses one that reaches it anyway.
+	if code, _, errOut := spate(t, "chaos", "frobnicate", "n1", "--data", c.dir); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
 		t.Fatalf("unknown verb: exit %d: %s", code, errOut)
+	}
+	if client, err := control.Dial(c.dir); err != nil {
+		t.Fatal(err)
+	} else if _, err := client.Act(t.Context(), control.Action{Verb: "frobnicate", Target: "n1"}); err == nil || !strings.Contains(err.Error(), "not a verb") {
+		t.Fatalf("the cluster took an unknown verb: %v", err)
 	}
 	if code, _, errOut := spate(t, "chaos", "kill", "n9", "--data", c.dir); code != 1 || !strings.Contains(errOut, `"n9"`) {
 		t.Fatalf("unknown target: exit %d: %s", code, errOut)

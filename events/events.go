@@ -156,14 +156,27 @@ func (b *Bus) Close() {
 	}
 }
 
-// WriteJSONL copies the events of s to w, one JSON object per line, until
-// s is closed. It returns the first write error.
+// SchemaVersion is the version of the events.jsonl line, its "v" field;
+// schemas/events.schema.json in the repository describes it. Adding a
+// field or a kind keeps the version; changing or removing one bumps it.
+const SchemaVersion = 1
+
+// jsonLine is an event as a line of events.jsonl: the schema version,
+// then the event's fields.
+type jsonLine struct {
+	V int `json:"v"`
+	Event
+}
+
+// WriteJSONL copies the events of s to w, one JSON object per line with
+// the schema version in "v", until s is closed. It returns the first
+// write error.
 func WriteJSONL(w io.Writer, s *Sub) error {
 	enc := json.NewEncoder(w)
 	var first error
 	for e := range s.C {
 		if first == nil {
-			first = enc.Encode(e)
+			first = enc.Encode(jsonLine{V: SchemaVersion, Event: e})
 		}
 	}
 	return first

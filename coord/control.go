@@ -287,7 +287,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "checkpoint":
 		return c.checkpointNow(a)
 	case "heal":
-		return c.heal(), nil
+		return c.healTarget(a.Target)
 	case "interval":
 		return c.actInterval(a)
 	case "scale":
@@ -523,16 +523,40 @@ func (c *Coordinator) undo(f *fault) {
 
 // heal lifts every fault: paused nodes resume.
 func (c *Coordinator) heal() control.Result {
-	ids := c.faultIDs()
-	for _, id := range ids {
-		c.lift(id)
+	r, _ := c.healTarget("")
+	return r
+}
+
+// healTarget lifts the faults that touch the nodes target names (every
+// fault when target is empty) and resumes those of them paused by hand.
+func (c *Coordinator) healTarget(target string) (control.Result, error) {
+	var only []string
+	if target != "" {
+		var err error
+		if only, err = c.resolve(target); err != nil {
+			return control.Result{}, fmt.Errorf("heal: %w", err)
+		}
+	}
+	touches := func(nodes []string) bool {
+		return only == nil || slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(only, n) })
+	}
+	var ids []int
+	for _, id := range c.faultIDs() {
+		if f := c.faults[id]; touches(f.nodes) || f.net != nil && touches(f.net.cut) {
+			ids = append(ids, id)
+			c.lift(id)
+		}
 	}
 	for _, name := range c.allNodes() { // paused by hand, without a fault record
-		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil {
+		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil && touches([]string{name}) {
 			_ = ns.proc.Signal(syscall.SIGCONT)
 			delete(c.paused, name)
 		}
 	}
-	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids)}, "healed: %d faults lifted", len(ids))
-	return control.Result{Text: fmt.Sprintf("healed %d faults", len(ids))}
+	what := ""
+	if target != "" {
+		what = " on " + strings.Join(only, ",")
+	}
+	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids), "target": target}, "healed%s: %d faults lifted", what, len(ids))
+	return control.Result{Text: fmt.Sprintf("healed %d faults%s", len(ids), what), Nodes: only}, nil
 }

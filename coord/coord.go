@@ -179,8 +179,9 @@ type Coordinator struct {
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
-	tn  tunerState // the interval tuner (tuner.go)
-	eds edsState   // live rescales (rescale.go)
+	ft  faultTolerance // what --ft decides (ftmode.go)
+	tn  tunerState     // the interval tuner (tuner.go)
+	eds edsState       // live rescales (rescale.go)
 
 	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
 
@@ -216,6 +217,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
 		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
 	c.joinSeq.Store(int64(cfg.Local))
+	c.ft = ftFor(wire.FTMode(cfg.FT))
 	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
@@ -498,7 +500,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.placeAwaiting("")
 			c.throughput()
 			c.checkCaughtUp()
-			c.globalTick()
+			c.ft.tick(c)
 			c.tunerTick()
 			c.edsTick()
 			if c.drainPending != "" {
@@ -661,7 +663,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || c.cfg.FT == "none")) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
 		return ""
 	}
 	if c.respawns >= 8*c.cfg.Local {
@@ -692,7 +694,7 @@ func (c *Coordinator) deploy() error {
 	}
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
-		FT: c.cfg.FT, Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
+		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
 		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block",
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
@@ -828,39 +830,45 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 			}
 		}
 	}
-	if c.cfg.FT == "global" && c.plan != nil {
+	if c.plan == nil {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why}, "node %s lost before the job was deployed: %s", ns.name, why)
+		return
+	}
+	c.ft.lost(c, ns, ids, fresh, why)
+}
+
+// spateLost recovers the instances of a lost node where they can go,
+// while the rest of the job runs on.
+func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why string) {
+	// The lost instances are placed together, so that each new owner
+	// learns where the others went: a source placed before the keyed
+	// instance it feeds was seen never to replay to it. Keyed instances
+	// go to the survivors, or with --recover-on respawned to the
+	// respawned node; sources (no state to load) to a node with the
+	// generator's table built (place).
+	keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
+		return !c.isSource(c.placeOf[id].Op)
+	})
+	if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+			"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
+		c.awaitRespawn(ns.name, ids, fresh)
+	} else {
 		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-			"node %s lost: %s; the whole job rolls back", ns.name, why)
-		c.rollback(ns.name)
-		return
+			"node %s lost: %s; recovering %v", ns.name, why, ids)
+		c.recover(ns.name, ids, "")
 	}
-	if c.cfg.FT == "spate" && c.plan != nil {
-		// The lost instances are placed together, so that each new owner
-		// learns where the others went: a source placed before the keyed
-		// instance it feeds was seen never to replay to it. Keyed instances
-		// go to the survivors, or with --recover-on respawned to the
-		// respawned node; sources (no state to load) to a node with the
-		// generator's table built (place).
-		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
-			return !c.isSource(c.placeOf[id].Op)
-		})
-		if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
-				"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
-			c.awaitRespawn(ns.name, ids, fresh)
-		} else {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-				"node %s lost: %s; recovering %v", ns.name, why, ids)
-			c.recover(ns.name, ids, "")
-		}
-		c.edsNodeLost(ns.name)
-		return
-	}
+	c.edsNodeLost(ns.name)
+}
+
+// noneLost gives up the instances of a lost node: their downstreams treat
+// their streams as ended, and verify reports what is missing.
+func (c *Coordinator) noneLost(ns *nodeState, ids []job.InstanceID, why string) {
 	for _, id := range ids {
 		c.lost[id] = true
 	}
 	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-		"node %s lost: %s; instances %v lost (no recovery with --ft %s)", ns.name, why, ids, c.cfg.FT)
+		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
 	for _, name := range c.order {
 		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
 			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})

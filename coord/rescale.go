@@ -140,9 +140,9 @@ func (c *Coordinator) scale(a control.Action) (control.Result, error) {
 		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
 	case c.eds.cur != nil:
 		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart" && c.cfg.FT == "spate":
+	case c.cfg.Rescale == "restart" && c.ft.mode() == wire.FTSpate:
 		return c.scaleRestart(op, n)
-	case c.cfg.FT != "spate":
+	case c.ft.mode() != wire.FTSpate:
 		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
 	case len(c.recovering) > 0:
 		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")

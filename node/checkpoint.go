@@ -85,7 +85,7 @@ type ckptMeta struct {
 }
 
 func (in *instance) maybeCheckpoint(now time.Time) {
-	if in.plan.FT != "spate" || in.ck.inflight || now.Before(in.ck.next) {
+	if in.plan.FT != wire.FTSpate || in.ck.inflight || now.Before(in.ck.next) {
 		return
 	}
 	in.ck.next = nextCheckpoint(in.ck.next, now, in.ck.interval(in.plan))

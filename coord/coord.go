@@ -174,7 +174,7 @@ type Coordinator struct {
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
 	coordAddr string // where nodes connect (respawned ones too)
-	respawns  int
+	respawned []time.Time // when nodes were respawned, within the last respawnWindow
 	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
@@ -658,6 +658,12 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
 
+// respawnWindow is how far back respawns count toward the crash-loop
+// limit (twice the local nodes): a long run with faults now and then
+// respawns as often as it loses nodes (a 10-minute soak lost 45); only
+// nodes dying as fast as they are replaced stop it.
+const respawnWindow = time.Minute
+
 // respawn starts a fresh local node process in place of a lost one and
 // returns its name ("" if none was started).
 func (c *Coordinator) respawn(lost string) string {
@@ -666,11 +672,19 @@ func (c *Coordinator) respawn(lost string) string {
 	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
 		return ""
 	}
-	if c.respawns >= 8*c.cfg.Local {
-		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned already (a crash loop?)", lost, c.respawns)
+	now := c.opt.Now()
+	recent := c.respawned[:0]
+	for _, t := range c.respawned {
+		if now.Sub(t) < respawnWindow {
+			recent = append(recent, t)
+		}
+	}
+	c.respawned = recent
+	if len(recent) >= 2*c.cfg.Local {
+		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned in the last %v (a crash loop?)", lost, len(recent), respawnWindow)
 		return ""
 	}
-	c.respawns++
+	c.respawned = append(c.respawned, now)
 	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
 	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
 	if err != nil {

@@ -173,8 +173,8 @@ type Coordinator struct {
 	faultSeq int
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
-	coordAddr string // where nodes connect (respawned ones too)
-	respawned []time.Time // when nodes were respawned, within the last respawnWindow
+	coordAddr string                                // where nodes connect (respawned ones too)
+	respawned []time.Time                           // when nodes were respawned, within the last respawnWindow
 	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says

@@ -830,9 +830,13 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		reply(answer)
 		return
 	}
+	chain := r.Chain
+	if len(chain) == 0 {
+		chain = []string{r.File}
+	}
 	var err error
 	ok := in.call(ctx, func() {
-		if err = in.loadSlice(r.File, r.Ranges, in.rs.fresh); err == nil {
+		if err = in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err == nil {
 			if f := in.rs.first; f != nil && f.id == r.ID {
 				f.rs = append(f.rs, r.Ranges...)
 				for kg := range wantOf(r.Ranges) {

@@ -69,11 +69,14 @@ type nodeState struct {
 	lastBeat time.Time
 	state    nodeStatus
 	late     bool // joined the running job (a respawn): has not built the generator's key table
-	proc     Process
-	stats    map[job.InstanceID]wire.InstanceStats
-	cpu      float64 // CPU seconds, from the last heartbeat
-	rss      int64
-	lastCPU  float64 // at the last metrics event
+	// respawnedAt is when it was spawned in place of a lost node (zero:
+	// at the start), for the crash-loop limit.
+	respawnedAt time.Time
+	proc        Process
+	stats       map[job.InstanceID]wire.InstanceStats
+	cpu         float64 // CPU seconds, from the last heartbeat
+	rss         int64
+	lastCPU     float64 // at the last metrics event
 }
 
 // nodeStatus is where a node is in its life, as the coordinator sees it.
@@ -173,11 +176,11 @@ type Coordinator struct {
 	faultSeq int
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
-	coordAddr string                                // where nodes connect (respawned ones too)
-	respawned []time.Time                           // when nodes were respawned, within the last respawnWindow
-	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
-	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
-	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
+	coordAddr   string                                // where nodes connect (respawned ones too)
+	quickDeaths int                                   // respawned nodes in a row that died young (respawn)
+	srcHigh     map[int]uint64                        // per source partition, the farthest any generation reported
+	lastStats   map[job.InstanceID]wire.InstanceStats // at the last metrics event
+	restarts    map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
 	ft  faultTolerance // what --ft decides (ftmode.go)
 	tn  tunerState     // the interval tuner (tuner.go)
@@ -641,7 +644,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			c.placeAwaiting(ns.name)
 		}
 	}()
-	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, nodeJoined, c.opt.Now(), true
+	ns.proc, ns.state, ns.lastBeat, ns.late, ns.respawnedAt = old.proc, nodeJoined, c.opt.Now(), true, old.respawnedAt
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
@@ -658,11 +661,14 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
 
-// respawnWindow is how far back respawns count toward the crash-loop
-// limit (twice the local nodes): a long run with faults now and then
-// respawns as often as it loses nodes (a 10-minute soak lost 45); only
-// nodes dying as fast as they are replaced stop it.
-const respawnWindow = time.Minute
+// A crash loop is a respawned node that dies within crashLoopLife of its
+// spawn, crashLoopRuns times in a row: then no more are respawned. Nodes
+// lost to faults now and then are always replaced (a limit on respawns
+// per run, then per minute, shrank the 10-minute soak to no node at all).
+const (
+	crashLoopLife = 5 * time.Second
+	crashLoopRuns = 3
+)
 
 // respawn starts a fresh local node process in place of a lost one and
 // returns its name ("" if none was started).
@@ -673,25 +679,22 @@ func (c *Coordinator) respawn(lost string) string {
 		return ""
 	}
 	now := c.opt.Now()
-	recent := c.respawned[:0]
-	for _, t := range c.respawned {
-		if now.Sub(t) < respawnWindow {
-			recent = append(recent, t)
-		}
+	if old := c.nodes[lost]; old != nil && old.respawnedAt != (time.Time{}) && now.Sub(old.respawnedAt) < crashLoopLife {
+		c.quickDeaths++
+	} else {
+		c.quickDeaths = 0
 	}
-	c.respawned = recent
-	if len(recent) >= 2*c.cfg.Local {
-		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned in the last %v (a crash loop?)", lost, len(recent), respawnWindow)
+	if c.quickDeaths >= crashLoopRuns {
+		c.emit(events.Error, lost, "", nil, "not respawning %s: the last %d respawned nodes died within %v of their start (a crash loop?)", lost, c.quickDeaths, crashLoopLife)
 		return ""
 	}
-	c.respawned = append(c.respawned, now)
 	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
 	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
 	if err != nil {
 		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
 		return ""
 	}
-	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
+	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid(), respawnedAt: now}
 	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()

@@ -498,6 +498,7 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 				_ = n.send(wire.Control{Kind: wire.CtlLost, Instances: []job.InstanceID{p.ID}})
 			}
 		}
+		c.edsLost(p.ID)
 		return
 	}
 	if r != nil {

@@ -810,6 +810,27 @@ func (c *Coordinator) rescaleSettled() {
 	c.eds.cur = nil
 }
 
+// edsLost abandons the rescale in flight when one of its instances is
+// lost for good (a restore that found nothing to restore from): its moves
+// into or out of the instance can never finish, and its receivers would
+// hold their watermarks for ever, so the drain never ended (the soak: a
+// receiver whose only checkpoints shared a damaged base). Committed moves
+// stay; the rest stay with their old owners; every receiver is unheld.
+// The run fails exactly-once anyway (the instance's output is missing):
+// this makes it end and say so.
+func (c *Coordinator) edsLost(id job.InstanceID) {
+	r := c.eds.cur
+	if r == nil || !slices.Contains(r.recv, id) && !slices.ContainsFunc(r.moves, func(mv *move) bool { return mv.from == id || mv.to == id }) {
+		return
+	}
+	c.emit(events.Error, "", string(id), map[string]any{"id": r.id, "op": r.op},
+		"rescale %d of %s abandoned: %s was lost with nothing to restore it from", r.id, r.op, id)
+	for _, name := range c.liveNodes() {
+		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
+	}
+	c.eds.cur = nil
+}
+
 // placementsOf lists every placement of op (a copy).
 func (c *Coordinator) placementsOf(op string) []wire.Placement {
 	var out []wire.Placement

@@ -26,6 +26,7 @@ type checkpointer struct {
 	spilling bool                         // the backup is spilling (reported)
 	chain    state.ChainState             // the current chain's sizes: when a full one pays
 	lastFile string                       // the newest file of the chain, what the next delta builds on
+	baseFile string                       // the chain's first file (a full checkpoint, or a compacted chain)
 	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
 	marks    []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
 	// What persist reuses from one checkpoint to the next (one is
@@ -113,6 +114,7 @@ type pendingCheckpoint struct {
 	source   *sourceCheckpoint // sources: the section, encoded by persist (tens of markers)
 	bytes    int               // stored size, once persisted
 	parent   string            // deltas: the file it builds on
+	base     string            // deltas: the chain's first file, when it is not parent
 	t0       time.Time
 	capture  time.Duration
 	in       uint64              // records processed at the capture
@@ -135,7 +137,10 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if !full {
 		snap.Base, snap.Parent = in.ck.base, in.ck.parent
 	}
-	parent := in.ck.lastFile
+	parent, base := in.ck.lastFile, ""
+	if in.ck.baseFile != parent {
+		base = in.ck.baseFile
+	}
 	var captured job.Captured
 	if in.stateful != nil {
 		captured = in.stateful.Capture(full)
@@ -215,7 +220,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0), parent: parent, in: in.nIn.Load(), marks: marks}
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0), parent: parent, base: base, in: in.nIn.Load(), marks: marks}
 }
 
 // errChainBroken is a delta not taken because the file it builds on is
@@ -243,6 +248,7 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	}
 	in.ck.lastFile = state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full)
 	if pc.snap.Full {
+		in.ck.baseFile = in.ck.lastFile
 		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
 	} else {
 		in.ck.chain.Deltas++
@@ -272,6 +278,18 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	}
 	if err == nil && !snap.Full {
 		err = in.scrubParent(snap, pc.parent)
+	}
+	if err == nil && !snap.Full && pc.base != "" {
+		// The base too: the latest two complete checkpoints share it, so a
+		// base damaged after the last scrub leaves neither restorable (the
+		// soak lost count#1 so). Read back from the page cache once a
+		// checkpoint, off the instance's goroutine. A base collected
+		// since (a compaction folded the chain into a file of its own) is
+		// no longer what restores it.
+		if f, oerr := in.n.store.Open(pc.base); oerr == nil {
+			f.Close()
+			err = in.scrubParent(snap, pc.base)
+		}
 	}
 	t1 := time.Now()
 	var parts [][]byte
@@ -443,6 +461,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 		in.src.restored = &cp
 	}
 	in.ck.lastID, in.ck.parent, in.ck.base, in.ck.lastFile = last.ID, last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
+	in.ck.baseFile = files[0]
 	// The next checkpoint extends the restored chain, a delta whose parent
 	// is its last file, unless the chain is long or heavy enough for a
 	// full one (wantFull): right after a recovery, a full checkpoint would

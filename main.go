@@ -23,6 +23,8 @@ usage: spate COMMAND [flags]
 
   up        start a cluster and run a job (spate up --help for flags)
   verify    compare a run's output with the oracle
+  report    [--data DIR] [--open]: report.html and report.json of a finished run
+  export    --format csv|perfetto [--data DIR] [--out DIR]: a run's events for pandas, R, Perfetto
   status    nodes and instances of a running cluster [--json]
   chaos     VERB [TARGET] [--for D]: kill, pause, resume, heal, ... a running cluster
   scale     OP N: rescale an operator of a running cluster
@@ -47,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return node.Main(rest, stderr)
 	case "verify":
 		return coord.VerifyMain(rest, stdout, stderr)
+	case "report":
+		return reportMain(rest, stdout, stderr)
+	case "export":
+		return exportMain(rest, stdout, stderr)
 	case "status":
 		return coord.StatusMain(rest, stdout, stderr)
 	case "chaos":

@@ -34,6 +34,15 @@ func (c *Canvas) Begin(id string, w, h float64, attrs string) {
 	c.Printf(">\n")
 }
 
+// Standalone opens an <svg> for a file of its own: w × h pixels.
+func (c *Canvas) Standalone(w, h float64, attrs string) {
+	c.Printf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f"`, w, h, w, h)
+	if attrs != "" {
+		c.Printf(" %s", attrs)
+	}
+	c.Printf(">\n")
+}
+
 // End closes the <svg>.
 func (c *Canvas) End() { c.Printf("</svg>\n") }
 

@@ -43,14 +43,22 @@ const (
 )
 
 // Perfetto writes the run in dir as Chrome trace-event JSON to w. Times
-// are microseconds since the job started.
+// are microseconds since the job started. It writes nothing if the trace
+// would break the format's rules (ValidateJSON).
 func Perfetto(dir string, w io.Writer) error {
 	t, err := BuildTrace(dir)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
-	return enc.Encode(t)
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := ValidateJSON(b); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // span is a complete event before it is given a thread.

@@ -156,12 +156,15 @@ func (p *page) jobFrame(h, y1 float64) plot.Frame {
 }
 
 // open starts a job-time chart: the fault windows shaded, the rescales
-// marked, the value axis (if yfmt) and the time axis.
-func (p *page) open(c *plot.Canvas, fr plot.Frame, id, ylabel string, yfmt func(float64) string) {
+// marked, the value axis labelled by yfmt (in round steps of bytes if
+// bytes) and the time axis.
+func (p *page) open(c *plot.Canvas, fr plot.Frame, id, ylabel string, yfmt func(float64) string, bytes bool) {
 	c.Begin(id, fr.W, fr.H, "")
 	p.shadeFaults(c, fr)
 	p.markRescales(c, fr)
-	if yfmt != nil {
+	if bytes {
+		fr.YAxisStep(c, plot.ByteStep(fr.Y1-fr.Y0, 4), ylabel, yfmt)
+	} else {
 		fr.YAxis(c, 4, ylabel, yfmt)
 	}
 	fr.XAxis(c, 10, plot.Seconds)
@@ -218,7 +221,7 @@ func (p *page) throughput() {
 	}
 	var c plot.Canvas
 	fr := p.jobFrame(240, top*1.1)
-	p.open(&c, fr, "throughput", "records/s", human)
+	p.open(&c, fr, "throughput", "records/s", human, false)
 	fr.Series(&c, xs, in, `class="in"`)
 	fr.Series(&c, xs, out, `class="out"`)
 	if hasLim {
@@ -250,7 +253,7 @@ func (p *page) lag() {
 	}
 	var c plot.Canvas
 	fr := p.jobFrame(200, top*1.1)
-	p.open(&c, fr, "lag", "lag (ms)", func(v float64) string { return fmt.Sprintf("%gms", math.Round(v)) })
+	p.open(&c, fr, "lag", "lag (ms)", plot.Millis, false)
 	fr.Series(&c, xs, ys, `class="lag"`)
 	if hasLim {
 		fr.Limit(&c, lim, label)
@@ -363,7 +366,7 @@ func (p *page) zooms() {
 			c.Line(x, fr.Top, x, fr.Base(), `class="limit"`)
 			c.Text(x-4, fr.Base()-4, `class="limitlabel" text-anchor="end"`, label)
 		}
-		fr.XAxis(&c, 10, func(v float64) string { return fmt.Sprintf("%gms", math.Round(v)) })
+		fr.XAxis(&c, 10, plot.Millis)
 		c.End()
 		p.svg(&c)
 	}
@@ -410,18 +413,18 @@ func (p *page) checkpoints() {
 	c.End()
 	p.svg(&c)
 	p.f("<p>Per instance: dark, the capture (processing waits); light, the persist (in the background); full checkpoints darker than deltas.</p>\n")
-	p.checkpointDots("checkpoint-durations", "total time (ms)", func(s CheckpointSpan) float64 { return s.EndMs - s.StartMs }, plot.Millis, CheckMaxCheckpoint)
+	p.checkpointDots("checkpoint-durations", "total time (ms)", func(s CheckpointSpan) float64 { return s.EndMs - s.StartMs }, plot.Millis, false, CheckMaxCheckpoint)
 	var stored bool
 	for _, s := range r.Series.Checkpoints {
 		stored = stored || s.Bytes > 0
 	}
 	if stored {
-		p.checkpointDots("checkpoint-bytes", "stored bytes", func(s CheckpointSpan) float64 { return float64(s.Bytes) }, plot.Bytes, "")
+		p.checkpointDots("checkpoint-bytes", "stored bytes", func(s CheckpointSpan) float64 { return float64(s.Bytes) }, plot.Bytes, true, "")
 	}
 	p.f("<p>Dots: <span style=\"color:#1f618d\">full</span>, <span style=\"color:#85c1e9\">delta</span>, <span style=\"color:#884ea0\">global</span> (--ft global: one per job, no sizes); the time of a dot is the checkpoint's completion.</p>\n")
 }
 
-func (p *page) checkpointDots(id, ylabel string, val func(CheckpointSpan) float64, yfmt func(float64) string, check string) {
+func (p *page) checkpointDots(id, ylabel string, val func(CheckpointSpan) float64, yfmt func(float64) string, bytes bool, check string) {
 	r := p.r
 	var top float64
 	for _, s := range r.Series.Checkpoints {
@@ -436,7 +439,7 @@ func (p *page) checkpointDots(id, ylabel string, val func(CheckpointSpan) float6
 	}
 	var c plot.Canvas
 	fr := p.jobFrame(200, top*1.1)
-	p.open(&c, fr, id, ylabel, yfmt)
+	p.open(&c, fr, id, ylabel, yfmt, bytes)
 	for _, s := range r.Series.Checkpoints {
 		cls := "dot-delta"
 		switch {
@@ -494,7 +497,7 @@ func (p *page) backup() {
 	}
 	var c plot.Canvas
 	fr := p.jobFrame(220, top*1.1)
-	p.open(&c, fr, "backup", "bytes held", plot.Bytes)
+	p.open(&c, fr, "backup", "bytes held", plot.Bytes, true)
 	var spills, fulls int
 	for i, n := range names {
 		var xs, ys []float64
@@ -540,7 +543,7 @@ func (p *page) intervals() {
 	}
 	var c plot.Canvas
 	fr := p.jobFrame(220, top*1.1)
-	p.open(&c, fr, "intervals", "interval", func(v float64) string { return plot.Seconds(v) })
+	p.open(&c, fr, "intervals", "interval", plot.Seconds, false)
 	for i, n := range names {
 		var xs, ys []float64
 		var titles []string

@@ -133,7 +133,7 @@ func NewFrame(w, h, x0, x1, y0, y1 float64) Frame {
 	if y1 <= y0 {
 		y1 = y0 + 1
 	}
-	return Frame{W: w, H: h, Left: 70, Right: 20, Top: 10, Bottom: 30, X0: x0, X1: x1, Y0: y0, Y1: y1}
+	return Frame{W: w, H: h, Left: 84, Right: 20, Top: 10, Bottom: 30, X0: x0, X1: x1, Y0: y0, Y1: y1}
 }
 
 // X is the canvas x of data x.
@@ -175,7 +175,11 @@ func NiceStep(span float64, n int) float64 {
 func ticks(lo, hi, step float64) []float64 {
 	var out []float64
 	for k := math.Ceil(lo/step - 1e-9); k*step <= hi*(1+1e-9)+1e-12; k++ {
-		out = append(out, k*step)
+		v := k * step
+		if v == 0 {
+			v = 0 // not -0, which prints as "-0"
+		}
+		out = append(out, v)
 		if len(out) > 1000 {
 			break
 		}
@@ -197,7 +201,26 @@ func (f Frame) XAxis(c *Canvas, n int, label func(float64) string) {
 // YAxis draws horizontal grid lines at about n round values labelled by
 // label, and the axis title rotated on the left.
 func (f Frame) YAxis(c *Canvas, n int, title string, label func(float64) string) {
-	for _, v := range ticks(f.Y0, f.Y1, NiceStep(f.Y1-f.Y0, n)) {
+	f.YAxisStep(c, NiceStep(f.Y1-f.Y0, n), title, label)
+}
+
+// ByteStep is a round step for about n ticks over span bytes: 1, 2 or 5
+// times a power of ten of KiB, MiB or GiB, so that the labels read 256
+// KiB or 2 MiB rather than 488.3 KiB.
+func ByteStep(span float64, n int) float64 {
+	unit := 1.0
+	for _, u := range []float64{1 << 30, 1 << 20, 1 << 10} {
+		if span/float64(max(n, 1)) >= u {
+			unit = u
+			break
+		}
+	}
+	return NiceStep(span/unit, n) * unit
+}
+
+// YAxisStep is YAxis with grid lines every step.
+func (f Frame) YAxisStep(c *Canvas, step float64, title string, label func(float64) string) {
+	for _, v := range ticks(f.Y0, f.Y1, step) {
 		c.Line(f.Left, f.Y(v), f.W-f.Right, f.Y(v), `class="grid"`)
 		c.Text(f.Left-4, f.Y(v)+4, `text-anchor="end"`, label(v))
 	}
@@ -273,27 +296,35 @@ func Human(v float64) string {
 	case math.Abs(v) >= 1e3:
 		return fmt.Sprintf("%gk", math.Round(v/1e2)/10)
 	}
-	return fmt.Sprintf("%g", math.Round(v*10)/10)
+	return fmt.Sprintf("%g", noNegZero(math.Round(v*10)/10))
 }
 
-// Bytes is n bytes in B, KiB, MiB or GiB.
+// Bytes is n bytes in B, KiB, MiB or GiB, to a tenth: 1.5 MiB, 500 KiB.
 func Bytes(n float64) string {
+	one := func(v float64) float64 { return math.Round(v*10) / 10 }
 	switch {
 	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", n/(1<<30))
+		return fmt.Sprintf("%g GiB", one(n/(1<<30)))
 	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", n/(1<<20))
+		return fmt.Sprintf("%g MiB", one(n/(1<<20)))
 	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", n/(1<<10))
+		return fmt.Sprintf("%g KiB", one(n/(1<<10)))
 	}
 	return fmt.Sprintf("%.0f B", n)
 }
 
 // Seconds labels a time tick given in ms: "2s", "1.5s".
-func Seconds(ms float64) string { return fmt.Sprintf("%gs", math.Round(ms)/1000) }
+func Seconds(ms float64) string { return fmt.Sprintf("%gs", noNegZero(math.Round(ms)/1000)) }
 
 // Millis labels a value in ms: "250ms".
-func Millis(ms float64) string { return fmt.Sprintf("%gms", math.Round(ms*10)/10) }
+func Millis(ms float64) string { return fmt.Sprintf("%gms", noNegZero(math.Round(ms*10)/10)) }
+
+func noNegZero(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	return v
+}
 
 // CSS is the style sheet the frames' classes expect (axis, grid, limit);
 // pages add their own series classes.

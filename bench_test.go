@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var progressLine = regexp.MustCompile(`^\[(\d+)/(\d+)\] (.+), ETA (\d+h)?(\d+m)?\d+s$`)
@@ -120,6 +122,13 @@ func TestBenchCtrlCRemovesItsRunDirectories(t *testing.T) {
 					break
 				}
 			}
+			// Interrupted once its first cluster is up (its control API
+			// is listening), the run drains at once; before its nodes
+			// have joined, the coordinator would wait for them first.
+			waitFor(t, 60*time.Second, "the first round's cluster", func() (bool, string) {
+				m, _ := filepath.Glob(filepath.Join(tmp, "spate-bench-*", "round-1", "control"))
+				return len(m) == 1, fmt.Sprint(m)
+			})
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}

@@ -182,3 +182,26 @@ func TestExportOfNoRun(t *testing.T) {
 		t.Error("Perfetto of an empty directory")
 	}
 }
+
+// A checkpoint that the report dates before the job's start (its total
+// time is longer than the job had run) is cut at 0, not refused.
+func TestPerfettoCutsSpansBeforeTheStart(t *testing.T) {
+	dir := t.TempDir()
+	run := `{"run":"r","job_started":"2026-12-01T10:00:00Z","finished":"2026-12-01T10:00:02Z","config":{"ft":"spate"}}`
+	evs := `{"seq":1,"time":"2026-12-01T10:00:00Z","kind":"job_started","text":"go"}
+{"seq":2,"time":"2026-12-01T10:00:00.001Z","kind":"checkpoint","instance":"count#0","text":"c","fields":{"id":1,"full":true,"bytes":10,"capture_us":3000,"persist_us":2000,"total_us":5000}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(run), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(evs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Perfetto(dir, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"name":"checkpoint 1 (full)","cat":"checkpoint","ph":"X","ts":0,"dur":1000`) {
+		t.Errorf("the checkpoint is not cut to [0, 1 ms]:\n%s", b.String())
+	}
+}

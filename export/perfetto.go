@@ -134,6 +134,17 @@ func BuildTrace(dir string) (*Trace, error) {
 		}
 	}
 
+	// The format has no time before 0 and no negative durations: a span
+	// that the report dates before the job's start (a checkpoint's start
+	// is its completion less its total time) or that ends before it
+	// starts is cut to fit.
+	for i := range spans {
+		spans[i].start = math.Max(spans[i].start, 0)
+		spans[i].end = math.Max(spans[i].end, spans[i].start)
+	}
+	for i := range instants {
+		instants[i].Ts = math.Max(instants[i].Ts, 0)
+	}
 	t := &Trace{DisplayTimeUnit: "ms", TraceEvents: []TraceEvent{}}
 	meta := func(name string, pid, tid int, args map[string]any) {
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: args})
@@ -198,11 +209,11 @@ func BuildTrace(dir string) (*Trace, error) {
 		t.TraceEvents = append(t.TraceEvents, e)
 	}
 	for _, p := range r.Series.Throughput {
-		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "throughput", Cat: "metrics", Ph: "C", Ts: us(p.Ms), Pid: pidCluster,
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "throughput", Cat: "metrics", Ph: "C", Ts: math.Max(us(p.Ms), 0), Pid: pidCluster,
 			Args: map[string]any{"in_rps": math.Round(p.InRps), "out_rps": math.Round(p.OutRps)}})
 	}
 	for _, l := range r.Series.Lag {
-		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "output lag (ms)", Cat: "metrics", Ph: "C", Ts: us(l[0]), Pid: pidCluster,
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "output lag (ms)", Cat: "metrics", Ph: "C", Ts: math.Max(us(l[0]), 0), Pid: pidCluster,
 			Args: map[string]any{"lag_ms": l[1]}})
 	}
 	return t, nil

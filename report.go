@@ -24,7 +24,9 @@ func verifyRun(dir string) (chaos.Verify, error) {
 	return chaos.Verify{Windows: rep.Windows, Lost: rep.Missing, Duplicated: rep.Duplicated, Wrong: rep.Wrong}, err
 }
 
-// reportMain is `spate report [--data DIR] [--open]`.
+// reportMain is `spate report [--data DIR] [--open]`: exit 0 if every
+// check passed, 1 if one failed (the report is written either way), 2 if
+// it could not be written.
 func reportMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -63,6 +65,9 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 		if err := openBrowser(page); err != nil {
 			fmt.Fprintf(stderr, "spate report: could not open a browser (%v); the page is %s\n", err, page)
 		}
+	}
+	if r.Verdict != chaos.VerdictPass {
+		return 1 // as chaos run: the report is written, a check failed
 	}
 	return 0
 }

@@ -75,6 +75,16 @@ func TestReportAndExportOfAPlainUp(t *testing.T) {
 	if !strings.Contains(string(b), `"name":"count#0"`) || !strings.Contains(string(b), `"cat":"checkpoint"`) {
 		t.Error("the trace has no count#0 track or no checkpoint")
 	}
+
+	// A sink's output lost: the report is written, says FAIL, exit 1.
+	if err := os.Truncate(filepath.Join(dir, "output", "sink-0-g1.jsonl"), 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = spate(t, "report", "--data", dir)
+	page, _ = os.ReadFile(filepath.Join(dir, "report.html"))
+	if code != 1 || !strings.Contains(out, "(fail: ") || !strings.Contains(string(page), `id="verdict">FAIL<`) {
+		t.Errorf("report of a run with lost output: exit %d, %s%s", code, out, errs)
+	}
 }
 
 // TestReportAndExportRefuseBadInput: one line naming what is wrong, exit

@@ -3,9 +3,11 @@ package metrics
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,5 +157,47 @@ func TestServeStopsWithItsContext(t *testing.T) {
 	if resp, err := c.Get(fmt.Sprintf("http://%s/metrics", srv.Addr())); err == nil {
 		resp.Body.Close()
 		t.Error("still serving after its context was cancelled")
+	}
+}
+
+// The events of a recorded run (a live rescale, a kill, backup spills),
+// read back from its events.jsonl, add up to what the run did.
+func TestARecordedRunAddsUp(t *testing.T) {
+	f, err := os.Open("../chaos/testdata/run-rescale/events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x := New()
+	kinds := map[events.Kind]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		kinds[e.Kind]++
+		x.Observe(e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := Serve(ctx, "127.0.0.1:0", x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scrape(t, srv.Addr().String())
+	ckpts := got[`spate_checkpoints_total{kind="full"}`] + got[`spate_checkpoints_total{kind="delta"}`]
+	if int(ckpts) != kinds[events.Checkpoint] || kinds[events.Checkpoint] == 0 {
+		t.Errorf("%v checkpoints counted of %d", ckpts, kinds[events.Checkpoint])
+	}
+	if int(got["spate_recoveries_done_total"]) != kinds[events.RecoveryDone] || got["spate_recoveries_in_progress"] != 0 {
+		t.Errorf("recoveries done %v of %d, %v in progress", got["spate_recoveries_done_total"], kinds[events.RecoveryDone], got["spate_recoveries_in_progress"])
+	}
+	if got["spate_nodes_lost_total"] != 1 || got["spate_rescales_total"] != 1 || got["spate_faults_active"] != 0 {
+		t.Errorf("lost %v, rescales %v, faults active %v", got["spate_nodes_lost_total"], got["spate_rescales_total"], got["spate_faults_active"])
+	}
+	if got["spate_records_read_total"] <= 0 || got[`spate_backup_full_pauses_total{instance="count#0"}`] != 1 {
+		t.Errorf("records read %v, count#0's pauses %v", got["spate_records_read_total"], got[`spate_backup_full_pauses_total{instance="count#0"}`])
 	}
 }

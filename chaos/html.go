@@ -361,10 +361,13 @@ func (p *page) zooms() {
 				c.Text((x0+x1)/2, y+rowH/2+2, `text-anchor="middle" style="fill:#fff"`, fmt.Sprintf("%s %.0fms", strings.ReplaceAll(ph.Name, "_", " "), d))
 			}
 		}
-		if hasLim {
+		switch {
+		case hasLim && lim <= hi:
 			x := fr.X(lim)
 			c.Line(x, fr.Top, x, fr.Base(), `class="limit"`)
 			c.Text(x-4, fr.Base()-4, `class="limitlabel" text-anchor="end"`, label)
+		case hasLim:
+			c.Text(fr.W-fr.Right, fr.Base()-4, `class="limitlabel" text-anchor="end"`, fmt.Sprintf("%s: far to the right of this axis", label))
 		}
 		fr.XAxis(&c, 10, plot.Millis)
 		c.End()

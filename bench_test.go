@@ -53,11 +53,11 @@ func TestBenchProgressJSONAndHTML(t *testing.T) {
 		Benchmark  string            `json:"benchmark"`
 		Config     map[string]string `json:"config"`
 		Provenance struct {
-			GoVersion   string   `json:"go_version"`
-			OS          string   `json:"os"`
-			CPUs        int      `json:"cpus"`
-			CommandLine []string `json:"command_line"`
-			Version     string   `json:"version"`
+			Go      string   `json:"go"`
+			OS      string   `json:"os"`
+			CPUs    int      `json:"cpus"`
+			Args    []string `json:"args"`
+			Version string   `json:"version"`
 		} `json:"provenance"`
 		Cluster []float64 `json:"cluster_rounds"`
 		Oracle  []float64 `json:"oracle_rounds"`
@@ -67,7 +67,7 @@ func TestBenchProgressJSONAndHTML(t *testing.T) {
 	}
 	p := res.Provenance
 	if res.Benchmark != "throughput" || res.Config["rounds"] != "2" || res.Config["duration"] != "1s" || len(res.Cluster) != 2 || len(res.Oracle) != 2 ||
-		p.GoVersion == "" || p.OS == "" || p.CPUs < 1 || p.Version == "" || len(p.CommandLine) < 3 || p.CommandLine[1] != "bench" {
+		p.Go == "" || p.OS == "" || p.CPUs < 1 || p.Version == "" || len(p.Args) < 3 || p.Args[1] != "bench" {
 		t.Errorf("JSON %+v", res)
 	}
 	b, err := os.ReadFile(page)
@@ -122,12 +122,16 @@ func TestBenchCtrlCRemovesItsRunDirectories(t *testing.T) {
 					break
 				}
 			}
-			// Interrupted once its first cluster is up (its control API
-			// is listening), the run drains at once; before its nodes
-			// have joined, the coordinator would wait for them first.
-			waitFor(t, 60*time.Second, "the first round's cluster", func() (bool, string) {
-				m, _ := filepath.Glob(filepath.Join(tmp, "spate-bench-*", "round-1", "control"))
-				return len(m) == 1, fmt.Sprint(m)
+			// Interrupted once its first job runs, the run drains at once;
+			// before its nodes have joined, the coordinator would wait 10 s
+			// for them first.
+			waitFor(t, 60*time.Second, "the first round's job to start", func() (bool, string) {
+				m, _ := filepath.Glob(filepath.Join(tmp, "spate-bench-*", "round-1", "events.jsonl"))
+				if len(m) != 1 {
+					return false, fmt.Sprint(m)
+				}
+				b, _ := os.ReadFile(m[0])
+				return bytes.Contains(b, []byte(`"job_started"`)), fmt.Sprintf("%d bytes of events", len(b))
 			})
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)

@@ -39,7 +39,7 @@ func writeHTML(path, title string, m Meta, panels []panel) error {
 	var b strings.Builder
 	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	f("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>%s</title><style>%s</style></head><body>\n", plot.Esc(title), pageCSS)
-	f("<h1>%s</h1>\n<p class=\"muted\">%s</p>\n", plot.Esc(title), plot.Esc(strings.Join(m.Provenance.CommandLine, " ")))
+	f("<h1>%s</h1>\n<p class=\"muted\">%s</p>\n", plot.Esc(title), plot.Esc(strings.Join(m.Provenance.Args, " ")))
 	f("<p class=\"lead\">Each chart is one figure of the benchmark. Its configurations stand side by side, one column each; every dot is one round (the rounds of all configurations ran interleaved, so a noisy moment of the machine touches them alike), and the red bar is the median the text output reports. Dots spread far apart mean the median is not to be trusted to more than that spread.</p>\n")
 	for i, p := range panels {
 		f("<h2>%s</h2>\n", plot.Esc(p.Title))
@@ -56,10 +56,10 @@ func writeHTML(path, title string, m Meta, panels []panel) error {
 	if pv.Modified {
 		row("work tree", "modified (uncommitted changes)")
 	}
-	row("Go", pv.GoVersion)
+	row("Go", pv.Go)
 	row("OS/arch", pv.OS+"/"+pv.Arch)
-	row("CPU", fmt.Sprintf("%s, %d logical CPUs", pv.CPUModel, pv.CPUs))
-	row("started", pv.Started.Format("2006-01-02 15:04:05 MST"))
+	row("CPU", fmt.Sprintf("%s, %d logical CPUs", pv.CPU, pv.CPUs))
+	row("started", m.Started.Format("2006-01-02 15:04:05 MST"))
 	f("</table>\n</body></html>\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("--html: %w", err)

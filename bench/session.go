@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -9,12 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
+
+	"spate/coord"
 )
 
 // exitInterrupted is a benchmark's exit code after Ctrl-C (128 + SIGINT,
@@ -23,66 +21,12 @@ const exitInterrupted = 130
 
 // Meta is what the JSON of every benchmark holds beside its figures: the
 // configuration it ran with (every flag, defaults included) and where the
-// figures come from.
+// figures come from (the same provenance as run.json's).
 type Meta struct {
 	Benchmark  string            `json:"benchmark"`
 	Config     map[string]string `json:"config"`
-	Provenance Provenance        `json:"provenance"`
-}
-
-// Provenance says which binary measured what, on which machine, when.
-type Provenance struct {
-	Version     string    `json:"version"`               // the module's version; "(devel)" when built from a work tree
-	Commit      string    `json:"commit,omitempty"`      // vcs.revision of the build
-	CommitTime  string    `json:"commit_time,omitempty"` // vcs.time
-	Modified    bool      `json:"modified,omitempty"`    // built with uncommitted changes
-	GoVersion   string    `json:"go_version"`
-	OS          string    `json:"os"`
-	Arch        string    `json:"arch"`
-	CPUModel    string    `json:"cpu_model,omitempty"`
-	CPUs        int       `json:"cpus"`
-	CommandLine []string  `json:"command_line"`
-	Started     time.Time `json:"started"`
-}
-
-// CollectProvenance reads the build information, the machine and the
-// command line of this process.
-func CollectProvenance(now time.Time) Provenance {
-	p := Provenance{Version: "unknown", GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), CommandLine: append([]string(nil), os.Args...), Started: now.UTC()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		p.Version = bi.Main.Version
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				p.Commit = s.Value
-			case "vcs.time":
-				p.CommitTime = s.Value
-			case "vcs.modified":
-				p.Modified = s.Value == "true"
-			}
-		}
-	}
-	p.CPUModel = cpuModel()
-	return p
-}
-
-// cpuModel is the processor's name from /proc/cpuinfo; "" where there is
-// none (not Linux).
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && (strings.TrimSpace(k) == "model name" || strings.TrimSpace(k) == "Hardware") {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	Provenance coord.Provenance  `json:"provenance"`
+	Started    time.Time         `json:"started"`
 }
 
 // session is what one invocation of a benchmark shares: the context that
@@ -120,7 +64,7 @@ func newSession(name string, fs *flag.FlagSet, stderr io.Writer) *session {
 // sets up progress over steps of the given weights (each step's expected
 // seconds). The caller defers s.end(rc).
 func (s *session) start(weights []float64) error {
-	s.meta = Meta{Benchmark: s.name, Config: map[string]string{}, Provenance: CollectProvenance(time.Now())}
+	s.meta = Meta{Benchmark: s.name, Config: map[string]string{}, Provenance: coord.NewProvenance(), Started: time.Now().UTC()}
 	s.fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "json" && f.Name != "html" {
 			s.meta.Config[f.Name] = f.Value.String()

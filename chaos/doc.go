@@ -13,8 +13,8 @@
 //	                          (the scenario's checks when it had one; `spate report`)
 //	Run(ctx, sc, opt)         the driver: start, act on time, heal, verify, report
 //
-// chaos imports control and events, never coord or node (they import
-// chaos for the fault layer): Run reaches the cluster through the hooks of
+// chaos imports control, events and netfault (the link fault layer, a
+// leaf), never coord or node: Run reaches the cluster through the hooks of
 // RunOptions and its control API, and BuildReport reads run.json with its
 // own small struct.
 //

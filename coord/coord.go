@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +21,10 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"spate/chaos"
+	"spate/control"
 	"spate/events"
 	"spate/job"
+	"spate/netfault"
 	"spate/state"
 	"spate/traces"
 	"spate/wire"
@@ -42,6 +44,10 @@ type Options struct {
 	// Started, if set, is called once the run directory and the control
 	// API are up, with the run directory.
 	Started func(dir string)
+	// Control, if set, is handed the control API in process instead of
+	// serving it over HTTP on loopback (the simulation, which has no
+	// sockets).
+	Control func(control.Backend)
 }
 
 // Process is a spawned node process.
@@ -59,10 +65,10 @@ type nodeState struct {
 	listen   string
 	sess     *yamux.Session
 	ctl      *wire.Writer
-	ctlMu    sync.Mutex
+	ctlMu    chanmu.Mutex // held across a write that may wait for the node
 	lastBeat time.Time
-	state    string // joined, ready, lost, exited
-	late     bool   // joined the running job (a respawn): has not built the generator's key table
+	state    nodeStatus
+	late     bool // joined the running job (a respawn): has not built the generator's key table
 	proc     Process
 	stats    map[job.InstanceID]wire.InstanceStats
 	cpu      float64 // CPU seconds, from the last heartbeat
@@ -70,9 +76,23 @@ type nodeState struct {
 	lastCPU  float64 // at the last metrics event
 }
 
+// nodeStatus is where a node is in its life, as the coordinator sees it.
+type nodeStatus string
+
+const (
+	nodeSpawned nodeStatus = "spawned" // its process is started; it has not joined
+	nodeJoined  nodeStatus = "joined"  // authenticated, deploying
+	nodeReady   nodeStatus = "ready"   // deployed
+	nodeLost    nodeStatus = "lost"    // declared failed: its word no longer counts
+	nodeExited  nodeStatus = "exited"  // its process is gone
+)
+
+// gone reports whether n is lost or exited.
+func (n *nodeState) gone() bool { return n.state == nodeLost || n.state == nodeExited }
+
 // live reports whether n is a joined node that is neither lost nor exited.
 func (n *nodeState) live() bool {
-	return n != nil && n.state != "lost" && n.state != "exited" && n.sess != nil
+	return n != nil && !n.gone() && n.sess != nil
 }
 
 func (n *nodeState) send(m wire.Control) error {
@@ -124,7 +144,11 @@ type Coordinator struct {
 	lost     map[job.InstanceID]bool
 	started  bool
 	draining bool
-	joinSeq  atomic.Int64 // names of joining nodes: n(Local+1), ...
+	// A drain asked for while a rescale is in flight waits for it to
+	// commit (drainWait): why it was asked, and when.
+	drainAsked   time.Time
+	drainPending string
+	joinSeq      atomic.Int64 // names of joining nodes: n(Local+1), ...
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
@@ -147,7 +171,7 @@ type Coordinator struct {
 	paused   map[string]bool
 	faults   map[int]*fault
 	faultSeq int
-	layer    *chaos.Layer // link faults on the coordinator's side of its links
+	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
 	coordAddr string // where nodes connect (respawned ones too)
 	respawns  int
@@ -157,6 +181,8 @@ type Coordinator struct {
 
 	tn  tunerState // the interval tuner (tuner.go)
 	eds edsState   // live rescales (rescale.go)
+
+	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
 
 	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
 	compactc   chan compaction
@@ -188,9 +214,9 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256)}
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
 	c.joinSeq.Store(int64(cfg.Local))
-	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
+	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
 	c.run = NewRunID(opt.Now())
@@ -315,7 +341,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 			c.stopNodes()
 			return fmt.Errorf("spawn node %s: %w", name, err)
 		}
-		ns := &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+		ns := &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 		c.nodes[name] = ns
 		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
 		go func() { _ = proc.Wait(); c.exitc <- name }()
@@ -357,7 +383,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				conn.Close()
 				return
 			}
-			conn = c.layer.Wrap(conn, chaos.Coord, name)
+			conn = c.layer.Wrap(conn, netfault.Coord, name)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()
@@ -446,10 +472,10 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.manifestWritten(w)
 		case name := <-c.exitc:
 			ns := c.nodes[name]
-			if ns.state != "lost" && ns.state != "exited" && !c.finished() {
+			if !ns.gone() && !c.finished() {
 				c.nodeLost(ns, "process exited")
 			}
-			ns.state = "exited"
+			ns.state = nodeExited
 			c.emit(events.NodeExited, ns.name, "", nil, "node %s exited", ns.name)
 		case <-tick.C:
 			// Take in what the nodes already said before judging them: a
@@ -475,6 +501,9 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.globalTick()
 			c.tunerTick()
 			c.edsTick()
+			if c.drainPending != "" {
+				c.drain(c.drainPending)
+			}
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -507,6 +536,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
+		if c.cfg.CheckInvariants {
+			if err := c.checkInvariants(); err != nil {
+				c.emit(events.Error, "", "", nil, "invariant broken: %v", err)
+				return fmt.Errorf("invariant broken: %w", err)
+			}
+		}
 		if c.started && c.finished() {
 			return c.finish()
 		}
@@ -536,7 +571,7 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 				return false, fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
 			}
 			ready[m.node.name] = true
-			m.node.state = "ready"
+			m.node.state = nodeReady
 			if len(ready) == c.cfg.Nodes && !c.started {
 				c.start()
 				return true, nil
@@ -576,7 +611,7 @@ func (c *Coordinator) joined() int {
 func (c *Coordinator) join(ns *nodeState) error {
 	old := c.nodes[ns.name]
 	if c.plan != nil {
-		if old == nil || old.state != "spawned" || old.sess != nil {
+		if old == nil || old.state != nodeSpawned || old.sess != nil {
 			return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
 		}
 		return c.lateJoin(ns, old)
@@ -589,7 +624,7 @@ func (c *Coordinator) join(ns *nodeState) error {
 	case old != nil:
 		ns.proc = old.proc
 	}
-	ns.state, ns.lastBeat = "joined", c.opt.Now()
+	ns.state, ns.lastBeat = nodeJoined, c.opt.Now()
 	c.nodes[ns.name] = ns
 	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
 	return nil
@@ -604,7 +639,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			c.placeAwaiting(ns.name)
 		}
 	}()
-	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, "joined", c.opt.Now(), true
+	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, nodeJoined, c.opt.Now(), true
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
@@ -640,7 +675,7 @@ func (c *Coordinator) respawn(lost string) string {
 		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
 		return ""
 	}
-	c.nodes[name] = &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
@@ -730,7 +765,7 @@ func (c *Coordinator) start() {
 }
 
 func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time) {
-	if ns.state == "lost" {
+	if ns.state == nodeLost {
 		return // a zombie: its word no longer counts
 	}
 	if at.After(ns.lastBeat) {
@@ -769,14 +804,14 @@ func (c *Coordinator) checkHeartbeats() {
 // --ft none they are lost, their downstreams treat their streams as ended,
 // and verify reports what is missing.
 func (c *Coordinator) nodeLost(ns *nodeState, why string) {
-	if ns.state == "lost" || ns.state == "exited" {
+	if ns.gone() {
 		return
 	}
 	if c.finished() {
-		ns.state = "exited"
+		ns.state = nodeExited
 		return
 	}
-	ns.state = "lost"
+	ns.state = nodeLost
 	defer func() { ns.stats = nil }() // after the rollback has read them
 	if ns.sess != nil {
 		ns.sess.Close()
@@ -827,15 +862,19 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
 		"node %s lost: %s; instances %v lost (no recovery with --ft %s)", ns.name, why, ids, c.cfg.FT)
 	for _, name := range c.order {
-		if other := c.nodes[name]; other != ns && other.state != "lost" && other.state != "exited" && len(ids) > 0 {
+		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
 			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})
 		}
 	}
 }
 
 func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
-	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil || c.placeOf[d.Instance].Node != ns.name {
+	if d == nil {
 		return
+	}
+	p := c.placeOf[d.Instance]
+	if ns.state == nodeLost || p == nil || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen {
+		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
@@ -858,10 +897,13 @@ func (c *Coordinator) drain(why string) {
 	if c.draining {
 		return
 	}
+	if c.drainWait(why) {
+		return
+	}
 	c.draining = true
 	c.emit(events.DrainStarted, "", "", nil, "draining (%s): sources stop, every open window fires, sinks flush", why)
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
 		}
 	}
@@ -918,7 +960,7 @@ func (c *Coordinator) metrics(dt float64) {
 	}
 	for _, name := range c.order {
 		ns := c.nodes[name]
-		if ns.state == "lost" || ns.state == "exited" || ns.stats == nil {
+		if ns.gone() || ns.stats == nil {
 			continue
 		}
 		var nin, nout float64
@@ -1074,7 +1116,7 @@ func (c *Coordinator) finish() error {
 // stopNodes tells every node to stop and waits for the local processes.
 func (c *Coordinator) stopNodes() {
 	for _, ns := range c.nodes {
-		if ns.sess != nil && ns.state != "lost" {
+		if ns.sess != nil && ns.state != nodeLost {
 			_ = ns.send(wire.Control{Kind: wire.CtlStop})
 		}
 	}
@@ -1082,7 +1124,7 @@ func (c *Coordinator) stopNodes() {
 	for {
 		alive := 0
 		for _, ns := range c.nodes {
-			if ns.proc != nil && ns.state != "exited" {
+			if ns.proc != nil && ns.state != nodeExited {
 				alive++
 			}
 		}
@@ -1091,14 +1133,14 @@ func (c *Coordinator) stopNodes() {
 		}
 		select {
 		case name := <-c.exitc:
-			c.nodes[name].state = "exited"
+			c.nodes[name].state = nodeExited
 		case m := <-c.msgc:
 			_ = m
 		case <-deadline:
 			for _, ns := range c.nodes {
-				if ns.proc != nil && ns.state != "exited" {
+				if ns.proc != nil && ns.state != nodeExited {
 					_ = ns.proc.Kill()
-					ns.state = "exited"
+					ns.state = nodeExited
 				}
 			}
 		}

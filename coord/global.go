@@ -45,7 +45,7 @@ func (c *Coordinator) globalTick() {
 	g.next++
 	g.pending, g.since, g.lastTrigger, g.got = g.next, now, now, map[job.InstanceID]bool{}
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
 		}
 	}
@@ -78,7 +78,7 @@ func (c *Coordinator) rollback(lost string) {
 	for i := range c.plan.Instances {
 		p := &c.plan.Instances[i]
 		p.Gen++
-		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
+		if p.Node == lost || c.nodes[p.Node].gone() {
 			p.Node = c.leastLoaded(lost, c.isSource(p.Op))
 		}
 		c.placeOf[p.ID] = p
@@ -161,25 +161,23 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 		if c.spec.Ops[c.spec.Op(q.Op)].Kind != job.KindSink {
 			continue
 		}
-		for gen := uint64(1); gen < q.Gen; gen++ {
-			old := fmt.Sprintf("%s-%d-g%d.jsonl", q.Op, q.Index, gen)
-			if _, set := c.outputs.Limits[old]; set {
-				continue
-			}
-			var limit int64
-			if cp, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 && cp.SinkFile == old {
-				limit = cp.SinkLen
-			}
-			c.outputs.Limits[old] = limit
+		var cp *wire.Checkpoint
+		if got, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 {
+			cp = &got
 		}
+		c.sinkRestores[q.ID] = restoredFrom{gen: q.Gen, cp: cp}
+		c.outputs.restoreSink(q.Op, q.Index, q.Gen, cp)
 	}
 	if err := c.writeOutputManifest(); err != nil {
 		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 	}
 	c.emit(events.RecoveryRestored, "", "", map[string]any{"checkpoint": g.complete}, "every instance restored; the job restarts")
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+			if c.draining { // every instance is new: the drain must reach them again
+				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			}
 		}
 	}
 	g.lastTrigger = c.opt.Now()

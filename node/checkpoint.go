@@ -15,7 +15,8 @@ import (
 // checkpointer is an instance's checkpoint bookkeeping; the instance
 // goroutine owns it.
 type checkpointer struct {
-	lastID   uint64 // the last checkpoint taken
+	lastID   uint64 // the last checkpoint taken (ids only grow, across generations and fallbacks)
+	parent   uint64 // the checkpoint the next delta builds on: the newest of the chain
 	base     uint64 // the full checkpoint the current chain starts at (0: none)
 	inflight bool
 	next     time.Time
@@ -131,7 +132,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	t0 := time.Now()
 	snap := &state.Snapshot{Instance: string(in.id), Gen: in.place.Gen, ID: id, Full: full, Base: id, Sections: map[string][]byte{}}
 	if !full {
-		snap.Base, snap.Parent = in.ck.base, in.ck.lastID
+		snap.Base, snap.Parent = in.ck.base, in.ck.parent
 	}
 	parent := in.ck.lastFile
 	var captured job.Captured
@@ -209,7 +210,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		in.ck.pending = map[uint64][][]wire.Position{}
 	}
 	in.ck.pending[id] = perInput
-	in.ck.lastID = id
+	in.ck.lastID, in.ck.parent = id, id
 	if full {
 		in.ck.base = id
 	}
@@ -427,7 +428,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 		}
 		in.src.restored = &cp
 	}
-	in.ck.lastID, in.ck.base, in.ck.lastFile = last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
+	in.ck.lastID, in.ck.parent, in.ck.base, in.ck.lastFile = last.ID, last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
 	// The next checkpoint extends the restored chain, a delta whose parent
 	// is its last file, unless the chain is long or heavy enough for a
 	// full one (wantFull): right after a recovery, a full checkpoint would

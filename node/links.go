@@ -461,6 +461,17 @@ func (l *link) knownTo(prod job.Producer, kg job.KeyGroup, seq uint64) bool {
 	return true
 }
 
+// aheadOf reports whether the downstream of l had, when it connected,
+// records of prod that our numbering has not reached yet.
+func (l *link) aheadOf(prod job.Producer) bool {
+	for _, seq := range l.ahead[prod] {
+		if seq != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // errConnecting marks a link whose stream is not open yet.
 var errConnecting = errors.New("connecting")
 

@@ -293,7 +293,7 @@ func (in *instance) runSource(ctx context.Context) {
 		live, waiting := 0, false
 		nextDue := int64(job.MaxWatermark)
 		for _, ps := range s.parts {
-			if ps.ended || draining && ps.pos >= in.drainTo[ps.p] {
+			if ps.ended || draining && in.drainedTo(ps) {
 				continue
 			}
 			live++
@@ -389,8 +389,30 @@ func (in *instance) runSource(ctx context.Context) {
 // where the drain says it must.
 func (in *instance) drainReached() bool {
 	for _, ps := range in.src.parts {
-		if !ps.ended && ps.pos < in.drainTo[ps.p] {
+		if !ps.ended && !in.drainedTo(ps) {
 			return false
+		}
+	}
+	return true
+}
+
+// drainedTo reports whether partition ps is read as far as the drain
+// needs: to where the drain says, and to where every downstream already
+// is. A downstream can be ahead of this generation's numbering: restored
+// from a checkpoint of records that a generation read and the
+// coordinator never heard of (an isolated node's heartbeats are held, then
+// dropped with it). Ending before it would leave records applied that the
+// final positions do not cover, and verify would find them unexpected.
+func (in *instance) drainedTo(ps *partState) bool {
+	if ps.pos < in.drainTo[ps.p] {
+		return false
+	}
+	prod := job.MakeProducer(in.opIdx, ps.p)
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.aheadOf(prod) {
+				return false
+			}
 		}
 	}
 	return true

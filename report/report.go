@@ -1,8 +1,4 @@
-package main
-
-// The commands `spate report` and `spate export`: flag parsing and exit
-// codes around chaos.WriteRunReport and the export package. They move to
-// the command-line package with the others.
+package report
 
 import (
 	"flag"
@@ -18,16 +14,30 @@ import (
 	"spate/export"
 )
 
-// verifyRun is coord.VerifyRun as the chaos package takes it.
-func verifyRun(dir string) (chaos.Verify, error) {
+// Verify is coord.VerifyRun as the chaos package takes it.
+func Verify(dir string) (chaos.Verify, error) {
 	rep, err := coord.VerifyRun(dir)
 	return chaos.Verify{Windows: rep.Windows, Lost: rep.Missing, Duplicated: rep.Duplicated, Wrong: rep.Wrong}, err
 }
 
-// reportMain is `spate report [--data DIR] [--open]`: exit 0 if every
-// check passed, 1 if one failed (the report is written either way), 2 if
-// it could not be written.
-func reportMain(args []string, stdout, stderr io.Writer) int {
+// Write verifies the finished run in dir with the oracle and writes its
+// report.json and report.html (chaos.WriteRunReport). It is what `spate
+// report` does, and what `up` calls when a run ends.
+func Write(dir string) (*chaos.Report, error) {
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		return nil, fmt.Errorf("%s: no run.json: not a run directory", dir)
+	}
+	v, err := Verify(dir)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	return chaos.WriteRunReport(dir, v)
+}
+
+// Main is `spate report [--data DIR] [--open]`: exit 0 if every check
+// passed, 1 if one failed (the report is written either way), 2 if it
+// could not be written.
+func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "run directory (default: the latest run)")
@@ -44,16 +54,7 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spate report:", err)
 		return 2
 	}
-	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
-		fmt.Fprintf(stderr, "spate report: %s: no run.json: not a run directory\n", dir)
-		return 2
-	}
-	v, err := verifyRun(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "spate report: verify:", err)
-		return 2
-	}
-	r, err := chaos.WriteRunReport(dir, v)
+	r, err := Write(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate report:", err)
 		return 2
@@ -83,8 +84,9 @@ func openBrowser(path string) error {
 	return exec.Command(name, path).Start()
 }
 
-// exportMain is `spate export --format csv|perfetto [--data DIR] [--out DIR]`.
-func exportMain(args []string, stdout, stderr io.Writer) int {
+// ExportMain is `spate export --format csv|perfetto [--data DIR] [--out
+// DIR]`: exit 0 when written, 2 when not.
+func ExportMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", "", "csv (one file per event kind) or perfetto (Chrome trace-event JSON)")

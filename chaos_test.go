@@ -265,16 +265,17 @@ func TestUpScriptAppliesTheSchedule(t *testing.T) {
 }
 
 // TestChaosRandomSoak: random kills, restarts, pauses, partitions, link
-// and store faults for a minute and a half; exactly-once must hold and
-// every recovery must finish. (examples/soak.yaml is the 10-minute one.)
+// faults, slow and damaged checkpoints and rescales, up to three close
+// together, for three minutes; exactly-once must hold and every recovery
+// must finish. (examples/soak.yaml is the 10-minute one.)
 func TestChaosRandomSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process soak test")
 	}
 	code, out, dir := chaosRun(t, `name: random soak (CI)
-cluster: {nodes: 5, rate: 30000, keys: 5000, duration: 90s, ft: spate, interval: 500ms, timeout: 2s}
+cluster: {nodes: 5, rate: 30000, keys: 5000, duration: 3m, ft: spate, interval: 500ms, timeout: 2s}
 schedule:
-  - random: {seed: 7, mean: 6s, faults: [kill, restart, pause, partition, link, store], for: 2s, target: one, from: 5s, until: 80s}
+  - random: {seed: 7, mean: 8s, faults: [kill, restart, pause, partition, link, store, corrupt, scale], burst: 3, gap: 500ms, for: 2s, target: one, from: 5s, until: 170s}
 checks: [exactly_once, all_recovered, {max_recovery: 10s}]
 `)
 	if code != 0 {

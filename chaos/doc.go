@@ -56,7 +56,10 @@
 //	  mean: D                              required; mean time between faults
 //	                                       (exponential inter-arrival times)
 //	  faults: [kill, pause, ...]           required; drawn uniformly from
-//	                                       kill, restart, pause, partition, link, store
+//	                                       kill, restart, pause, partition, link, store,
+//	                                       corrupt (store corrupt=true), scale
+//	  burst: N, gap: D                     each draw makes 1 to N faults (1), the
+//	                                       next up to D after the one before (500ms)
 //	  for: D                               how long each lasting fault lasts (3s)
 //	  target: T                            (one); partitions and store faults
 //	                                       have none
@@ -64,7 +67,8 @@
 //
 // A random partition draws its shape (one, majority, bridge); a random
 // link fault is latency 100ms with jitter 20ms; a random store fault is
-// slow: 200ms. An every: or random: entry needs an end: until: or
+// slow: 200ms; a random corrupt damages the target's newest checkpoint
+// files; a random scale draws count or rollup and 1 to 4 instances. An every: or random: entry needs an end: until: or
 // cluster: duration. A schedule makes at most MaxSteps steps.
 //
 // Faults and their fields (D a Go duration: 500ms, 5s, 2m; every duration

@@ -98,6 +98,11 @@ type Random struct {
 	Target string
 	From   time.Duration
 	Until  time.Duration
+	// Burst is the most faults one draw makes (1: one; up to Burst, the
+	// first at the drawn time and each next one up to Gap after it), so
+	// that faults come two or three close together.
+	Burst int
+	Gap   time.Duration
 }
 
 // Check is one item of checks:.
@@ -152,7 +157,9 @@ func (e *Error) Error() string {
 var faultVerbs = []string{"kill", "restart", "pause", "resume", "partition", "link", "store", "heal", "scale"}
 
 // randomVerbs are the faults a random: entry may draw.
-var randomVerbs = []string{"kill", "restart", "pause", "partition", "link", "store"}
+// corrupt is a store fault that damages the target's newest checkpoints;
+// scale rescales count or rollup to 1-4 instances.
+var randomVerbs = []string{"kill", "restart", "pause", "partition", "link", "store", "corrupt", "scale"}
 
 // lasting are the verbs that take for:.
 var lasting = map[string]bool{"pause": true, "partition": true, "link": true, "store": true}
@@ -1162,7 +1169,7 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Random{For: 3 * time.Second, Target: "one"}
+	r := &Random{For: 3 * time.Second, Target: "one", Burst: 1, Gap: 500 * time.Millisecond}
 	var haveSeed, haveMean, haveFaults bool
 	for _, f := range fields {
 		fp := join(path, f.key)
@@ -1184,6 +1191,19 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 			}
 		case "from":
 			if r.From, _, err = p.duration(f.value, fp); err != nil {
+				return nil, err
+			}
+		case "burst":
+			v, err := p.integer(f.value, fp)
+			if err != nil {
+				return nil, err
+			}
+			if v < 1 || v > 5 {
+				return nil, p.errf(f.value, fp, "%d faults a burst: want 1 to 5", v)
+			}
+			r.Burst = int(v)
+		case "gap":
+			if r.Gap, _, err = p.positive(f.value, fp); err != nil {
 				return nil, err
 			}
 		case "until":
@@ -1216,7 +1236,7 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 			}
 			haveFaults = len(r.Faults) > 0
 		default:
-			return nil, p.errAt(f.line, fp, "unknown field (random takes seed, mean, faults, for, target, from, until)")
+			return nil, p.errAt(f.line, fp, "unknown field (random takes seed, mean, faults, for, target, from, until, burst, gap)")
 		}
 	}
 	line := lineOf(n)

@@ -66,7 +66,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	root := *keep
 	if root == "" {
-		tmp, err := os.MkdirTemp("", "spate-sim-")
+		tmp, err := TempRoot()
 		if err != nil {
 			fmt.Fprintln(stderr, "spate sim:", err)
 			return 2

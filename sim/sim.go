@@ -220,6 +220,19 @@ func (c *cluster) wait() {
 	c.wg.Wait()
 }
 
+// TempRoot makes a directory for the seeds' run directories: in memory
+// (/dev/shm) where the machine has one, since a seed's time goes mostly
+// to writing and syncing checkpoint files, else in the temporary
+// directory. The caller removes it.
+func TempRoot() (string, error) {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "spate-sim-"); err == nil {
+			return d, nil
+		}
+	}
+	return os.MkdirTemp("", "spate-sim-")
+}
+
 // Dir is a fresh directory for seed under root.
 func Dir(root string, seed uint64) string { return filepath.Join(root, fmt.Sprintf("seed-%d", seed)) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -51,7 +52,11 @@ func TestSeeds(t *testing.T) {
 	}
 	root := *keep
 	if root == "" {
-		root = t.TempDir()
+		var err error
+		if root, err = TempRoot(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
 	}
 	var list []uint64
 	for seed := *from; seed < *from+uint64(n); seed++ {

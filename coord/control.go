@@ -309,11 +309,11 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 // --ft global it triggers the next global checkpoint.
 func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 	switch {
-	case c.cfg.FT == "none":
+	case c.ft.mode() == wire.FTNone:
 		return control.Result{}, errors.New("checkpoint: this run has no checkpoints (--ft none)")
 	case !c.started:
 		return control.Result{}, errors.New("checkpoint: the job has not started")
-	case c.cfg.FT == "global":
+	case c.ft.mode() == wire.FTGlobal:
 		if a.Target != "" && a.Target != "all" {
 			return control.Result{}, errors.New("checkpoint: --ft global checkpoints the whole job; no target")
 		}

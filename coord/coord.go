@@ -69,11 +69,14 @@ type nodeState struct {
 	lastBeat time.Time
 	state    nodeStatus
 	late     bool // joined the running job (a respawn): has not built the generator's key table
-	proc     Process
-	stats    map[job.InstanceID]wire.InstanceStats
-	cpu      float64 // CPU seconds, from the last heartbeat
-	rss      int64
-	lastCPU  float64 // at the last metrics event
+	// respawnedAt is when it was spawned in place of a lost node (zero:
+	// at the start), for the crash-loop limit.
+	respawnedAt time.Time
+	proc        Process
+	stats       map[job.InstanceID]wire.InstanceStats
+	cpu         float64 // CPU seconds, from the last heartbeat
+	rss         int64
+	lastCPU     float64 // at the last metrics event
 }
 
 // nodeStatus is where a node is in its life, as the coordinator sees it.
@@ -173,14 +176,15 @@ type Coordinator struct {
 	faultSeq int
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
-	coordAddr string // where nodes connect (respawned ones too)
-	respawns  int
-	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
-	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
-	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
+	coordAddr   string                                // where nodes connect (respawned ones too)
+	quickDeaths int                                   // respawned nodes in a row that died young (respawn)
+	srcHigh     map[int]uint64                        // per source partition, the farthest any generation reported
+	lastStats   map[job.InstanceID]wire.InstanceStats // at the last metrics event
+	restarts    map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
-	tn  tunerState // the interval tuner (tuner.go)
-	eds edsState   // live rescales (rescale.go)
+	ft  faultTolerance // what --ft decides (ftmode.go)
+	tn  tunerState     // the interval tuner (tuner.go)
+	eds edsState       // live rescales (rescale.go)
 
 	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
 
@@ -216,6 +220,7 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
 		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
 	c.joinSeq.Store(int64(cfg.Local))
+	c.ft = ftFor(wire.FTMode(cfg.FT))
 	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
@@ -498,7 +503,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.placeAwaiting("")
 			c.throughput()
 			c.checkCaughtUp()
-			c.globalTick()
+			c.ft.tick(c)
 			c.tunerTick()
 			c.edsTick()
 			if c.drainPending != "" {
@@ -639,7 +644,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			c.placeAwaiting(ns.name)
 		}
 	}()
-	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, nodeJoined, c.opt.Now(), true
+	ns.proc, ns.state, ns.lastBeat, ns.late, ns.respawnedAt = old.proc, nodeJoined, c.opt.Now(), true, old.respawnedAt
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
@@ -656,26 +661,40 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
 
+// A crash loop is a respawned node that dies within crashLoopLife of its
+// spawn, crashLoopRuns times in a row: then no more are respawned. Nodes
+// lost to faults now and then are always replaced (a limit on respawns
+// per run, then per minute, shrank the 10-minute soak to no node at all).
+const (
+	crashLoopLife = 5 * time.Second
+	crashLoopRuns = 3
+)
+
 // respawn starts a fresh local node process in place of a lost one and
 // returns its name ("" if none was started).
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || c.cfg.FT == "none")) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
 		return ""
 	}
-	if c.respawns >= 8*c.cfg.Local {
-		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned already (a crash loop?)", lost, c.respawns)
+	now := c.opt.Now()
+	if old := c.nodes[lost]; old != nil && old.respawnedAt != (time.Time{}) && now.Sub(old.respawnedAt) < crashLoopLife {
+		c.quickDeaths++
+	} else {
+		c.quickDeaths = 0
+	}
+	if c.quickDeaths >= crashLoopRuns {
+		c.emit(events.Error, lost, "", nil, "not respawning %s: the last %d respawned nodes died within %v of their start (a crash loop?)", lost, c.quickDeaths, crashLoopLife)
 		return ""
 	}
-	c.respawns++
 	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
 	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
 	if err != nil {
 		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
 		return ""
 	}
-	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
+	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid(), respawnedAt: now}
 	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
@@ -692,7 +711,7 @@ func (c *Coordinator) deploy() error {
 	}
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
-		FT: c.cfg.FT, Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
+		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
 		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block",
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
@@ -828,39 +847,45 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 			}
 		}
 	}
-	if c.cfg.FT == "global" && c.plan != nil {
+	if c.plan == nil {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why}, "node %s lost before the job was deployed: %s", ns.name, why)
+		return
+	}
+	c.ft.lost(c, ns, ids, fresh, why)
+}
+
+// spateLost recovers the instances of a lost node where they can go,
+// while the rest of the job runs on.
+func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why string) {
+	// The lost instances are placed together, so that each new owner
+	// learns where the others went: a source placed before the keyed
+	// instance it feeds was seen never to replay to it. Keyed instances
+	// go to the survivors, or with --recover-on respawned to the
+	// respawned node; sources (no state to load) to a node with the
+	// generator's table built (place).
+	keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
+		return !c.isSource(c.placeOf[id].Op)
+	})
+	if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+			"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
+		c.awaitRespawn(ns.name, ids, fresh)
+	} else {
 		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-			"node %s lost: %s; the whole job rolls back", ns.name, why)
-		c.rollback(ns.name)
-		return
+			"node %s lost: %s; recovering %v", ns.name, why, ids)
+		c.recover(ns.name, ids, "")
 	}
-	if c.cfg.FT == "spate" && c.plan != nil {
-		// The lost instances are placed together, so that each new owner
-		// learns where the others went: a source placed before the keyed
-		// instance it feeds was seen never to replay to it. Keyed instances
-		// go to the survivors, or with --recover-on respawned to the
-		// respawned node; sources (no state to load) to a node with the
-		// generator's table built (place).
-		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
-			return !c.isSource(c.placeOf[id].Op)
-		})
-		if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
-				"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
-			c.awaitRespawn(ns.name, ids, fresh)
-		} else {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-				"node %s lost: %s; recovering %v", ns.name, why, ids)
-			c.recover(ns.name, ids, "")
-		}
-		c.edsNodeLost(ns.name)
-		return
-	}
+	c.edsNodeLost(ns.name)
+}
+
+// noneLost gives up the instances of a lost node: their downstreams treat
+// their streams as ended, and verify reports what is missing.
+func (c *Coordinator) noneLost(ns *nodeState, ids []job.InstanceID, why string) {
 	for _, id := range ids {
 		c.lost[id] = true
 	}
 	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-		"node %s lost: %s; instances %v lost (no recovery with --ft %s)", ns.name, why, ids, c.cfg.FT)
+		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
 	for _, name := range c.order {
 		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
 			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})

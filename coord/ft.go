@@ -199,21 +199,20 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	}
 	c.manifest.add(*cp)
 	c.tunerCheckpointed(cp)
-	if c.cfg.FT == "global" {
-		c.globalCheckpointed(cp)
-	}
 	c.edsCheckpointed(cp)
 	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()
 	c.maybeCompact(*cp)
+	c.ft.checkpointed(c, ns, cp)
+}
+
+// spateCheckpointed reports an instance's complete checkpoint.
+func (c *Coordinator) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	kind := "delta"
 	if cp.Full {
 		kind = "full"
-	}
-	if c.cfg.FT == "global" {
-		return // one event per global checkpoint, once all instances have it
 	}
 	c.emit(events.Checkpoint, ns.name, string(cp.Instance), map[string]any{
 		"id": cp.ID, "full": cp.Full, "keys": cp.Keys, "raw_bytes": cp.RawBytes, "bytes": cp.Bytes,
@@ -479,14 +478,13 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	if p == nil || p.Gen != rs.Place.Gen || p.Node != ns.name {
 		return // superseded by a later placement
 	}
-	if c.cfg.FT == "global" {
-		if m.Error != "" {
-			c.globalRestoreFailed(ns, p, m.Error)
-			return
-		}
-		c.globalRestored(p)
-		return
-	}
+	c.ft.restored(c, ns, p, m)
+}
+
+// spateRestored carries on the recovery of an instance that has been
+// restored (or could not be).
+func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) {
+	rs := m.Restore
 	r := c.recovering[p.ID]
 	if m.Error != "" {
 		// Nothing left to restore from: the instance is lost, and its

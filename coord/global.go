@@ -28,7 +28,7 @@ type globalState struct {
 func (c *Coordinator) globalTick() {
 	g := &c.global
 	now := c.opt.Now()
-	if c.cfg.FT != "global" || !c.started || c.draining || g.rolling != nil {
+	if !c.started || c.draining || g.rolling != nil {
 		return
 	}
 	iv := c.globalInterval()
@@ -67,6 +67,13 @@ func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
 	c.manifest.Global = cp.ID
 	c.emit(events.Checkpoint, "", "", map[string]any{"id": cp.ID, "global": true, "took_ms": c.opt.Now().Sub(g.since).Milliseconds()},
 		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
+}
+
+// globalLost rolls the whole job back on the loss of node ns.
+func (c *Coordinator) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
+	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+		"node %s lost: %s; the whole job rolls back", ns.name, why)
+	c.rollback(ns.name)
 }
 
 // rollback restarts the whole job from the last complete global checkpoint:

@@ -92,6 +92,7 @@ type move struct {
 	// old owner's complete checkpoint base (chain), and the old owner
 	// drops the range without a capture; the rest is replayed.
 	pre      bool
+	loadSent bool // the new owner, restored without the slice, was asked to load it (sendLoad)
 	chain    []string
 	base     uint64
 	staged   bool
@@ -140,9 +141,9 @@ func (c *Coordinator) scale(a control.Action) (control.Result, error) {
 		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
 	case c.eds.cur != nil:
 		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart" && c.cfg.FT == "spate":
+	case c.cfg.Rescale == "restart" && c.ft.mode() == wire.FTSpate:
 		return c.scaleRestart(op, n)
-	case c.cfg.FT != "spate":
+	case c.ft.mode() != wire.FTSpate:
 		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
 	case len(c.recovering) > 0:
 		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")
@@ -568,6 +569,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "id": r.id},
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
 	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
+		mv.loadSent = true
 		_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
 			Ranges: []job.Range{mv.r}, File: mv.file, Place: place}})
 	} else if place != nil {
@@ -653,7 +655,25 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	if after, ok := r.startAt[mv.to]; ok {
 		c.markLoaded(r, mv, after, q.Node)
 		c.rescaleAdvance()
+		return
 	}
+	if rec := c.recovering[mv.to]; rec == nil || !rec.restored.IsZero() {
+		// The new owner was restored (its node was lost while it was
+		// staged), not started: it loads the slice now (seed 135). One
+		// whose restore is in flight loads it when that reports.
+		c.sendLoad(r, mv, q)
+	}
+}
+
+// sendLoad asks a new owner that runs without a committed move's slice
+// to load it; its answer counts as the load.
+func (c *Coordinator) sendLoad(r *rescaleOp, mv *move, q *wire.Placement) {
+	if mv.loadSent {
+		return
+	}
+	mv.loadSent = true
+	_ = c.nodes[q.Node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op,
+		Instance: mv.to, Ranges: []job.Range{mv.r}, File: mv.file, Chain: mv.slice.load.Chain}})
 }
 
 // onStarted records that a staged instance runs (held).
@@ -932,12 +952,9 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64, restored
 			// restore did not load the slice, so it cannot count as the
 			// load (with it counted, the re-route sent the range to an
 			// instance that did not own it, and every record of it was
-			// dropped there as a stray: seed 135). Restored again, now
-			// with the slice.
-			c.emit(events.RecoveryPlaced, p.Node, string(p.ID), map[string]any{"range": mv.r.String()},
-				"%s restored without %v, moved to it since it was placed: restoring it again with it", p.ID, mv.r)
-			c.place(p.Node, []job.InstanceID{p.ID}, p.Node)
-			return
+			// dropped there as a stray: seed 135). It loads it now, as a
+			// live new owner does; its answer counts as the load.
+			c.sendLoad(r, mv, p)
 		case mv.to == p.ID && mv.phase == moveLoading:
 			c.markLoaded(r, mv, restoredID, p.Node)
 		case mv.from == p.ID && mv.phase == moveReleasing:

@@ -129,7 +129,7 @@ func (in *instance) reportFirst() {
 
 // gapHolding reports whether records wait for their predecessors: with
 // --ft spate numbers are dense and every gap fills (by replay at worst).
-func (in *instance) gapHolding() bool { return in.plan.FT == "spate" }
+func (in *instance) gapHolding() bool { return in.plan.FT == wire.FTSpate }
 
 // applyRecord applies one record of an owned key group.
 func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
@@ -830,9 +830,13 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		reply(answer)
 		return
 	}
+	chain := r.Chain
+	if len(chain) == 0 {
+		chain = []string{r.File}
+	}
 	var err error
 	ok := in.call(ctx, func() {
-		if err = in.loadSlice(r.File, r.Ranges, in.rs.fresh); err == nil {
+		if err = in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err == nil {
 			if f := in.rs.first; f != nil && f.id == r.ID {
 				f.rs = append(f.rs, r.Ranges...)
 				for kg := range wantOf(r.Ranges) {

@@ -112,7 +112,7 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 		s.parts = append(s.parts, ps)
 	}
 	in.publishPositions()
-	if in.plan.FT != "none" && len(s.parts) > 0 {
+	if in.plan.FT != wire.FTNone && len(s.parts) > 0 {
 		// Replays filter by key group through the generator's table of
 		// key groups: build it now, beside the job, rather than in the
 		// first recovery's replay.
@@ -267,7 +267,7 @@ func (in *instance) runSource(ctx context.Context) {
 		return s.origin + int64(float64(now.Sub(s.start).Milliseconds())*speed)
 	}
 	draining := false
-	spate := in.plan.FT == "spate" // the only one that replays from markers
+	spate := in.plan.FT == wire.FTSpate // the only one that replays from markers
 	for {
 		select {
 		case <-in.drainc:

@@ -160,6 +160,15 @@ type PacingClock struct {
 	StartMs int64 `json:"start_ms"`
 }
 
+// FTMode is a run's fault tolerance (`spate up --ft`).
+type FTMode string
+
+const (
+	FTSpate  FTMode = "spate"  // per-instance asynchronous incremental checkpoints, upstream backup, local recovery
+	FTGlobal FTMode = "global" // aligned global checkpoints; any loss rolls the whole job back
+	FTNone   FTMode = "none"   // no checkpoints, no backup: a lost instance is lost
+)
+
 // Deploy is the plan a node runs: the whole job and every instance's place.
 type Deploy struct {
 	Run       string            `json:"run"`
@@ -170,7 +179,7 @@ type Deploy struct {
 	Nodes     map[string]string `json:"nodes"` // node name → peer listen address
 	BatchSize int               `json:"batch_size"`
 	FlushMs   int               `json:"flush_ms"`
-	FT        string            `json:"ft"`          // spate, global or none
+	FT        FTMode            `json:"ft"`          // spate, global or none
 	Interval  int64             `json:"interval_ms"` // checkpoint interval
 	FullEvery int               `json:"full_every"`  // every k-th checkpoint is full
 	// Cost is a simulated processing time per record, in ns, by

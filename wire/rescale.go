@@ -51,7 +51,7 @@ type Rescale struct {
 	Bytes    int                      `json:"bytes,omitempty"`    // captured: the file's size
 	AtMs     int64                    `json:"at_ms,omitempty"`    // captured: when it was captured; first: when the last key group got its first record (Unix ms)
 	After    uint64                   `json:"after,omitempty"`    // loaded: the new owner's checkpoints after this id hold Ranges
-	Chain    []string                 `json:"chain,omitempty"`    // stage: the old owner's complete checkpoint CkptID, as its chain (full, then deltas)
+	Chain    []string                 `json:"chain,omitempty"`    // stage, load: the old owner's complete checkpoint CkptID, as its chain (full, then deltas); load: instead of File
 	Error    string                   `json:"error,omitempty"`
 }
 

@@ -39,6 +39,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // Throughput is the result of `spate bench throughput`.
 type Throughput struct {
+	Meta
 	ClusterRPS float64   `json:"cluster_rps"`
 	OracleRPS  float64   `json:"oracle_rps"`
 	Ratio      float64   `json:"ratio"`
@@ -55,7 +56,7 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 	dur := fs.Duration("duration", 8*time.Second, "cluster run time per round")
 	nodes := fs.Int("nodes", 4, "worker nodes")
 	source := fs.String("source", "gen:diurnal", "input")
-	keep := fs.String("data", "", "keep the run directories under this directory")
+	s := newSession("throughput", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,22 +64,25 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintln(stderr, "spate bench throughput: --rounds, --duration and --nodes must be positive")
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep, stderr)
-	if err != nil {
+	if err := s.start(repeat(*rounds, runWeight(*dur)+2)); err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer func() { cleanup(rc) }()
+	defer func() { s.end(rc) }()
 	res := Throughput{Verified: true}
 	for i := range *rounds {
 		cfg := coord.DefaultConfig()
 		cfg.Nodes, cfg.Local, cfg.Rate, cfg.Duration, cfg.Source, cfg.Headless = *nodes, *nodes, 0, *dur, *source, true
-		cfg.Data = filepath.Join(root, fmt.Sprintf("round-%d", i+1))
+		cfg.Data = filepath.Join(s.root, fmt.Sprintf("round-%d", i+1))
 		if err := cfg.Validate(); err != nil {
 			fmt.Fprintln(stderr, "spate bench:", err)
 			return 2
 		}
-		crps, ri, err := clusterRound(cfg)
+		s.step("round %d of %d: the cluster (%d nodes, %v at --rate 0), then the oracle", i+1, *rounds, *nodes, *dur)
+		crps, ri, err := clusterRound(s.ctx, cfg)
+		if s.interrupted() {
+			return exitInterrupted
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "spate bench: cluster round:", err)
 			return 1
@@ -101,6 +105,17 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 	}
 	res.ClusterRPS, res.OracleRPS = median(res.Cluster), median(res.Oracle)
 	res.Ratio = res.ClusterRPS / res.OracleRPS
+	s.prog.finish(s.name)
+	res.Meta = s.meta
+	if *s.html != "" {
+		p := panel{Title: "end-to-end records/s", Format: si}
+		p.add("cluster", res.Cluster)
+		p.add("oracle (one process)", res.Oracle)
+		if err := writeHTML(*s.html, "spate bench throughput", s.meta, []panel{p}); err != nil {
+			fmt.Fprintln(stderr, "spate bench throughput:", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {
@@ -118,8 +133,8 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 
 // clusterRound runs one cluster and returns its end-to-end rate: records
 // read by the sources over the time from start to the last sink's drain.
-func clusterRound(cfg coord.Config) (float64, *coord.RunInfo, error) {
-	dir, err := coord.Up(context.Background(), cfg, coord.Options{})
+func clusterRound(ctx context.Context, cfg coord.Config) (float64, *coord.RunInfo, error) {
+	dir, err := coord.Up(ctx, cfg, coord.Options{})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -162,6 +177,19 @@ func oracleRound(ri *coord.RunInfo) (float64, error) {
 		return 0, err
 	}
 	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+// runWeight is what progress expects a cluster run of duration d to take,
+// in seconds: the run and its start and drain.
+func runWeight(d time.Duration) float64 { return d.Seconds() + 2 }
+
+// repeat is n copies of w.
+func repeat(n int, w float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = w
+	}
+	return out
 }
 
 // median is the median of xs; 0 if there are none.

@@ -100,7 +100,7 @@ func (r *run) settleKill() {
 
 // clusterRun runs cfg; with kill > 0 it SIGKILLs the node hosting victim
 // kill after the job started.
-func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool) (*run, error) {
+func clusterRun(ctx context.Context, cfg coord.Config, kill time.Duration, victim string, verify bool) (*run, error) {
 	r := &run{}
 	var mu sync.Mutex
 	pids := map[string]int{}
@@ -136,7 +136,7 @@ func clusterRun(cfg coord.Config, kill time.Duration, victim string, verify bool
 			}
 		}
 	}
-	dir, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs})
+	dir, err := coord.Up(ctx, cfg, coord.Options{Observe: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -253,17 +253,17 @@ func benchConfig(root, name string, round int, ft string) coord.Config {
 	return cfg
 }
 
-// tempRoot is the directory a benchmark's runs go in: keep, or a temporary
-// one that cleanup removes, unless the benchmark failed (rc != 0): the
-// failed run's logs and events are then what says why, and cleanup says
-// where they are.
-func tempRoot(keep string, stderr io.Writer) (string, func(rc int), error) {
-	if keep != "" {
-		return keep, func(int) {}, os.MkdirAll(keep, 0o755)
+// tempRoot is the directory a benchmark's runs go in: data, or a
+// temporary one that cleanup removes, unless keep or the benchmark failed
+// (rc 1 or 2; not an interruption): the failed run's logs and events are
+// then what says why, and cleanup says where they are.
+func tempRoot(data string, keep bool, stderr io.Writer) (string, func(rc int), error) {
+	if data != "" {
+		return data, func(int) {}, os.MkdirAll(data, 0o755)
 	}
 	tmp, err := os.MkdirTemp("", "spate-bench-")
 	return tmp, func(rc int) {
-		if rc != 0 {
+		if keep || (rc != 0 && rc != exitInterrupted) {
 			fmt.Fprintf(stderr, "spate bench: the run directories are kept in %s\n", tmp)
 			return
 		}
@@ -273,9 +273,14 @@ func tempRoot(keep string, stderr io.Writer) (string, func(rc int), error) {
 
 // Overhead is the result of `spate bench overhead`.
 type Overhead struct {
-	RPS   map[string]float64 `json:"rps"`
-	P99Ms map[string]float64 `json:"p99_ms"`
-	Ratio map[string]float64 `json:"ratio"` // of the medians
+	Meta
+	// Rounds holds every round's raw values: rps_FT and
+	// cpu_us_per_record_FT (the throughput runs), p99_ms_FT (the latency
+	// runs).
+	Rounds map[string][]float64 `json:"rounds"`
+	RPS    map[string]float64   `json:"rps"`
+	P99Ms  map[string]float64   `json:"p99_ms"`
+	Ratio  map[string]float64   `json:"ratio"` // of the medians
 	// RatioRounds is each round's ratio: rounds run seconds apart on the
 	// same machine, so their spread says how far Ratio can be trusted.
 	RatioRounds map[string][]float64 `json:"ratio_rounds"`
@@ -298,23 +303,23 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	keys := fs.Int("keys", 1_000_000, "distinct keys (state size)")
 	rate := fs.Float64("rate", 200_000, "records/s of the latency runs (below every configuration's capacity)")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
-	keep := fs.String("data", "", "keep the run directories under this directory")
 	verify := fs.Bool("verify", true, "verify every throughput run with the oracle")
 	// The lag rises for a few tens of milliseconds at each window's end:
 	// sampled every 100 ms (the default heartbeat), whether a sample falls
 	// on the peak was chance, and the p99 of a configuration moved by a
 	// hundred milliseconds with the phase of its samples.
 	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period of the latency runs: the resolution of the output-lag samples")
+	s := newSession("overhead", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep, stderr)
-	if err != nil {
+	fts := []string{"none", "spate", "global"}
+	if err := s.start(repeat(*rounds*len(fts)*2, runWeight(*dur))); err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer func() { cleanup(rc) }()
-	fts := []string{"none", "spate", "global"}
+	defer func() { s.end(rc) }()
+	root := s.root
 	rps := map[string][]float64{}
 	p99 := map[string][]float64{}
 	cpu := map[string][]float64{}
@@ -325,7 +330,11 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 		for _, ft := range fts {
 			cfg := benchConfig(root, "tput", i, ft)
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = 0, *dur, *keys, interval.String()
-			r, err := clusterRun(cfg, 0, "", *verify)
+			s.step("round %d of %d: --ft %s, throughput run (--rate 0, %v)", i+1, *rounds, ft, *dur)
+			r, err := clusterRun(s.ctx, cfg, 0, "", *verify)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench overhead:", err)
 				return 1
@@ -336,7 +345,11 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 
 			cfg = benchConfig(root, "lat", i, ft)
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = *rate, *dur, *keys, interval.String(), *heartbeat
-			r, err = clusterRun(cfg, 0, "", false)
+			s.step("round %d of %d: --ft %s, latency run (%s records/s, %v)", i+1, *rounds, ft, si(*rate), *dur)
+			r, err = clusterRun(s.ctx, cfg, 0, "", false)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench overhead:", err)
 				return 1
@@ -366,6 +379,23 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if len(deltaFull) > 0 {
 		res.DeltaFull, res.DirtyKeys = median(deltaFull), median(keyFrac)
 	}
+	s.prog.finish(s.name)
+	res.Meta, res.Rounds = s.meta, map[string][]float64{}
+	pr := panel{Title: "throughput, records/s (--rate 0)", Format: si}
+	pl := panel{Title: fmt.Sprintf("p99 output lag, ms (at %s records/s)", si(*rate)), Format: func(v float64) string { return fmt.Sprintf("%.0f ms", v) }}
+	pc := panel{Title: "CPU µs per record (node processes, throughput runs)", Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
+	for _, ft := range fts {
+		res.Rounds["rps_"+ft], res.Rounds["p99_ms_"+ft], res.Rounds["cpu_us_per_record_"+ft] = rps[ft], p99[ft], cpu[ft]
+		pr.add(ft, rps[ft])
+		pl.add(ft, p99[ft])
+		pc.add(ft, cpu[ft])
+	}
+	if *s.html != "" {
+		if err := writeHTML(*s.html, "spate bench overhead", s.meta, []panel{pr, pl, pc}); err != nil {
+			fmt.Fprintln(stderr, "spate bench overhead:", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {
@@ -386,10 +416,19 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 
 // Recovery is the result of `spate bench recovery`.
 type Recovery struct {
-	Rate      float64            `json:"rate"` // the offered load, records/s
-	RecoveryS map[string]float64 `json:"recovery_s"`
-	Replayed  map[string]float64 `json:"replayed"`
-	Ratio     map[string]float64 `json:"ratio"`
+	Meta
+	// Rounds holds every round's raw values: recovery_s_FT, replayed_FT,
+	// kill_at_s (when the round's kill was due, after the job started) and
+	// capacity_rps (the measured capacity, when --rate 0).
+	Rounds map[string][]float64 `json:"rounds"`
+	// PhaseRounds and UntouchedRounds are each round's phases and
+	// untouched figures, per configuration.
+	PhaseRounds     map[string][]Phases    `json:"phase_rounds"`
+	UntouchedRounds map[string][]Untouched `json:"untouched_rounds"`
+	Rate            float64                `json:"rate"` // the offered load, records/s
+	RecoveryS       map[string]float64     `json:"recovery_s"`
+	Replayed        map[string]float64     `json:"replayed"`
+	Ratio           map[string]float64     `json:"ratio"`
 	// PhasesMs says where the time went, in ms after the kill (medians):
 	// the loss detected, every lost instance (global: the whole job)
 	// restored, and (spate) every lost instance caught up with its
@@ -582,9 +621,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	victim := fs.String("victim", "count#0", "the instance whose node is killed")
 	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period: the resolution of the output-lag samples")
-	keep := fs.String("data", "", "keep the run directories under this directory")
 	source := fs.String("source", "gen:constant", "input: a steady load, so that the output lag before the kill is a baseline")
 	par := fs.String("parallelism", "", "OP=N,...: parallelism over the job's defaults")
+	s := newSession("recovery", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -593,12 +632,18 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
-	root, cleanup, err := tempRoot(*keep, stderr)
-	if err != nil {
+	fts := []string{"spate", "global"}
+	weights := repeat(*rounds*len(fts), runWeight(*dur))
+	if *rate <= 0 {
+		weights = append([]float64{runWeight(10 * time.Second)}, weights...)
+	}
+	if err := s.start(weights); err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer func() { cleanup(rc) }()
+	defer func() { s.end(rc) }()
+	root := s.root
+	var capacityRPS []float64
 	if *rate <= 0 {
 		// Recovery time depends on the spare capacity left for catching
 		// up, so the load is set relative to what this machine can do.
@@ -606,7 +651,11 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// state yet, run far faster.
 		cfg := benchConfig(root, "capacity", 0, "none")
 		cfg.Rate, cfg.Duration, cfg.Keys, cfg.Source, cfg.Parallelism = 0, 10*time.Second, *keys, *source, parallelism
-		r, err := clusterRun(cfg, 0, "", false)
+		s.step("capacity: --ft none at --rate 0 for 10s")
+		r, err := clusterRun(s.ctx, cfg, 0, "", false)
+		if s.interrupted() {
+			return exitInterrupted
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "spate bench recovery: capacity:", err)
 			return 1
@@ -616,17 +665,18 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 			capacity = r.rps
 		}
 		*rate = math.Round(*load * capacity)
+		capacityRPS = append(capacityRPS, capacity)
 		if !*asJSON {
 			fmt.Fprintf(stdout, "capacity %s records/s (--ft none, unpaced, from 4 s to 9 s of the job); offered load %.0f%% of it: %s records/s\n", si(capacity), 100**load, si(*rate))
 		}
 	}
-	fts := []string{"spate", "global"}
 	rec := map[string][]float64{}
 	rep := map[string][]float64{}
 	phs := map[string][]Phases{}
 	unt := map[string][]Untouched{}
 	res := Recovery{Rate: *rate, RecoveryS: map[string]float64{}, Replayed: map[string]float64{}, Ratio: map[string]float64{},
 		PhasesMs: map[string]Phases{}, Untouched: map[string]Untouched{}, Verified: true}
+	var killAts []float64
 	for i := range *rounds {
 		// Where a kill falls in the checkpoint period decides how much is
 		// replayed, and both configurations' checkpoint timers start with
@@ -634,11 +684,16 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// happens to suit. The rounds' kills are spread evenly over one
 		// interval instead, the same moment for both in a round.
 		at := *killAt + time.Duration((float64(i)+0.5)/float64(*rounds)*float64(*interval))
+		killAts = append(killAts, at.Seconds())
 		for _, ft := range fts {
 			cfg := benchConfig(root, "rec", i, ft)
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = *rate, *dur, *keys, interval.String(), *heartbeat
 			cfg.Source, cfg.Parallelism = *source, parallelism
-			r, err := clusterRun(cfg, at, *victim, true)
+			s.step("round %d of %d: --ft %s, %s's node killed at %v (%s records/s, %v)", i+1, *rounds, ft, *victim, at, si(*rate), *dur)
+			r, err := clusterRun(s.ctx, cfg, at, *victim, true)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench recovery:", err)
 				return 1
@@ -667,6 +722,24 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		res.Untouched[ft] = medianUntouched(unt[ft])
 	}
 	res.Ratio["global/spate"] = res.RecoveryS["global"] / res.RecoveryS["spate"]
+	s.prog.finish(s.name)
+	res.Meta, res.Rounds, res.PhaseRounds, res.UntouchedRounds = s.meta, map[string][]float64{"kill_at_s": killAts}, phs, unt
+	if capacityRPS != nil {
+		res.Rounds["capacity_rps"] = capacityRPS
+	}
+	pt := panel{Title: "time to normal output lag after the kill, s", Format: func(v float64) string { return fmt.Sprintf("%.2fs", v) }}
+	pp := panel{Title: "records replayed", Format: si}
+	for _, ft := range fts {
+		res.Rounds["recovery_s_"+ft], res.Rounds["replayed_"+ft] = rec[ft], rep[ft]
+		pt.add(ft, rec[ft])
+		pp.add(ft, rep[ft])
+	}
+	if *s.html != "" {
+		if err := writeHTML(*s.html, "spate bench recovery", s.meta, []panel{pt, pp}); err != nil {
+			fmt.Fprintln(stderr, "spate bench recovery:", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {

@@ -19,6 +19,7 @@ import (
 
 // Scaling is the result of `spate bench scaling`.
 type Scaling struct {
+	Meta
 	// PauseS is the longest time a record waited because of a live
 	// scale-out of count 2→4 under load, as the bump of the output lag:
 	// the largest lag from the scale command until the rescale is over
@@ -54,7 +55,7 @@ type scaleRun struct {
 	err      error
 }
 
-func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*scaleRun, error) {
+func scalingRun(ctx context.Context, cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*scaleRun, error) {
 	sr := &scaleRun{r: &run{}, killAtMs: -1}
 	var mu sync.Mutex
 	pids, hosts := map[string]int{}, map[string]string{}
@@ -112,7 +113,7 @@ func scalingRun(cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*sc
 		}
 	}
 	started0 := func(d string) { mu.Lock(); dir = d; mu.Unlock() }
-	d, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs, Started: started0})
+	d, err := coord.Up(ctx, cfg, coord.Options{Observe: obs, Started: started0})
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +161,8 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	rate := fs.Float64("rate", 100_000, "records/s of the pause and recovery runs")
 	window := fs.Duration("window", 5*time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
-	keep := fs.String("data", "", "keep the run directories under this directory")
 	only := fs.String("only", "", "run only these of eds,restart,checkpoint,overhead (comma-separated; for a diagnosis: the medians then miss the others)")
+	s := newSession("scaling", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -180,12 +181,24 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		}
 	}
 	scaleAt := *scaleAtF
-	root, cleanup, err := tempRoot(*keep, stderr)
-	if err != nil {
+	var weights []float64
+	for range *rounds {
+		for _, r := range all {
+			switch {
+			case !runs[r]:
+			case r == "overhead":
+				weights = append(weights, runWeight(*tput), runWeight(*tput))
+			default:
+				weights = append(weights, runWeight(*dur))
+			}
+		}
+	}
+	if err := s.start(weights); err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer func() { cleanup(rc) }()
+	defer func() { s.end(rc) }()
+	root := s.root
 	res := Scaling{PauseS: map[string]float64{}, RecoveryS: map[string]float64{}, Rounds: map[string][]float64{}, Verified: true}
 	fail := func(what string, err error) int {
 		fmt.Fprintf(stderr, "spate bench scaling: %s: %v\n", what, err)
@@ -203,7 +216,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		edsKill := int64(-1)
 		if runs["eds"] {
 			// eds: live scale-out, then the new instance's node killed.
-			sr, err := scalingRun(base("eds", i, "spate"), scaleAt, 4, true)
+			s.step("round %d of %d: eds, count 2→4 live at %v, then the new instance's node killed", i+1, *rounds, scaleAt)
+			sr, err := scalingRun(s.ctx, base("eds", i, "spate"), scaleAt, 4, true)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				return fail("eds run", err)
 			}
@@ -221,7 +238,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			// restart: the Flink way.
 			cfg := base("restart", i, "spate")
 			cfg.Rescale = "restart"
-			sr, err := scalingRun(cfg, scaleAt, 4, false)
+			s.step("round %d of %d: restart, count 2→4 by --rescale restart at %v", i+1, *rounds, scaleAt)
+			sr, err := scalingRun(s.ctx, cfg, scaleAt, 4, false)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				return fail("restart run", err)
 			}
@@ -232,7 +253,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		if runs["checkpoint"] {
 			// checkpoint: a kill at the same time, the whole job rolled back.
 			killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+500)) * time.Millisecond
-			r, err := clusterRun(base("ckpt", i, "global"), killAt, "count#0", true)
+			s.step("round %d of %d: checkpoint, --ft global with count#0's node killed at %v", i+1, *rounds, killAt)
+			r, err := clusterRun(s.ctx, base("ckpt", i, "global"), killAt, "count#0", true)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				return fail("checkpoint run", err)
 			}
@@ -247,7 +272,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			// overhead: throughput with count scaled live 2→4 against fixed at 4.
 			cfg := base("sliced", i, "spate")
 			cfg.Rate, cfg.Duration = 0, *tput
-			sr, err := scalingRun(cfg, time.Second, 4, false)
+			s.step("round %d of %d: overhead, count scaled live 2→4 at 1s (--rate 0, %v)", i+1, *rounds, *tput)
+			sr, err := scalingRun(s.ctx, cfg, time.Second, 4, false)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				return fail("sliced run", err)
 			}
@@ -255,7 +284,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			cfg = base("fixed", i, "spate")
 			cfg.Rate, cfg.Duration = 0, *tput
 			cfg.Parallelism = map[string]int{"source": 2, "count": 4, "rollup": 2, "sink": 2}
-			fr, err := clusterRun(cfg, 0, "", true)
+			s.step("round %d of %d: overhead, count fixed at 4 (--rate 0, %v)", i+1, *rounds, *tput)
+			fr, err := clusterRun(s.ctx, cfg, 0, "", true)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				return fail("fixed run", err)
 			}
@@ -280,6 +313,23 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	res.PauseS["eds"], res.PauseS["restart"] = median(res.Rounds["pause_eds"]), median(res.Rounds["pause_restart"])
 	res.RecoveryS["eds"], res.RecoveryS["checkpoint"] = median(res.Rounds["recovery_eds"]), median(res.Rounds["recovery_checkpoint"])
 	res.OverheadRatio = median(res.Rounds["overhead"])
+	s.prog.finish(s.name)
+	res.Meta = s.meta
+	if *s.html != "" {
+		sec := func(v float64) string { return fmt.Sprintf("%.3fs", v) }
+		pp := panel{Title: "pause: rise of the output lag during the rescale, s", Format: sec}
+		pp.add("eds", res.Rounds["pause_eds"])
+		pp.add("restart", res.Rounds["pause_restart"])
+		pr := panel{Title: "recovery after a kill right after the rescale, s", Format: sec}
+		pr.add("eds (post-scaling status)", res.Rounds["recovery_eds"])
+		pr.add("checkpoint (--ft global)", res.Rounds["recovery_checkpoint"])
+		po := panel{Title: "steady throughput, sliced over fixed", Format: func(v float64) string { return fmt.Sprintf("%.3f", v) }}
+		po.add("sliced/fixed", res.Rounds["overhead"])
+		if err := writeHTML(*s.html, "spate bench scaling", s.meta, []panel{pp, pr, po}); err != nil {
+			fmt.Fprintln(stderr, "spate bench scaling:", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {

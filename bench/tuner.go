@@ -44,9 +44,14 @@ var nasaTrace = []string{
 
 // TunerResult is the result of `spate bench tuner`.
 type TunerResult struct {
-	UsefulFraction  map[string]float64 `json:"useful_fraction"`
-	Predicted       map[string]float64 `json:"predicted"`
-	PredictionError float64            `json:"prediction_error"` // max over policies of |predicted − measured| (medians), a fraction
+	Meta
+	// Rounds holds every round's raw values per policy: useful_POLICY,
+	// predicted_POLICY, predicted_poisson_POLICY, mean_interval_s_POLICY,
+	// and young_interval_s.
+	Rounds          map[string][]float64 `json:"rounds"`
+	UsefulFraction  map[string]float64   `json:"useful_fraction"`
+	Predicted       map[string]float64   `json:"predicted"`
+	PredictionError float64              `json:"prediction_error"` // max over policies of |predicted − measured| (medians), a fraction
 	// The same with the replay of Poisson failures at each instance's
 	// rate from a clean start (Params.ReplayOver), instead of the
 	// benchmark's kill law: the model's assumption, not the experiment's.
@@ -248,8 +253,8 @@ func tunerMain(args []string, stdout, stderr io.Writer) (rc int) {
 	nodes := fs.Int("nodes", 5, "worker nodes")
 	speedup := fs.Float64("speedup", 20000, "trace time compression")
 	source := fs.String("source", "", "input (default: the NASA per-second trace, else gen:diurnal)")
-	keep := fs.String("data", "", "keep the run directories under this directory")
 	schedule := fs.String("schedule", "slots", "kill times: slots (one at a random point of each of equal slots) or poisson (uniform points at least 1s apart: a Poisson process with that many kills)")
+	s := newSession("tuner", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -276,12 +281,12 @@ func tunerMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if note != "" {
 		fmt.Fprintln(stderr, "spate bench tuner:", note)
 	}
-	root, cleanup, err := tempRoot(*keep, stderr)
-	if err != nil {
+	if err := s.start(repeat(*rounds*len(tunerPolicies), runWeight(*dur))); err != nil {
 		fmt.Fprintln(stderr, "spate bench:", err)
 		return 2
 	}
-	defer func() { cleanup(rc) }()
+	defer func() { s.end(rc) }()
+	root := s.root
 
 	var victims []string
 	for k := 1; k <= *kills; k++ {
@@ -322,7 +327,11 @@ func tunerMain(args []string, stdout, stderr io.Writer) (rc int) {
 				fmt.Fprintln(stderr, "spate bench tuner:", err)
 				return 2
 			}
-			r, l, err := killRun(cfg, at, victims)
+			s.step("round %d of %d: --interval %s, %d kills in %v", i+1, *rounds, cfg.Interval, *kills, *dur)
+			r, l, err := killRun(s.ctx, cfg, at, victims)
+			if s.interrupted() {
+				return exitInterrupted
+			}
 			if err != nil {
 				fmt.Fprintln(stderr, "spate bench tuner:", err)
 				return 1
@@ -362,6 +371,26 @@ func tunerMain(args []string, stdout, stderr io.Writer) (rc int) {
 	res.PredictionErrorPoisson = PredictionError(res.PredictedPoisson, res.UsefulFraction)
 	res.YoungIntervalS = median(youngs)
 	res.PredictionError = PredictionError(res.Predicted, res.UsefulFraction)
+	s.prog.finish(s.name)
+	res.Meta, res.Rounds = s.meta, map[string][]float64{"young_interval_s": youngs}
+	pu := panel{Title: "useful fraction, %", Format: func(v float64) string { return fmt.Sprintf("%.2f%%", v) }}
+	pi := panel{Title: "mean checkpoint interval, s", Format: func(v float64) string { return fmt.Sprintf("%.2fs", v) }}
+	for _, pol := range tunerPolicies {
+		res.Rounds["useful_"+pol], res.Rounds["predicted_"+pol] = meas[pol], pred[pol]
+		res.Rounds["predicted_poisson_"+pol], res.Rounds["mean_interval_s_"+pol] = predP[pol], ivs[pol]
+		pct := make([]float64, len(meas[pol]))
+		for k, v := range meas[pol] {
+			pct[k] = 100 * v
+		}
+		pu.add(pol, pct)
+		pi.add(pol, ivs[pol])
+	}
+	if *s.html != "" {
+		if err := writeHTML(*s.html, "spate bench tuner", s.meta, []panel{pu, pi}); err != nil {
+			fmt.Fprintln(stderr, "spate bench tuner:", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {
@@ -428,7 +457,7 @@ const minKillGap = time.Second
 // killRun runs cfg, SIGKILLs the node hosting victims[k] at[k] after the
 // job started (following the instance when a recovery moves it), verifies
 // the run and returns the instances' accounts from its tuner_summary.
-func killRun(cfg coord.Config, at []time.Duration, victims []string) (*run, runLog, error) {
+func killRun(ctx context.Context, cfg coord.Config, at []time.Duration, victims []string) (*run, runLog, error) {
 	r := &run{}
 	var mu sync.Mutex
 	pids := map[string]int{}
@@ -495,7 +524,7 @@ func killRun(cfg coord.Config, at []time.Duration, victims []string) (*run, runL
 			}()
 		}
 	}
-	dir, err := coord.Up(context.Background(), cfg, coord.Options{Observe: obs})
+	dir, err := coord.Up(ctx, cfg, coord.Options{Observe: obs})
 	if err != nil {
 		return nil, runLog{}, err
 	}

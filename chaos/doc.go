@@ -9,6 +9,8 @@
 //	Evaluate(checks, ev)      Evidence -> []CheckResult (pure)
 //	BuildReport(dir, sc, v)   run directory + verify -> *Report (reads only)
 //	WriteReport / WriteHTML   *Report -> report.json, report.html
+//	RunReport / WriteRunReport  any finished run's directory + verify -> *Report
+//	                          (the scenario's checks when it had one; `spate report`)
 //	Run(ctx, sc, opt)         the driver: start, act on time, heal, verify, report
 //
 // chaos imports control, events and netfault (the link fault layer, a
@@ -157,13 +159,23 @@
 //	                            mean_out_rps, records_per_s}
 //	latency                    {samples, p50_ms, p99_ms, max_ms} of run.json's lag_ms
 //	notes[]                    error events, a cut-short events.jsonl, the runner's remarks
-//	series                     {throughput[], lag[], checkpoints[]}: what the HTML draws
+//	limits[]                   {check, value, unit}: the checks' limits as the charts draw them
+//	rescales[]                 {id, op, from, to, mode, planned_ms, done_ms, pause_ms, bytes,
+//	                            steps[]: {name, ms, instance, range, bytes}}
+//	series                     {throughput[], lag[], checkpoints[] (with keys, raw_bytes,
+//	                            bytes), backup[]: {ms, instance, kind, held_bytes, ...},
+//	                            intervals[]: {ms, instance, interval_ms, ...}}: what the HTML draws
 //
-// report.html is one self-contained page (inline CSS and SVG, no script,
-// nothing fetched): the verdict, the checks, throughput and output lag
-// over time with the fault windows shaded, the recovery timeline with its
-// phases, a checkpoint Gantt per instance (capture and persist), and the
-// faults and actions.
+// report.html is one self-contained page (inline CSS and SVG from the
+// plot package, no script, nothing fetched): the verdict and what the
+// oracle checked, the checks, throughput and output lag over time with
+// the fault windows shaded, rescales marked and the checks' limits drawn,
+// the recovery timeline and each recovery zoomed on its own axis with its
+// phases, a checkpoint Gantt per instance (capture and persist) and the
+// checkpoints' durations and sizes, the upstream backups' bytes with
+// spills and pauses, the interval decisions, the rescale steps, and the
+// faults and actions. Each section opens with a sentence or two saying
+// what it shows and how to read it.
 //
 // Run's goroutine owns its state; the report functions are safe to call
 // concurrently on different reports.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"spate/events"
@@ -42,8 +43,46 @@ type Report struct {
 	Checkpoints   CheckpointStats   `json:"checkpoints"`
 	Throughput    ThroughputSummary `json:"throughput"`
 	Latency       LatencySummary    `json:"latency"`
-	Notes         []string          `json:"notes,omitempty"` // error events and the runner's remarks
+	Notes         []string          `json:"notes,omitempty"`  // error events and the runner's remarks
+	Limits        []Limit           `json:"limits,omitempty"` // the checks' limits, as the charts draw them
+	Rescales      []Rescale         `json:"rescales,omitempty"`
 	Series        Series            `json:"series"`
+}
+
+// Limit is a check's limit in the unit of the chart it is drawn on:
+// max_lag on the output lag (ms), max_recovery on each recovery (ms),
+// max_checkpoint on the checkpoint durations (ms), min_throughput on the
+// input rate (records/s).
+type Limit struct {
+	Check string  `json:"check"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // ms or records/s
+}
+
+// Rescale is one rescale of an operator, from its plan to done, with its
+// steps in order.
+type Rescale struct {
+	ID        int64         `json:"id"`
+	Op        string        `json:"op"`
+	From      int           `json:"from"`
+	To        int           `json:"to"`
+	Mode      string        `json:"mode"` // eds or restart
+	Why       string        `json:"why,omitempty"`
+	PlannedMs float64       `json:"planned_ms"`
+	DoneMs    float64       `json:"done_ms"` // -1: never done
+	PauseMs   float64       `json:"pause_ms"`
+	Bytes     int64         `json:"bytes"`
+	Steps     []RescaleStep `json:"steps"`
+}
+
+// RescaleStep is one event of a rescale: planned, staged, captured,
+// moved, rerouted or done, of one slice (Range) where it is about one.
+type RescaleStep struct {
+	Name     string  `json:"name"`
+	Ms       float64 `json:"ms"`
+	Instance string  `json:"instance,omitempty"`
+	Range    string  `json:"range,omitempty"`
+	Bytes    int64   `json:"bytes,omitempty"`
 }
 
 // Verdicts.
@@ -146,6 +185,33 @@ type Series struct {
 	Throughput  []RatePoint      `json:"throughput"`
 	Lag         [][2]float64     `json:"lag"` // (ms, lag ms)
 	Checkpoints []CheckpointSpan `json:"checkpoints"`
+	Backup      []BackupPoint    `json:"backup,omitempty"`
+	Intervals   []IntervalPoint  `json:"intervals,omitempty"`
+}
+
+// BackupPoint is what an instance's upstream backup held at a moment:
+// after a trim (Held: memory and spill together), at a change of its
+// spilling (Mem and Spill), or as it filled up or drained (Full, with the
+// pause it caused).
+type BackupPoint struct {
+	Ms       float64 `json:"ms"`
+	Instance string  `json:"instance"`
+	Kind     string  `json:"kind"` // trim, spill, full, unblocked
+	Held     int64   `json:"held_bytes"`
+	Mem      int64   `json:"mem_bytes,omitempty"`
+	Spill    int64   `json:"spill_bytes,omitempty"`
+	Spilling bool    `json:"spilling,omitempty"`
+	PausedMs float64 `json:"paused_ms,omitempty"`
+}
+
+// IntervalPoint is one checkpoint-interval decision of the tuner.
+type IntervalPoint struct {
+	Ms         float64 `json:"ms"`
+	Instance   string  `json:"instance"`
+	IntervalMs float64 `json:"interval_ms"`
+	OptimumMs  float64 `json:"optimum_ms,omitempty"`
+	Changed    bool    `json:"changed,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
 }
 
 // RatePoint is one throughput sample.
@@ -164,6 +230,9 @@ type CheckpointSpan struct {
 	StartMs   float64 `json:"start_ms"`
 	CaptureMs float64 `json:"capture_ms"`
 	EndMs     float64 `json:"end_ms"`
+	Keys      int64   `json:"keys,omitempty"`
+	RawBytes  int64   `json:"raw_bytes,omitempty"`
+	Bytes     int64   `json:"bytes,omitempty"` // stored
 }
 
 // runJSON is the part of run.json (coord.RunInfo) a report reads.
@@ -257,6 +326,7 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 		r.Throughput.RecordsPS = float64(r.Records) / (r.DurationMs / 1000)
 	}
 	r.Checks = Evaluate(checks, r.Evidence(v))
+	r.Limits = limits(checks)
 	r.Verdict = VerdictFail
 	if Passed(r.Checks) {
 		r.Verdict = VerdictPass
@@ -443,7 +513,84 @@ func (b *builder) add(e events.Event) {
 		r.LostInstances = strs(f, "lost")
 	case events.Error:
 		r.Notes = append(r.Notes, fmt.Sprintf("%.1fs: %s", b.at(e.Time)/1000, e.Text))
+	case "trim":
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "trim", Held: int64(num(f, "held_bytes"))})
+	case "backup_spill":
+		m, sp := int64(num(f, "mem_bytes")), int64(num(f, "spill_bytes"))
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "spill", Held: m + sp, Mem: m, Spill: sp, Spilling: boolean(f, "spilling")})
+	case "backup_full":
+		p := BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "full", PausedMs: num(f, "paused_ms")}
+		if boolean(f, "full") {
+			p.Mem, p.Spill = int64(num(f, "mem_bytes")), int64(num(f, "spill_bytes"))
+			p.Held = p.Mem + p.Spill
+		} else {
+			p.Kind = "unblocked"
+		}
+		r.Series.Backup = append(r.Series.Backup, p)
+	case events.Interval:
+		id := str(f, "instance")
+		if id == "" {
+			id = e.Instance
+		}
+		r.Series.Intervals = append(r.Series.Intervals, IntervalPoint{Ms: b.at(e.Time), Instance: id, IntervalMs: num(f, "interval_ms"),
+			OptimumMs: num(f, "optimum_ms"), Changed: boolean(f, "changed"), Reason: str(f, "reason")})
+	case "rescale_planned", "rescale_staged", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done":
+		b.rescale(e)
 	}
+}
+
+// rescale folds one rescale_* event into its rescale.
+func (b *builder) rescale(e events.Event) {
+	f := e.Fields
+	id := int64(num(f, "id"))
+	name := string(e.Kind)[len("rescale_"):]
+	var rs *Rescale
+	for i := range b.r.Rescales {
+		if b.r.Rescales[i].ID == id {
+			rs = &b.r.Rescales[i]
+		}
+	}
+	if rs == nil || name == "planned" {
+		mode := str(f, "mode")
+		if mode == "" {
+			mode = "eds"
+		}
+		b.r.Rescales = append(b.r.Rescales, Rescale{ID: id, Op: str(f, "op"), From: int(num(f, "from")), To: int(num(f, "to")), Mode: mode,
+			Why: str(f, "why"), PlannedMs: b.at(e.Time), DoneMs: -1})
+		rs = &b.r.Rescales[len(b.r.Rescales)-1]
+	}
+	st := RescaleStep{Name: name, Ms: b.at(e.Time), Instance: e.Instance, Range: str(f, "range")}
+	if name != "done" {
+		st.Bytes = int64(num(f, "bytes"))
+	}
+	rs.Steps = append(rs.Steps, st)
+	if name == "done" {
+		rs.DoneMs, rs.PauseMs, rs.Bytes = b.at(e.Time), num(f, "pause_ms"), int64(num(f, "bytes"))
+	}
+}
+
+// limits are the checks' limits in the units of the charts.
+func limits(checks []Check) []Limit {
+	var out []Limit
+	for _, c := range checks {
+		switch c.Name {
+		case CheckMaxLag, CheckMaxRecovery, CheckMaxCheckpoint:
+			out = append(out, Limit{Check: c.String(), Value: float64(c.Limit) / float64(time.Millisecond), Unit: "ms"})
+		case CheckMinThroughput:
+			out = append(out, Limit{Check: c.String(), Value: c.Min, Unit: "records/s"})
+		}
+	}
+	return out
+}
+
+// limit is the value of the first limit of check name; false if none.
+func (r *Report) limit(name string) (float64, string, bool) {
+	for _, l := range r.Limits {
+		if strings.HasPrefix(l.Check, name+":") || l.Check == name {
+			return l.Value, l.Check, true
+		}
+	}
+	return 0, "", false
 }
 
 func (b *builder) start(id string, e events.Event, reason string) {
@@ -495,7 +642,8 @@ func (b *builder) checkpoint(e events.Event) {
 	b.cap, b.per, b.tot = append(b.cap, capUs), append(b.per, perUs), append(b.tot, totUs)
 	start := end - totUs/1000
 	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(num(f, "id")), Full: full,
-		StartMs: round3(start), CaptureMs: round3(start + capUs/1000), EndMs: end})
+		StartMs: round3(start), CaptureMs: round3(start + capUs/1000), EndMs: end,
+		Keys: int64(num(f, "keys")), RawBytes: int64(num(f, "raw_bytes")), Bytes: int64(num(f, "bytes"))})
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

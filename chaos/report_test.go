@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -345,9 +346,17 @@ func TestHTMLShadesFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	// Each fault is shaded in each of the four time charts.
-	if n := strings.Count(page, `<rect class="fault"`); n != 2*4 {
-		t.Errorf("%d shaded fault rects, want 8", n)
+	// Each fault is shaded in each of the six charts on the job's time
+	// axis this run has: throughput, lag, recoveries, the checkpoint
+	// Gantt, checkpoint durations and checkpoint sizes.
+	if n := strings.Count(page, `<rect class="fault"`); n != 2*6 {
+		t.Errorf("%d shaded fault rects, want 12", n)
+	}
+	// Each recovery is zoomed on its own axis too.
+	for i := range r.Recoveries {
+		if !strings.Contains(page, fmt.Sprintf(`id="recovery-%d"`, i+1)) {
+			t.Errorf("no zoomed chart of recovery %d", i+1)
+		}
 	}
 	if !strings.Contains(page, "<title>partition  1.3s..2.3s on n1,n2</title>") || !strings.Contains(page, "<title>kill n3 3.8s..10.0s on n3</title>") {
 		t.Error("no fault titles")

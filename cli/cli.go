@@ -122,7 +122,7 @@ not run.`,
 		&cobra.Group{ID: "other", Title: "Other commands:"})
 	root.SetHelpCommandGroupID("other")
 	root.AddCommand(
-		a.upCmd(), a.verifyCmd(),
+		a.upCmd(), a.verifyCmd(), a.reportCmd(), a.exportCmd(),
 		a.statusCmd(), a.chaosCmd(), a.scaleCmd(),
 		a.benchCmd(), a.simCmd(), a.tunerCmd(), a.tracesCmd(),
 		a.versionCmd(), a.completionCmd(), a.manCmd(), a.nodeCmd(),

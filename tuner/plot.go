@@ -3,9 +3,10 @@ package tuner
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"math"
 	"slices"
+
+	"spate/plot"
 )
 
 // The --plot SVG: efficiency per policy as bars, and doci-online's chosen
@@ -35,11 +36,11 @@ func writePlot(path string, sim *Sim, ld *Load, results []*Result) error {
 }
 
 func renderPlot(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
-	pr := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	pr(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
-	pr(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	pr(`<text x="%d" y="28" font-size="16" font-weight="bold">spate tuner sim: %s</text>`+"\n", plotLeft, html.EscapeString(ld.Spec))
-	pr(`<text x="%d" y="46" fill="#555">failures %s, %d instances, %d failures</text>`+"\n", plotLeft, html.EscapeString(sim.sc.Failures.Spec), sim.sc.Instances, sim.FailureCount())
+	var c plot.Canvas
+	c.Standalone(plotW, plotH, `font-family="sans-serif" font-size="12"`)
+	c.Printf(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	c.Text(plotLeft, 28, `font-size="16" font-weight="bold"`, "spate tuner sim: "+ld.Spec)
+	c.Text(plotLeft, 46, `fill="#555"`, fmt.Sprintf("failures %s, %d instances, %d failures", sim.sc.Failures.Spec, sim.sc.Instances, sim.FailureCount()))
 
 	// Bars: efficiency from lo to 100%.
 	effs := make([]float64, len(results))
@@ -51,25 +52,27 @@ func renderPlot(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 	x0, x1 := float64(plotLeft), float64(plotW-plotRight-120)
 	xs := func(e float64) float64 { return x0 + (e-lo)/(1-lo)*(x1-x0) }
 	for i, r := range results {
-		y := barTop + 10 + i*(barH+8)
-		pr(`<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", plotLeft-8, y+barH/2+4, html.EscapeString(r.Policy))
-		pr(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", x0, y, max(1, xs(effs[i])-x0), barH, plotColors[i%len(plotColors)])
-		pr(`<text x="%.1f" y="%d">%.3f%%</text>`+"\n", xs(effs[i])+6, y+barH/2+4, 100*effs[i])
+		y := float64(barTop + 10 + i*(barH+8))
+		c.Text(plotLeft-8, y+barH/2+4, `text-anchor="end"`, r.Policy)
+		c.Rect(x0, y, max(1, xs(effs[i])-x0), barH, fmt.Sprintf(`fill="%s"`, plotColors[i%len(plotColors)]), "")
+		c.Printf("\n")
+		c.Text(xs(effs[i])+6, y+barH/2+4, "", fmt.Sprintf("%.3f%%", 100*effs[i]))
 	}
-	axisY := barTop + 10 + len(results)*(barH+8)
-	pr(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>`+"\n", x0, axisY, x1, axisY)
+	axisY := float64(barTop + 10 + len(results)*(barH+8))
+	c.Line(x0, axisY, x1, axisY, `stroke="black"`)
+	c.Printf("\n")
 	for k := 0; k <= 4; k++ {
 		e := lo + (1-lo)*float64(k)/4
-		pr(`<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%.1f%%</text>`+"\n", xs(e), axisY+16, 100*e)
+		c.Text(xs(e), axisY+16, `text-anchor="middle" fill="#555"`, fmt.Sprintf("%.1f%%", 100*e))
 	}
-	pr(`<text x="%.1f" y="%d" fill="#555">efficiency (useful / (useful + waste))</text>`+"\n", x0, axisY+34)
+	c.Text(x0, axisY+34, `fill="#555"`, "efficiency (useful / (useful + waste))")
 
-	renderTimeline(b, sim, ld, results)
-	pr("</svg>\n")
+	renderTimeline(&c, sim, ld, results)
+	c.End()
+	b.WriteString(c.String())
 }
 
-func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
-	pr := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func renderTimeline(c *plot.Canvas, sim *Sim, ld *Load, results []*Result) {
 	var on *Result
 	var static []*Result
 	for _, r := range results {
@@ -99,14 +102,15 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 	}
 	xt := func(sec float64) float64 { return x0 + sec/float64(n)*(x1-x0) }
 	// Load: filled area, right axis.
-	pr(`<path fill="#d6eaf8" stroke="none" d="M%.1f %.1f`, x0, y0)
+	px, py := []float64{x0}, []float64{y0}
 	for k, v := range load {
-		pr(` L%.1f %.1f`, xt(float64(k*per)), y0-v/top*(y0-y1))
+		px, py = append(px, xt(float64(k*per))), append(py, y0-v/top*(y0-y1))
 	}
-	pr(` L%.1f %.1f Z"/>`+"\n", x1, y0)
-	pr(`<text x="%.1f" y="%.1f" fill="#2e86c1">%.4g rec/s</text>`+"\n", x1+4, y1+4, top)
-	pr(`<text x="%.1f" y="%.1f" fill="#2e86c1">0</text>`+"\n", x1+4, y0)
-	pr(`<text x="%.1f" y="%.1f" fill="#2e86c1" text-anchor="end">load (mean per %s)</text>`+"\n", x1, y1-8, fmtSec(float64(per)))
+	px, py = append(px, x1), append(py, y0)
+	c.Path(px, py, `fill="#d6eaf8" stroke="none"`, true)
+	c.Text(x1+4, y1+4, `fill="#2e86c1"`, fmt.Sprintf("%.4g rec/s", top))
+	c.Text(x1+4, y0, `fill="#2e86c1"`, "0")
+	c.Text(x1, y1-8, `fill="#2e86c1" text-anchor="end"`, fmt.Sprintf("load (mean per %s)", fmtSec(float64(per))))
 
 	// Intervals: log axis, left.
 	lo, hi := sim.sc.Min.Seconds(), sim.sc.Max.Seconds()
@@ -118,10 +122,11 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 		if tick < lo || tick > hi {
 			continue
 		}
-		pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, ly(tick), x1, ly(tick))
-		pr(`<text x="%.1f" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n", x0-6, ly(tick)+4, fmtSec(tick))
+		c.Line(x0, ly(tick), x1, ly(tick), `stroke="#eee"`)
+		c.Printf("\n")
+		c.Text(x0-6, ly(tick)+4, `text-anchor="end" fill="#555"`, fmtSec(tick))
 	}
-	pr(`<text x="%.1f" y="%.1f" fill="#555">checkpoint interval (log scale)</text>`+"\n", x0, y1-8)
+	c.Text(x0, y1-8, `fill="#555"`, "checkpoint interval (log scale)")
 	hot, cold := 0, 0
 	sh := sim.layout.share
 	for i := range sh {
@@ -135,8 +140,9 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 	legendY := float64(lineBottom + 40)
 	legend := func(k int, color, dash, label string) {
 		x := x0 + float64(k)*190
-		pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", x, legendY, x+24, legendY, color, dash)
-		pr(`<text x="%.1f" y="%.1f">%s</text>`+"\n", x+30, legendY+4, html.EscapeString(label))
+		c.Line(x, legendY, x+24, legendY, fmt.Sprintf(`stroke="%s" stroke-width="2" stroke-dasharray="%s"`, color, dash))
+		c.Printf("\n")
+		c.Text(x+30, legendY+4, "", label)
 	}
 	k := 0
 	for _, r := range static {
@@ -144,38 +150,36 @@ func renderTimeline(b *bytes.Buffer, sim *Sim, ld *Load, results []*Result) {
 		if r.Policy == PolicyDOCI {
 			color = "#2980b9"
 		}
-		pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", x0, ly(r.Intervals[hot]), x1, ly(r.Intervals[hot]), color, dash)
+		c.Line(x0, ly(r.Intervals[hot]), x1, ly(r.Intervals[hot]), fmt.Sprintf(`stroke="%s" stroke-width="1.5" stroke-dasharray="%s"`, color, dash))
+		c.Printf("\n")
 		legend(k, color, dash, fmt.Sprintf("%s (busiest)", r.Policy))
 		k++
 	}
 	if on != nil && len(on.Timeline) > 0 {
-		for _, c := range []struct {
+		for _, line := range []struct {
 			i     int
 			color string
 			what  string
 		}{{cold, "#a9dfbf", "quietest"}, {hot, "#1e8449", "busiest"}} {
-			tl := on.Timeline[c.i]
+			tl := on.Timeline[line.i]
 			step := max(1, len(tl)/(2*plotPoints))
-			pr(`<path fill="none" stroke="%s" stroke-width="1.5" d="`, c.color)
+			var px, py []float64
 			for j := 0; j < len(tl); j += step {
-				cmd := "L"
-				if j == 0 {
-					cmd = "M"
-				}
-				pr(`%s%.1f %.1f `, cmd, xt(float64(j+1)*on.TimelineStep), ly(tl[j]))
+				px, py = append(px, xt(float64(j+1)*on.TimelineStep)), append(py, ly(tl[j]))
 			}
-			pr(`"/>` + "\n")
-			legend(k, c.color, "none", fmt.Sprintf("doci-online (%s)", c.what))
+			c.Path(px, py, fmt.Sprintf(`fill="none" stroke="%s" stroke-width="1.5"`, line.color), false)
+			legend(k, line.color, "none", fmt.Sprintf("doci-online (%s)", line.what))
 			k++
 		}
 	}
-	pr(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x0, y0, x1, y0)
+	c.Line(x0, y0, x1, y0, `stroke="black"`)
+	c.Printf("\n")
 	for j := 0; j <= 6; j++ {
 		sec := float64(n) * float64(j) / 6
 		label := fmtSec(sec)
 		if j == 0 {
 			label = "0"
 		}
-		pr(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", xt(sec), y0+16, label)
+		c.Text(xt(sec), y0+16, `text-anchor="middle" fill="#555"`, label)
 	}
 }

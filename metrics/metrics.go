@@ -1,0 +1,304 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"spate/events"
+)
+
+// Exporter folds events into Prometheus collectors.
+type Exporter struct {
+	reg *prometheus.Registry
+
+	mu       sync.Mutex // guards the last totals and the open recoveries
+	lastIn   float64
+	lastOut  float64
+	open     map[string]bool // instances (or "job") lost and not yet caught up
+	faultsOn map[float64]bool
+
+	readTotal, writtenTotal    prometheus.Counter
+	inRate, outRate, lag       prometheus.Gauge
+	instIn, instBacklog        *prometheus.GaugeVec
+	ckpts                      *prometheus.CounterVec
+	ckptDur, ckptBytes         *prometheus.HistogramVec
+	ckptCapture                prometheus.Histogram
+	ckptBytesTotal             prometheus.Counter
+	backupHeld, backupSpilling *prometheus.GaugeVec
+	backupPauses               *prometheus.CounterVec
+	interval                   *prometheus.GaugeVec
+	lost, recStarted, recDone  prometheus.Counter
+	recOpen, faults            prometheus.Gauge
+	recDur                     prometheus.Histogram
+	rescales                   prometheus.Counter
+}
+
+// New returns an exporter with its own registry (nothing global), the
+// Go runtime's and the process's collectors included.
+func New() *Exporter {
+	x := &Exporter{reg: prometheus.NewRegistry(), open: map[string]bool{}, faultsOn: map[float64]bool{}}
+	f := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "spate", Name: name, Help: help}
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts(f(name, help)))
+		x.reg.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts(f(name, help)))
+		x.reg.MustRegister(g)
+		return g
+	}
+	gaugeVec := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts(f(name, help)), labels)
+		x.reg.MustRegister(g)
+		return g
+	}
+	histVec := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "spate", Name: name, Help: help, Buckets: buckets}, labels)
+		x.reg.MustRegister(h)
+		return h
+	}
+	seconds := prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 100 µs .. ~15 s
+	x.readTotal = counter("records_read_total", "Records read by the sources.")
+	x.writtenTotal = counter("results_written_total", "Results written by the sinks.")
+	x.inRate = gauge("input_records_per_second", "Records read by the sources per second, over the last throughput sample.")
+	x.outRate = gauge("output_results_per_second", "Results written by the sinks per second, over the last throughput sample.")
+	x.lag = gauge("output_lag_seconds", "How far the output is behind the input, at the last sample.")
+	x.instIn = gaugeVec("instance_input_records_per_second", "An instance's input records per second.", "instance")
+	x.instBacklog = gaugeVec("instance_backlog", "An instance's queued input batches.", "instance")
+	x.ckpts = prometheus.NewCounterVec(prometheus.CounterOpts(f("checkpoints_total", "Completed checkpoints, by kind: full, delta or global.")), []string{"kind"})
+	x.reg.MustRegister(x.ckpts)
+	x.ckptDur = histVec("checkpoint_duration_seconds", "A checkpoint's time from capture to durable, by kind.", seconds, "kind")
+	x.ckptBytes = histVec("checkpoint_stored_bytes", "A checkpoint's size as stored, by kind.", prometheus.ExponentialBuckets(1024, 4, 12), "kind")
+	x.ckptCapture = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "spate", Name: "checkpoint_capture_seconds",
+		Help: "The capture of a checkpoint: how long its instance stopped processing.", Buckets: seconds})
+	x.reg.MustRegister(x.ckptCapture)
+	x.ckptBytesTotal = counter("checkpoint_stored_bytes_total", "Bytes of checkpoints stored.")
+	x.backupHeld = gaugeVec("backup_held_bytes", "Bytes an instance's upstream backup held (memory and spill) at its last trim or change.", "instance")
+	x.backupSpilling = gaugeVec("backup_spilling", "1 while an instance's upstream backup spills to disk.", "instance")
+	x.backupPauses = prometheus.NewCounterVec(prometheus.CounterOpts(f("backup_full_pauses_total", "Times an instance's input was paused for a full backup.")), []string{"instance"})
+	x.reg.MustRegister(x.backupPauses)
+	x.interval = gaugeVec("checkpoint_interval_seconds", "An instance's checkpoint interval, as the tuner last set it.", "instance")
+	x.lost = counter("nodes_lost_total", "Nodes lost.")
+	x.recStarted = counter("recoveries_started_total", "Instances (or, with --ft global, job rollbacks) whose recovery began.")
+	x.recDone = counter("recoveries_done_total", "Recoveries finished: the instance caught up with its upstreams.")
+	x.recOpen = gauge("recoveries_in_progress", "Recoveries begun and not finished.")
+	x.recDur = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "spate", Name: "recovery_duration_seconds",
+		Help: "A recovery's time from the loss detected to caught up.", Buckets: seconds})
+	x.reg.MustRegister(x.recDur)
+	x.faults = gauge("faults_active", "Faults injected and not yet over.")
+	x.rescales = counter("rescales_total", "Rescales finished.")
+	x.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return x
+}
+
+// Registry is the exporter's registry, for a caller that serves it
+// itself.
+func (x *Exporter) Registry() *prometheus.Registry { return x.reg }
+
+// Handler serves the metrics in Prometheus's exposition formats.
+func (x *Exporter) Handler() http.Handler {
+	return promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{Registry: x.reg})
+}
+
+// Observe folds one event into the collectors. It never blocks on I/O.
+func (x *Exporter) Observe(e events.Event) {
+	f := e.Fields
+	switch e.Kind {
+	case events.Throughput:
+		x.inRate.Set(num(f, "in_rps"))
+		x.outRate.Set(num(f, "out_rps"))
+		if _, ok := f["lag_ms"]; ok {
+			x.lag.Set(num(f, "lag_ms") / 1000)
+		}
+		x.mu.Lock()
+		in, out := num(f, "in"), num(f, "out")
+		if in > x.lastIn {
+			x.readTotal.Add(in - x.lastIn)
+			x.lastIn = in
+		}
+		if out > x.lastOut {
+			x.writtenTotal.Add(out - x.lastOut)
+			x.lastOut = out
+		}
+		x.mu.Unlock()
+	case events.Metrics:
+		if e.Instance != "" {
+			x.instIn.WithLabelValues(e.Instance).Set(num(f, "in_rate"))
+			x.instBacklog.WithLabelValues(e.Instance).Set(num(f, "backlog"))
+		}
+	case events.Checkpoint:
+		kind := "delta"
+		switch {
+		case boolean(f, "global"):
+			kind = "global"
+			x.ckptDur.WithLabelValues(kind).Observe(num(f, "took_ms") / 1000)
+		case boolean(f, "full"):
+			kind = "full"
+		}
+		x.ckpts.WithLabelValues(kind).Inc()
+		if kind != "global" {
+			x.ckptDur.WithLabelValues(kind).Observe(num(f, "total_us") / 1e6)
+			x.ckptCapture.Observe(num(f, "capture_us") / 1e6)
+			x.ckptBytes.WithLabelValues(kind).Observe(num(f, "bytes"))
+			x.ckptBytesTotal.Add(num(f, "bytes"))
+		}
+	case "trim":
+		x.backupHeld.WithLabelValues(e.Instance).Set(num(f, "held_bytes"))
+	case "backup_spill":
+		x.backupHeld.WithLabelValues(e.Instance).Set(num(f, "mem_bytes") + num(f, "spill_bytes"))
+		v := 0.0
+		if boolean(f, "spilling") {
+			v = 1
+		}
+		x.backupSpilling.WithLabelValues(e.Instance).Set(v)
+	case "backup_full":
+		if boolean(f, "full") {
+			x.backupPauses.WithLabelValues(e.Instance).Inc()
+		}
+	case events.Interval:
+		id := str(f, "instance")
+		if id == "" {
+			id = e.Instance
+		}
+		x.interval.WithLabelValues(id).Set(num(f, "interval_ms") / 1000)
+	case events.NodeLost:
+		x.lost.Inc()
+	case events.RecoveryPlaced:
+		id := e.Instance
+		if id == "" {
+			id = "job"
+		}
+		x.mu.Lock()
+		if !x.open[id] {
+			x.open[id] = true
+			x.recStarted.Inc()
+		}
+		x.recOpen.Set(float64(len(x.open)))
+		x.mu.Unlock()
+	case events.RecoveryRestored:
+		if e.Instance == "" { // a global rollback is over once every instance is restored
+			x.finish("job", -1)
+		}
+	case events.RecoveryDone:
+		x.finish(e.Instance, num(f, "total_ms"))
+	case events.FaultStarted, events.FaultEnded:
+		x.mu.Lock()
+		if e.Kind == events.FaultStarted {
+			x.faultsOn[num(f, "id")] = true
+		} else {
+			delete(x.faultsOn, num(f, "id"))
+		}
+		x.faults.Set(float64(len(x.faultsOn)))
+		x.mu.Unlock()
+	case "rescale_done":
+		x.rescales.Inc()
+	}
+}
+
+func (x *Exporter) finish(id string, totalMs float64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.open[id] {
+		return
+	}
+	delete(x.open, id)
+	x.recDone.Inc()
+	if totalMs >= 0 {
+		x.recDur.Observe(totalMs / 1000)
+	}
+	x.recOpen.Set(float64(len(x.open)))
+}
+
+// Server is a running /metrics endpoint.
+type Server struct {
+	addr net.Addr
+	done chan struct{}
+}
+
+// Addr is the address it listens on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Done is closed once the server has shut down and closed its listener.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Serve listens on addr (host:port; port 0 picks one) and serves the
+// exporter at /metrics until ctx is done. It returns once it listens.
+func Serve(ctx context.Context, addr string, x *Exporter) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", x.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s := &Server{addr: ln.Addr(), done: make(chan struct{})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // ErrServerClosed after Shutdown; any other error ends the endpoint, not the run
+	}()
+	go func() {
+		defer close(s.done)
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		case <-served:
+		}
+		<-served
+	}()
+	return s, nil
+}
+
+// Field readers: in-process events carry Go numbers of any width, events
+// read back from JSON carry float64.
+func num(f map[string]any, k string) float64 {
+	switch v := f[k].(type) {
+	case float64:
+		return v
+	case float32:
+		return float64(v)
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case int32:
+		return float64(v)
+	case uint64:
+		return float64(v)
+	case uint32:
+		return float64(v)
+	case uint:
+		return float64(v)
+	case json.Number:
+		x, _ := v.Float64()
+		return x
+	case string:
+		x, _ := strconv.ParseFloat(v, 64)
+		return x
+	}
+	return 0
+}
+
+func str(f map[string]any, k string) string {
+	s, _ := f[k].(string)
+	return s
+}
+
+func boolean(f map[string]any, k string) bool {
+	b, _ := f[k].(bool)
+	return b
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"spate/metrics"
+	"spate/report"
 	"strings"
 	"syscall"
 	"time"
@@ -163,6 +165,17 @@ func (a *app) up(cfg coord.Config, mode outputMode) int {
 		pr = newPrinter(stdout, mode)
 		opt.Observe = pr.Add
 	}
+	if cfg.Metrics != "" {
+		exp := metrics.New()
+		srv, err := metrics.Serve(ctx, cfg.Metrics, exp)
+		if err != nil {
+			fmt.Fprintf(stderr, "spate up: --metrics %s: %v\n", cfg.Metrics, err)
+			return exitUsage
+		}
+		prev := opt.Observe
+		opt.Observe = func(e events.Event) { prev(e); exp.Observe(e) }
+		fmt.Fprintf(stderr, "spate up: Prometheus metrics at http://%s/metrics\n", srv.Addr())
+	}
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
 	type result struct {
@@ -221,6 +234,15 @@ func (a *app) up(cfg coord.Config, mode outputMode) int {
 	}
 	if r.err == nil && useTUI {
 		fmt.Fprintf(stdout, "run finished; data in %s; check it with: spate verify --data %s\n", r.dir, r.dir)
+	}
+	if r.err == nil {
+		// Every finished run gets its report; the exit code stays the
+		// run's (spate verify and spate report say the verdict's).
+		if rep, err := report.Write(r.dir); err != nil {
+			fmt.Fprintln(stderr, "spate up: report:", err)
+		} else {
+			fmt.Fprintf(stdout, "report: %s (verdict %s)\n", filepath.Join(r.dir, "report.html"), rep.Verdict)
+		}
 	}
 	return upExit(r.err, stderr)
 }

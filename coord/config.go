@@ -33,6 +33,7 @@ type Config struct {
 	Events      string         `json:"events,omitempty"`
 	Seed        int64          `json:"seed"`
 	Script      string         `json:"script,omitempty"`
+	Metrics     string         `json:"metrics,omitempty"` // serve Prometheus metrics on this address (cli)
 	Headless    bool           `json:"headless"`
 	Parallelism map[string]int `json:"parallelism"`
 	Window      time.Duration  `json:"window"`
@@ -95,6 +96,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Events, "events", c.Events, "also write the events as JSON lines to this file")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the generator and of every random choice")
 	fs.StringVar(&c.Script, "script", c.Script, "chaos scenario to run against the cluster")
+	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics (throughput, lag, checkpoints, backups, recoveries) at this address, e.g. 127.0.0.1:9464")
 	fs.BoolVar(&c.Headless, "headless", c.Headless, "print events instead of the dashboard")
 	par := fs.String("parallelism", "", "per-operator parallelism, e.g. source=2,count=4")
 	cost := fs.String("cost", "", "simulated processing time per record of count or rollup, spent asleep, e.g. count=50us (for auto-scaler experiments)")

@@ -131,7 +131,7 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 		faultAt  = map[string]time.Time{} // node: its latest kill or restart not yet followed by its loss
 		detects  []float64
 		summary  *calSummary
-		capOnly  bool
+		capOnly  = map[string]bool{}
 		sc       = bufio.NewScanner(r)
 		line     int
 		badField = func(kind string, err error) error {
@@ -173,7 +173,7 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 			if f.EncodeUs != nil {
 				cost += *f.EncodeUs
 			} else {
-				capOnly = true
+				capOnly[e.Instance] = true
 			}
 			if *f.Keys < 0 || cost < 0 || f.TotalUs < 0 {
 				return cal, &LineError{Path: name, Line: line, Msg: "checkpoint event with a negative keys or time"}
@@ -234,6 +234,7 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 		pts = append(pts, cps[id]...)
 		pers = append(pers, persist[id]...)
 		cal.Full += fulls[id]
+		cal.CostCaptureOnly = cal.CostCaptureOnly || capOnly[id]
 	}
 	if len(pts) > 0 {
 		xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
@@ -244,7 +245,6 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 		base, per := fitLine(xs, ys)
 		cal.Base, cal.PerKey = secDur(base), per
 		cal.CostSamples = len(pts)
-		cal.CostCaptureOnly = capOnly
 		cal.Persist = secDur(median(pers))
 		cal.PersistSamples = len(pers)
 	}

@@ -58,9 +58,9 @@ type Calibration struct {
 	CapacitySamples    int // instances (tuner_summary) or metrics events
 	CapacityLowerBound bool
 
-	// Detect is the median time from a kill or restart fault on a node
-	// (fault_started) to that node's loss (node_lost). A loss with no fault
-	// before it has no known start and is not a sample.
+	// Detect is the median time from a kill, restart or pause fault on a
+	// node (fault_started) to that node's loss (node_lost). A loss with no
+	// such fault before it has no known start and is not a sample.
 	Detect        time.Duration
 	DetectSamples int
 
@@ -197,7 +197,7 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 			if err := json.Unmarshal(fields, &f); err != nil {
 				return cal, badField(e.Kind, err)
 			}
-			if f.Verb == "kill" || f.Verb == "restart" {
+			if f.Verb == "kill" || f.Verb == "restart" || f.Verb == "pause" {
 				for _, n := range f.Nodes {
 					faultAt[n] = e.Time
 				}
@@ -398,7 +398,7 @@ func applyCalibration(cal Calibration, set map[string]bool, instances int, fl ca
 		return *fl.capacity
 	}, cal.CapacitySamples, capFrom)
 	put("detect", cal.DetectSamples > 0, func() float64 { *fl.detect = cal.Detect; return cal.Detect.Seconds() },
-		cal.DetectSamples, "median kill (fault_started) to node_lost")
+		cal.DetectSamples, "median kill, restart or pause (fault_started) to node_lost")
 	put("restart", cal.RecoverySamples > 0, func() float64 { *fl.restart = cal.Restart; return cal.Restart.Seconds() },
 		cal.RecoverySamples, "median detect_to_placed_ms of the keyed instances' recoveries")
 	put("load-base", cal.RecoverySamples > 0, func() float64 { *fl.loadBase = cal.Restore; return cal.Restore.Seconds() },

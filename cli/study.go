@@ -120,10 +120,13 @@ func (a *app) tunerCmd() *cobra.Command {
 (poisson:MTBF, weibull:SHAPE,SCALE, lanl:PATH, fta:PATH) under the
 checkpoint-interval policies (fixed, Young, Daly, the load-aware model, the
 online controller) and prints each one's efficiency. Deterministic by
---seed. The model is in tuner/MODEL.md.`,
+--seed. The model is in tuner/MODEL.md. --calibrate RUN_DIR takes the
+checkpoint cost, persist, capacity, detection and restore times from a
+finished run's events.jsonl; a flag given explicitly wins over it.`,
 		Example: `  spate tuner sim
   spate tuner sim --load rate:nasa.txt --failures lanl:failures.csv --plot sim.svg
-  spate tuner sim --failures poisson:2h --ckpt-base 170ms --json`,
+  spate tuner sim --failures poisson:2h --ckpt-base 170ms --json
+  spate tuner sim --calibrate /tmp/run1 --util 0.5`,
 		Main:   tuner.SimMain,
 		Values: map[string][]string{"load": {"gen:diurnal", "gen:constant", "rate:", "trace:"}, "failures": {"poisson:", "weibull:", "lanl:", "fta:"}},
 	})

@@ -216,7 +216,7 @@ func (c *Coordinator) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	}
 	c.emit(events.Checkpoint, ns.name, string(cp.Instance), map[string]any{
 		"id": cp.ID, "full": cp.Full, "keys": cp.Keys, "raw_bytes": cp.RawBytes, "bytes": cp.Bytes,
-		"capture_us": cp.CaptureUs, "persist_us": cp.PersistUs, "total_us": cp.TotalUs, "gen": cp.Gen},
+		"capture_us": cp.CaptureUs, "encode_us": cp.EncodeUs, "persist_us": cp.PersistUs, "total_us": cp.TotalUs, "gen": cp.Gen},
 		"checkpoint %d of %s complete: %s, %d keys, %s raw, %s stored, capture %s, persist %s, total %s",
 		cp.ID, cp.Instance, kind, cp.Keys, bytesText(cp.RawBytes), bytesText(cp.Bytes),
 		usText(cp.CaptureUs), usText(cp.PersistUs), usText(cp.TotalUs))

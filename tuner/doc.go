@@ -80,10 +80,21 @@
 // concurrently (the only goroutines in the package) and prints a table,
 // JSON and an SVG.
 //
+// # Calibration (calibrate.go)
+//
+// Calibrate reads a run's events.jsonl and measures the simulator's costs:
+// the checkpoint cost line (least squares of capture plus encoding against
+// the keys written, full and delta checkpoints of the keyed instances
+// alike), the persist time, the capacity per busy second, and the
+// detection, placing and restore times of the run's kills, each with the
+// samples it rests on. It is pure: a reader in, a Calibration out.
+// `spate tuner sim --calibrate RUN_DIR` opens the file and applies the
+// measured values to the flags not given explicitly.
+//
 // # Errors
 //
 // Bad input is one line: "FILE:LINE: what" (*LineError, wrapping
-// ErrMalformed) for a failure-trace line, "SPEC: what" (wrapping ErrSpec)
+// ErrMalformed) for a failure-trace line or an events line, "SPEC: what" (wrapping ErrSpec)
 // for a spec, ErrParams for out-of-range parameters or observations.
 // Nothing panics on any input.
 package tuner

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +37,27 @@ type SimReport struct {
 	MeanRate    float64                       `json:"mean_rate"`
 	Capacity    float64                       `json:"capacity"`
 	Utilisation float64                       `json:"utilisation"`
+	Calibration *CalibrationReport            `json:"calibration,omitempty"`
+}
+
+// CalibrationReport is what --calibrate took from a run: each calibrated
+// flag with its value (seconds, seconds per key, or records/s) and the
+// samples it rests on, the measured values that explicit flags overrode,
+// and the calibratable flags the run did not measure (left at their
+// defaults or flags).
+type CalibrationReport struct {
+	File       string                    `json:"file"`
+	Events     int                       `json:"events"`
+	Calibrated map[string]CalibratedFlag `json:"calibrated"`
+	Overridden []string                  `json:"overridden,omitempty"`
+	Unmeasured []string                  `json:"unmeasured,omitempty"`
+}
+
+// CalibratedFlag is one simulator flag set from a run.
+type CalibratedFlag struct {
+	Value   float64 `json:"value"`
+	Samples int     `json:"samples"`
+	From    string  `json:"from"`
 }
 
 // IntervalSummary is the range of a policy's intervals over instances and,
@@ -84,6 +106,7 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 	hyst := fs.Float64("hysteresis", def.Hysteresis, "doci-online: relative change of the optimum needed to move the interval")
 	priorMTBF := fs.Duration("prior-mtbf", 0, "doci-online: prior MTBF of an instance (0: the failure source's mean)")
 	priorW := fs.Float64("prior-weight", def.PriorWeight, "doci-online: weight of the prior, in failures")
+	calibrate := fs.String("calibrate", "", "run directory whose events.jsonl sets the checkpoint cost (base and per key), persist, capacity, detect, restart and load times; flags given explicitly win over it")
 	policies := fs.String("policies", strings.Join(DefaultPolicies, ","), "policies to compare, comma separated (fixed-DURATION, young, daly, doci, doci-online)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,6 +136,20 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if *perKey < 0 || *loadPerKey < 0 {
 		return fail(fmt.Errorf("--ckpt-per-key and --load-per-key must be >= 0"))
+	}
+	var calRep *CalibrationReport
+	if *calibrate != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		cal, err := readCalibration(*calibrate)
+		if err != nil {
+			return fail(err)
+		}
+		calRep = applyCalibration(cal, set, *instances, calFlags{
+			base: base, perKey: perKey, persist: persist, capacity: capacity,
+			detect: detect, restart: restart, loadBase: loadBase, loadPerKey: loadPerKey,
+		})
+		calRep.File = filepath.Join(*calibrate, "events.jsonl")
 	}
 	start := time.Now()
 	dur := *duration
@@ -164,6 +201,7 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep := makeReport(sim, ld, results, capc)
+	rep.Calibration = calRep
 	if *plot != "" {
 		if err := writePlot(*plot, sim, ld, results); err != nil {
 			return fail(err)
@@ -176,6 +214,9 @@ func SimMain(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	} else {
+		if calRep != nil {
+			printCalibration(stdout, calRep)
+		}
 		printTable(stdout, sim, ld, fl, results, rep)
 	}
 	fmt.Fprintf(stderr, "spate tuner sim: %d policies x %d instances x %s s simulated in %.2fs\n",

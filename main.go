@@ -11,6 +11,7 @@ import (
 	"spate/coord"
 	"spate/node"
 	"spate/traces"
+	"spate/tui"
 	"spate/tuner"
 )
 
@@ -28,6 +29,7 @@ usage: spate COMMAND [flags]
   scale     OP N: rescale an operator of a running cluster
   bench     side-by-side benchmarks: throughput, overhead, recovery
   tuner     sim: the checkpoint-interval policies on a load and a failure trace
+  view      [--data DIR]: replay a finished run's events in the dashboard
   traces    show FILE: a trace's summary and rate sparkline
   version   print the version
 `
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return coord.ActMain("spate chaos "+rest[0], rest[0], rest[1:], stdout, stderr)
 	case "scale":
 		return coord.ActMain("spate scale", "scale", rest, stdout, stderr)
+	case "view":
+		return tui.ViewMain(rest, stdout, stderr, coord.ResolveDataDir)
 	case "bench":
 		return bench.Main(rest, stdout, stderr)
 	case "tuner":

@@ -53,6 +53,8 @@ type model struct {
 	ended   bool   // the event stream is closed
 	acts    int    // actions sent
 
+	rp *player // spate view: the transport of a recording; nil when live
+
 	logView   []int // filtered log indexes, cached
 	logKey    string
 	logLen    uint64
@@ -83,6 +85,9 @@ func newInput() textinput.Model {
 
 // Init starts the pump and asks for a first status snapshot.
 func (m *model) Init() tea.Cmd {
+	if m.rp != nil {
+		return m.initView()
+	}
 	p, in := m.pump, m.opt.Events
 	start := func() tea.Msg {
 		go p.run(in)
@@ -107,6 +112,12 @@ func (m *model) statusCmd() tea.Cmd {
 // act sends a through the control API. The log shows the request at once
 // and the result when it comes.
 func (m *model) act(a control.Action) tea.Cmd {
+	if m.rp != nil {
+		text := "this is a recording: " + a.String() + " would change a cluster, and spate view only replays"
+		m.note(text, true)
+		m.flash, m.flashOK = text, false
+		return nil
+	}
 	if m.ctl == nil {
 		m.note("read-only: no control API to "+a.String(), true)
 		return nil
@@ -174,6 +185,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.statusCmd()
 	case tea.KeyMsg:
 		return m.key(msg)
+	case playTick:
+		if m.rp != nil {
+			return m, m.onTick()
+		}
 	}
 	return m, nil
 }
@@ -229,6 +244,11 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		// Actions still work from a detail screen.
 	}
 	km := m.keys
+	if m.rp != nil && m.mode != modeHelp {
+		if cmd, ok := m.viewKey(k); ok {
+			return m, cmd
+		}
+	}
 	switch {
 	case key.Matches(k, km.Quit):
 		return m, tea.Quit

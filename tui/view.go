@@ -134,10 +134,18 @@ func (m *model) header(w int, compact bool) string {
 	if n := m.selectedNode(); n != "" {
 		parts = append(parts, "node "+n)
 	}
+	if m.rp != nil {
+		parts[0] = "spate view"
+	}
 	left := " " + strings.Join(parts, " │ ")
 	right := m.now().Format("15:04:05") + " "
 	if compact {
 		right = ""
+	}
+	if m.rp != nil {
+		// The transport comes first: the run's names give way to it.
+		right = m.transport(max(w/2+10, 20)) + " "
+		left = fit(left, max(w-width(right), 0))
 	}
 	if width(left)+width(right) > w {
 		return m.st.header.Render(fit(left, w))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -26,17 +25,24 @@ import (
 // concurrent reads; snaps is guarded by mu. The states in snaps are never
 // changed: a seek works on a clone.
 type recording struct {
-	path  string
-	data  []byte
-	offs  []int64 // where event i's line starts
-	times []int64 // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
-	class []uint8 // event i's class, for [ and ]
-	every int     // events between snapshots (snapEvery; tests make it small)
+	path    string
+	data    []byte
+	offs    []int64 // where event i's line starts
+	times   []int64 // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
+	class   []uint8 // event i's class, for [ and ]
+	every   int     // events between snapshots (snapEvery; tests make it small)
+	release func()  // gives data back (unmaps it): see close
+
+	stop    chan struct{} // closed by close: the background fold stops
+	folding sync.WaitGroup
+	closed  sync.Once
 
 	mu       sync.Mutex
 	snaps    []*state // snaps[k]: the state after events [0, k*snapEvery)
 	foldErr  error    // the background fold stopped here
 	foldDone bool
+	started  bool // startFold ran
+	closing  bool // close ran: startFold does nothing
 }
 
 // snapEvery is the distance between snapshots, in events: a seek folds at
@@ -51,8 +57,8 @@ const (
 	classRecovery
 )
 
-func classOf(k string) uint8 {
-	switch k {
+func classOf(k []byte) uint8 {
+	switch string(k) {
 	case "fault_started", "fault_ended", string(events.NodeLost), string(events.NodeSuspect), "partition", "node_paused", "node_resumed":
 		return classFault
 	case string(events.Checkpoint), string(events.CheckpointFallback):
@@ -71,15 +77,17 @@ var errEmpty = errors.New("no events")
 // coordinator writes) are fully decoded only when folded, so a line
 // damaged past its prefix is reported then.
 func openRecording(path string) (*recording, error) {
-	data, err := os.ReadFile(path)
+	data, release, err := readAll(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &recording{path: path, data: data, every: snapEvery}
+	r := &recording{path: path, data: data, every: snapEvery, release: release, stop: make(chan struct{})}
 	if err := r.index(); err != nil {
+		release()
 		return nil, err
 	}
 	if len(r.offs) == 0 {
+		release()
 		return nil, fmt.Errorf("%s: %w", path, errEmpty)
 	}
 	r.snaps = []*state{newState()}
@@ -125,14 +133,14 @@ func (r *recording) index() error {
 				}
 				line := bytes.TrimSpace(r.data[at:end])
 				if len(line) > 0 {
-					t, kind, err := peek(line)
+					t, class, err := peek(line)
 					if err != nil {
 						pr.err, pr.errAt = err, at
 						break
 					}
 					pr.offs = append(pr.offs, int64(at))
 					pr.times = append(pr.times, t)
-					pr.class = append(pr.class, classOf(kind))
+					pr.class = append(pr.class, class)
 				}
 				at = end + 1
 			}
@@ -167,9 +175,9 @@ func (r *recording) lineAt(at int) int { return bytes.Count(r.data[:at], []byte{
 // peek reads an event line's time and kind. The coordinator's lines start
 // {"seq":N,"time":"...","kind":"..." and are read without decoding; any
 // other line is decoded whole.
-func peek(line []byte) (int64, string, error) {
+func peek(line []byte) (int64, uint8, error) {
 	if line[len(line)-1] != '}' {
-		return 0, "", errors.New("not a JSON object (cut short?)")
+		return 0, 0, errors.New("not a JSON object (cut short?)")
 	}
 	const pSeq, pTime, pKind = `{"seq":`, `,"time":"`, `","kind":"`
 	if rest, ok := bytes.CutPrefix(line, []byte(pSeq)); ok {
@@ -183,7 +191,7 @@ func peek(line []byte) (int64, string, error) {
 				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
 					if k := bytes.IndexByte(rest, '"'); k >= 0 {
 						if t, ok := parseTime(ts); ok {
-							return t, string(rest[:k]), nil
+							return t, classOf(rest[:k]), nil
 						}
 					}
 				}
@@ -192,15 +200,15 @@ func peek(line []byte) (int64, string, error) {
 	}
 	var e events.Event
 	if err := json.Unmarshal(line, &e); err != nil {
-		return 0, "", err
+		return 0, 0, err
 	}
 	if e.Time.IsZero() {
-		return 0, "", errors.New("time: missing")
+		return 0, 0, errors.New("time: missing")
 	}
 	if e.Kind == "" {
-		return 0, "", errors.New("kind: missing")
+		return 0, 0, errors.New("kind: missing")
 	}
-	return e.Time.UnixNano(), string(e.Kind), nil
+	return e.Time.UnixNano(), classOf([]byte(e.Kind)), nil
 }
 
 // parseTime reads the RFC 3339 UTC times the coordinator writes
@@ -286,22 +294,82 @@ func (r *recording) countUpTo(t time.Time) int {
 	return sort.Search(len(r.times), func(i int) bool { return r.times[i] > ns })
 }
 
-// fold applies events [from, to) to s.
+// fold applies events [from, to) to s. Decoding is most of the cost: a
+// long run is decoded on two goroutines at once, then applied in order.
 func (r *recording) fold(s *state, from, to int) error {
-	for i := from; i < to; i++ {
-		e, err := r.event(i)
+	if to-from < 1024 {
+		for i := from; i < to; i++ {
+			e, err := r.event(i)
+			if err != nil {
+				return err
+			}
+			s.apply(e)
+		}
+		return nil
+	}
+	evs := make([]events.Event, to-from)
+	errs := make([]error, 2)
+	mid := from + (to-from)/2
+	var wg sync.WaitGroup
+	for h, rg := range [2][2]int{{from, mid}, {mid, to}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := rg[0]; i < rg[1]; i++ {
+				e, err := r.event(i)
+				if err != nil {
+					errs[h] = err
+					return
+				}
+				evs[i-from] = e
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
+	}
+	for _, e := range evs {
 		s.apply(e)
 	}
 	return nil
 }
 
+// startFold runs buildSnapshots on its own goroutine, once.
+func (r *recording) startFold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started || r.closing {
+		return
+	}
+	r.started = true
+	r.folding.Add(1)
+	go func() {
+		defer r.folding.Done()
+		r.buildSnapshots()
+	}()
+}
+
+// close stops the background fold, waits for it and gives the file's
+// memory back. Nothing may use the recording after it.
+func (r *recording) close() {
+	r.closed.Do(func() {
+		r.mu.Lock()
+		r.closing = true
+		r.mu.Unlock()
+		close(r.stop)
+		r.folding.Wait()
+		r.release()
+	})
+}
+
 // buildSnapshots folds the whole recording once, keeping a clone of the
 // state every snapEvery events. It stops at the first bad line (kept in
-// foldErr) or when stop is closed. It runs on its own goroutine.
-func (r *recording) buildSnapshots(stop <-chan struct{}) {
+// foldErr) or when the recording is closed.
+func (r *recording) buildSnapshots() {
+	stop := r.stop
 	s := newState()
 	every := r.every
 	for k := 1; k*every <= r.len(); k++ {
@@ -403,7 +471,7 @@ func (s *state) clone() *state {
 	}
 	c.instOrder = append([]string(nil), s.instOrder...)
 	c.opOrder = append([]string(nil), s.opOrder...)
-	c.ckpts = make([]*ckptRow, len(s.ckpts))
+	c.ckpts = sameNil(s.ckpts, make([]*ckptRow, len(s.ckpts)))
 	for i, r := range s.ckpts {
 		x := *r
 		c.ckpts[i] = &x
@@ -421,7 +489,7 @@ func (s *state) clone() *state {
 	c.backupOrder = append([]string(nil), s.backupOrder...)
 	c.spills = cloneCounts(s.spills)
 	c.pauses = cloneCounts(s.pauses)
-	c.rescales = make([]*rescaleRow, len(s.rescales))
+	c.rescales = sameNil(s.rescales, make([]*rescaleRow, len(s.rescales)))
 	for i, r := range s.rescales {
 		x := *r
 		x.Phases = append([]phaseMark(nil), r.Phases...)
@@ -435,17 +503,17 @@ func (s *state) clone() *state {
 		c.tuner[k] = &x
 	}
 	c.tunerOrder = append([]string(nil), s.tunerOrder...)
-	c.recoveries = make([]*recovery, len(s.recoveries))
+	c.recoveries = sameNil(s.recoveries, make([]*recovery, len(s.recoveries)))
 	for i, r := range s.recoveries {
 		x := *r
-		x.Insts = make([]*instRecovery, len(r.Insts))
+		x.Insts = sameNil(r.Insts, make([]*instRecovery, len(r.Insts)))
 		for j, ir := range r.Insts {
 			y := *ir
 			x.Insts[j] = &y
 		}
 		c.recoveries[i] = &x
 	}
-	c.faults = make([]*fault, len(s.faults))
+	c.faults = sameNil(s.faults, make([]*fault, len(s.faults)))
 	c.faultIdx = make(map[string]*fault, len(s.faultIdx))
 	for i, f := range s.faults {
 		x := *f
@@ -456,8 +524,18 @@ func (s *state) clone() *state {
 		}
 	}
 	c.tput = append([]tputPoint(nil), s.tput...)
-	c.log = append(make([]logEntry, 0, max(len(s.log), maxLog)), s.log...)
+	if s.log != nil {
+		c.log = append(make([]logEntry, 0, max(len(s.log), maxLog)), s.log...)
+	}
 	return &c
+}
+
+// sameNil is made, or nil when was is: a clone keeps a nil slice nil.
+func sameNil[T any](was, made []T) []T {
+	if was == nil {
+		return nil
+	}
+	return made
 }
 
 func cloneCounts(m map[string]int) map[string]int {

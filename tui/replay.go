@@ -48,7 +48,7 @@ func View(ctx context.Context, opt ViewOptions) error {
 	if err != nil {
 		return err
 	}
-	defer m.rp.close()
+	defer rec.close()
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithFPS(30)}
 	if opt.In != nil {
 		popts = append(popts, tea.WithInput(opt.In))
@@ -74,6 +74,11 @@ func View(ctx context.Context, opt ViewOptions) error {
 // from --data (coord.ResolveDataDir: ./spate-data/latest by default). It
 // returns the exit code: 0, or 2 for bad flags or a bad recording.
 func ViewMain(args []string, stdout, stderr io.Writer, resolve func(string) (string, error)) int {
+	return viewMain(args, stdout, stderr, resolve, nil)
+}
+
+// viewMain is ViewMain reading the keys from in (nil: stdin).
+func viewMain(args []string, stdout, stderr io.Writer, resolve func(string) (string, error), in io.Reader) int {
 	fs := flag.NewFlagSet("spate view", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "the run directory (default ./spate-data/latest)")
@@ -102,7 +107,7 @@ func ViewMain(args []string, stdout, stderr io.Writer, resolve func(string) (str
 		dir, path = d, filepath.Join(d, "events.jsonl")
 	}
 	err := View(context.Background(), ViewOptions{Events: path, Speed: *speed, Play: *play, RunDir: dir,
-		Plain: *plain, Out: stdout})
+		Plain: *plain, Out: stdout, In: in})
 	if err != nil {
 		fmt.Fprintln(stderr, "spate view:", oneLine(err))
 		return 2
@@ -129,7 +134,6 @@ type player struct {
 	folded  int  // how far the background fold has come
 	done    bool // the background fold is done
 	err     error
-	stop    chan struct{}
 }
 
 // Messages of the transport.
@@ -142,7 +146,7 @@ func newViewModel(rec *recording, opt ViewOptions) (*model, error) {
 	if frame <= 0 {
 		frame = 50 * time.Millisecond
 	}
-	p := &player{rec: rec, want: -1, frame: frame, speed: 2, stop: make(chan struct{})}
+	p := &player{rec: rec, want: -1, frame: frame, speed: 2}
 	if opt.Speed > 0 {
 		for i, s := range speeds {
 			if s <= opt.Speed {
@@ -159,19 +163,11 @@ func newViewModel(rec *recording, opt ViewOptions) (*model, error) {
 	return m, nil
 }
 
-func (p *player) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-}
-
 // initView starts the background fold and the ticks.
 func (m *model) initView() tea.Cmd {
-	rec, stop := m.rp.rec, m.rp.stop
+	rec := m.rp.rec
 	start := func() tea.Msg {
-		go rec.buildSnapshots(stop)
+		rec.startFold()
 		return nil
 	}
 	m.rp.ticking = true
@@ -313,7 +309,7 @@ func (m *model) viewKey(k tea.KeyMsg) (tea.Cmd, bool) {
 // flashMark says in the footer which event a jump landed on.
 func (m *model) flashMark(i int) {
 	if e, err := m.rp.rec.event(i); err == nil {
-		m.flash, m.flashOK = "at "+e.Line()[13:], true
+		m.flash, m.flashOK = "at "+e.Time.Format("15:04:05.000")+" "+string(e.Kind)+": "+e.Text, true
 	}
 }
 

@@ -128,7 +128,7 @@ func (m *model) header(w int, compact bool) string {
 		dropped += m.opt.Dropped()
 	}
 	parts = append(parts, fmt.Sprintf("events %d", s.total))
-	if dropped > 0 || !compact {
+	if m.rp == nil && (dropped > 0 || !compact) {
 		parts = append(parts, fmt.Sprintf("dropped %d", dropped))
 	}
 	if n := m.selectedNode(); n != "" {

@@ -26,7 +26,7 @@ const (
 	mainW, mainH     = 60, 16
 	sideW, sideH     = 110, 30
 	fullW, fullH     = 140, 40
-	chartsStripLines = 9
+	chartsStripLines = 11
 )
 
 func layoutFor(w, h int) layout {

@@ -215,45 +215,49 @@ func peek(line []byte) (int64, uint8, error) {
 // (2026-11-30T05:16:01.296981097Z) fast, and any other RFC 3339 time
 // through time.Parse.
 func parseTime(b []byte) (int64, bool) {
-	d := func(i, n int) (int, bool) {
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	if len(b) >= 20 && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[len(b)-1] == 'Z' {
-		y, ok1 := d(0, 4)
-		mo, ok2 := d(5, 2)
-		dd, ok3 := d(8, 2)
-		h, ok4 := d(11, 2)
-		mi, ok5 := d(14, 2)
-		s, ok6 := d(17, 2)
-		ns := 0
-		ok7 := true
-		if frac := b[19 : len(b)-1]; len(frac) > 0 {
-			if frac[0] != '.' || len(frac) > 10 || len(frac) < 2 {
-				ok7 = false
-			} else {
-				var v int
-				v, ok7 = d(20, len(frac)-1)
-				for k := len(frac) - 1; k < 9; k++ {
-					v *= 10
-				}
-				ns = v
-			}
-		} else if len(b) != 20 {
-			ok7 = false
-		}
-		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 {
-			return time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC).UnixNano(), true
-		}
+	if ns, ok := fastTime(b); ok {
+		return ns, true
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(b))
 	if err != nil {
+		return 0, false
+	}
+	return t.UnixNano(), true
+}
+
+// fastTime reads YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z, refusing what time.Parse
+// refuses (a field out of range, a day the month does not have).
+func fastTime(b []byte) (int64, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return 0, false
+	}
+	bad := false
+	d := func(i, n int) int {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				bad = true
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, dd, h, mi, s := d(0, 4), d(5, 2), d(8, 2), d(11, 2), d(14, 2), d(17, 2)
+	ns := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return 0, false
+		}
+		ns = d(20, len(frac)-1)
+		for k := len(frac) - 1; k < 9; k++ {
+			ns *= 10
+		}
+	}
+	if bad || y < 1700 || y > 2200 || mo < 1 || mo > 12 || dd < 1 || h > 23 || mi > 59 || s > 59 { // UnixNano holds 1678 to 2262
+		return 0, false
+	}
+	t := time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC)
+	if t.Day() != dd { // 31 April
 		return 0, false
 	}
 	return t.UnixNano(), true
@@ -277,8 +281,8 @@ func (r *recording) line(i int) []byte {
 
 // event decodes event i.
 func (r *recording) event(i int) (events.Event, error) {
-	var e events.Event
-	if err := json.Unmarshal(r.line(i), &e); err != nil {
+	e, err := decodeEvent(r.line(i))
+	if err != nil {
 		return e, fmt.Errorf("%s:%d: %v", r.path, r.lineAt(int(r.offs[i])), err)
 	}
 	return e, nil

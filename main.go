@@ -10,6 +10,7 @@ import (
 	"spate/bench"
 	"spate/coord"
 	"spate/node"
+	"spate/tour"
 	"spate/traces"
 	"spate/tui"
 	"spate/tuner"
@@ -30,6 +31,7 @@ usage: spate COMMAND [flags]
   bench     side-by-side benchmarks: throughput, overhead, recovery
   tuner     sim: the checkpoint-interval policies on a load and a failure trace
   view      [--data DIR]: replay a finished run's events in the dashboard
+  tour      [--headless]: a guided lesson on a live cluster
   traces    show FILE: a trace's summary and rate sparkline
   version   print the version
 `
@@ -62,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return coord.ActMain("spate chaos "+rest[0], rest[0], rest[1:], stdout, stderr)
 	case "scale":
 		return coord.ActMain("spate scale", "scale", rest, stdout, stderr)
+	case "tour":
+		return tour.Main(rest, stdout, stderr)
 	case "view":
 		return tui.ViewMain(rest, stdout, stderr, coord.ResolveDataDir)
 	case "bench":

@@ -30,6 +30,10 @@ type keyMap struct {
 	Slower, Faster     key.Binding
 	Start, End         key.Binding
 	recording          bool
+
+	// The lesson of spate tour (tour set).
+	NextStep, PrevStep key.Binding
+	tour               bool
 }
 
 // keyIs matches k against b.
@@ -68,6 +72,8 @@ func defaultKeys() keyMap {
 		Faster:    key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Start:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start")),
 		End:       key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end")),
+		NextStep:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		PrevStep:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
 	}
 }
 
@@ -120,6 +126,17 @@ func (k keyMap) groups() []helpGroup {
 			{"other", []key.Binding{k.Filter, k.Command, k.Help, k.Quit, k.ForceQuit}},
 		}
 	}
+	if k.tour {
+		pause := k.Pause
+		pause.SetKeys()
+		pause.SetHelp(":pause", "pause a node (p is the previous step)")
+		return []helpGroup{
+			{"the lesson", []key.Binding{k.NextStep, k.PrevStep}},
+			{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
+			{"act on the cluster", []key.Binding{k.Kill, pause, k.Isolate, k.Heal, k.Command}},
+			{"other", []key.Binding{k.Filter, k.Help, k.Quit, k.ForceQuit}},
+		}
+	}
 	return []helpGroup{
 		{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
 		{"act on the cluster", []key.Binding{k.Kill, k.Pause, k.Isolate, k.Heal, k.Command}},
@@ -129,6 +146,9 @@ func (k keyMap) groups() []helpGroup {
 
 // short is the footer's hint line.
 func (k keyMap) short() []key.Binding {
+	if k.tour {
+		return []key.Binding{k.NextStep, k.PrevStep, k.Help, k.NextPane, k.Enter, k.Kill, k.Command, k.Quit}
+	}
 	if k.recording {
 		step := k.StepFwd
 		step.SetHelp("←/→", "step")

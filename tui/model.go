@@ -53,7 +53,8 @@ type model struct {
 	ended   bool   // the event stream is closed
 	acts    int    // actions sent
 
-	rp *player // spate view: the transport of a recording; nil when live
+	rp   *player // spate view: the transport of a recording; nil when live
+	tour *tour   // spate tour: the lesson's progress; nil without one
 
 	logView   []int // filtered log indexes, cached
 	logKey    string
@@ -93,7 +94,11 @@ func (m *model) Init() tea.Cmd {
 		go p.run(in)
 		return nil
 	}
-	return tea.Batch(start, p.next(nil), m.statusCmd())
+	var first tea.Cmd
+	if m.tour != nil {
+		first = m.enterStep(0)
+	}
+	return tea.Batch(start, p.next(nil), m.statusCmd(), first)
 }
 
 func (m *model) statusCmd() tea.Cmd {
@@ -148,6 +153,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case batchMsg:
 		for _, e := range msg.events {
 			m.s.apply(e)
+			if m.tour != nil {
+				m.tour.seen[e.Kind]++
+			}
 		}
 		m.dropped = msg.dropped
 		if msg.closed {
@@ -161,6 +169,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		for _, e := range msg {
 			m.s.apply(e)
+			if m.tour != nil {
+				m.tour.seen[e.Kind]++
+			}
 		}
 		return m, nil
 	case statusMsg:
@@ -247,6 +258,14 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.rp != nil && m.mode != modeHelp {
 		if cmd, ok := m.viewKey(k); ok {
 			return m, cmd
+		}
+	}
+	if m.tour != nil && m.mode != modeHelp {
+		switch {
+		case key.Matches(k, km.NextStep):
+			return m, m.enterStep(m.tour.step + 1)
+		case key.Matches(k, km.PrevStep):
+			return m, m.enterStep(m.tour.step - 1)
 		}
 	}
 	switch {

@@ -298,8 +298,7 @@ func (r *recording) countUpTo(t time.Time) int {
 	return sort.Search(len(r.times), func(i int) bool { return r.times[i] > ns })
 }
 
-// fold applies events [from, to) to s. Decoding is most of the cost: a
-// long run is decoded on two goroutines at once, then applied in order.
+// fold applies events [from, to) to s.
 func (r *recording) fold(s *state, from, to int) error {
 	if to-from < 1024 {
 		for i := from; i < to; i++ {
@@ -311,6 +310,19 @@ func (r *recording) fold(s *state, from, to int) error {
 		}
 		return nil
 	}
+	evs, err := r.decodeRange(from, to)
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		s.apply(e)
+	}
+	return nil
+}
+
+// decodeRange decodes events [from, to) on two goroutines at once:
+// decoding is most of a fold's cost, applying must be in order.
+func (r *recording) decodeRange(from, to int) ([]events.Event, error) {
 	evs := make([]events.Event, to-from)
 	errs := make([]error, 2)
 	mid := from + (to-from)/2
@@ -332,13 +344,10 @@ func (r *recording) fold(s *state, from, to int) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, e := range evs {
-		s.apply(e)
-	}
-	return nil
+	return evs, nil
 }
 
 // startFold runs buildSnapshots on its own goroutine, once.
@@ -373,35 +382,57 @@ func (r *recording) close() {
 // state every snapEvery events. It stops at the first bad line (kept in
 // foldErr) or when the recording is closed.
 func (r *recording) buildSnapshots() {
-	stop := r.stop
+	// A goroutine decodes the next stretch while this one applies the
+	// last: the two overlap on two cores.
+	type stretch struct {
+		evs []events.Event
+		end int
+		err error
+	}
+	every, n := r.every, r.len()
+	next := make(chan stretch, 1)
+	go func() {
+		defer close(next)
+		for lo := 0; lo < n; lo += every {
+			hi := min(lo+every, n)
+			evs, err := r.decodeRange(lo, hi)
+			select {
+			case next <- stretch{evs, hi, err}:
+			case <-r.stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	s := newState()
-	every := r.every
-	for k := 1; k*every <= r.len(); k++ {
+	var err error
+	for st := range next {
+		if err = st.err; err != nil {
+			break
+		}
+		for _, e := range st.evs {
+			s.apply(e)
+		}
+		if st.end%every == 0 {
+			c := s.clone()
+			r.mu.Lock()
+			r.snaps = append(r.snaps, c)
+			r.mu.Unlock()
+		}
+	}
+	for range next { // the decoder stops at the error or the stop
+	}
+	if err == nil {
 		select {
-		case <-stop:
+		case <-r.stop: // closed before the end: not done
 			return
 		default:
 		}
-		if err := r.fold(s, (k-1)*every, k*every); err != nil {
-			r.mu.Lock()
-			r.foldErr, r.foldDone = err, true
-			r.mu.Unlock()
-			return
-		}
-		c := s.clone()
-		r.mu.Lock()
-		r.snaps = append(r.snaps, c)
-		r.mu.Unlock()
-	}
-	// The tail past the last snapshot is checked too, so a bad line
-	// anywhere is found.
-	if err := r.fold(s, (r.len()/every)*every, r.len()); err != nil {
-		r.mu.Lock()
-		r.foldErr = err
-		r.mu.Unlock()
 	}
 	r.mu.Lock()
-	r.foldDone = true
+	r.foldErr, r.foldDone = err, true
 	r.mu.Unlock()
 }
 

@@ -51,16 +51,19 @@ const snapEvery = 16384
 
 // The classes of events that [ and ] jump between.
 const (
-	classOther uint8 = iota
-	classFault
+	classOther    uint8 = iota
+	classFault          // a fault begins: marked ✗ on the position bar
+	classFaultEnd       // a fault ends
 	classCheckpoint
 	classRecovery
 )
 
 func classOf(k []byte) uint8 {
 	switch string(k) {
-	case "fault_started", "fault_ended", string(events.NodeLost), string(events.NodeSuspect), "partition", "node_paused", "node_resumed":
+	case "fault_started", string(events.NodeLost), string(events.NodeSuspect), "partition", "node_paused":
 		return classFault
+	case "fault_ended", "node_resumed", string(events.Healed):
+		return classFaultEnd
 	case string(events.Checkpoint), string(events.CheckpointFallback):
 		return classCheckpoint
 	case string(events.RecoveryPlaced), string(events.RecoveryRestored), string(events.RecoveryDone):
@@ -468,8 +471,8 @@ func (r *recording) stateAt(pos int) (*state, bool, error) {
 	return s, true, nil
 }
 
-// next is the first event after pos-1 (the one shown last) of class c
-// (any notable class when c is classOther); -1 if none.
+// next is the first notable event (a fault, a checkpoint, a recovery)
+// after pos-1, the one shown last; -1 if none.
 func (r *recording) next(pos int) int {
 	for i := max(pos, 0); i < len(r.class); i++ {
 		if r.class[i] != classOther {
@@ -487,6 +490,19 @@ func (r *recording) prev(pos int) int {
 		}
 	}
 	return -1
+}
+
+// faultCells marks the cells of a w-cell position bar that hold the start
+// of a fault. It scans the index once per width (the caller keeps it).
+func (r *recording) faultCells(w int) []bool {
+	cells := make([]bool, w)
+	n := len(r.class)
+	for i, c := range r.class {
+		if c == classFault {
+			cells[min(i*(w-1)/max(n, 1), w-1)] = true
+		}
+	}
+	return cells
 }
 
 // clone is a deep copy of s: a snapshot or a seek changes the copy, never

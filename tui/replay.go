@@ -134,6 +134,8 @@ type player struct {
 	folded  int  // how far the background fold has come
 	done    bool // the background fold is done
 	err     error
+
+	faultBar []bool // the position bar's fault marks, for its width
 }
 
 // Messages of the transport.
@@ -340,16 +342,34 @@ func (m *model) transport(w int) string {
 		return fit(head+pos, w)
 	}
 	bw = min(bw, 40)
-	return head + positionBar(p.pos, rec.len(), bw) + tail
+	if len(p.faultBar) != bw {
+		p.faultBar = rec.faultCells(bw)
+	}
+	return head + positionBar(p.pos, rec.len(), p.faultBar) + tail
 }
 
-// positionBar is a bar of w cells with a ● at pos of n.
-func positionBar(pos, n, w int) string {
+// positionBar is a bar of len(faults) cells with a ● at pos of n and a ✗
+// where a fault began.
+func positionBar(pos, n int, faults []bool) string {
+	w := len(faults)
 	at := 0
 	if n > 0 {
 		at = min(pos*(w-1)/n, w-1)
 	}
-	return strings.Repeat("━", at) + "●" + strings.Repeat("─", w-1-at)
+	var b strings.Builder
+	for c := 0; c < w; c++ {
+		switch {
+		case c == at:
+			b.WriteRune('●')
+		case faults[c]:
+			b.WriteRune('✗')
+		case c < at:
+			b.WriteRune('━')
+		default:
+			b.WriteRune('─')
+		}
+	}
+	return b.String()
 }
 
 func fmtSpan(d time.Duration) string {

@@ -315,6 +315,17 @@ func (m *model) enterStep(i int) tea.Cmd {
 	return nil
 }
 
+// refused forgets that the current step's action was sent when the
+// cluster refused it (busy with a recovery, say), so that coming back to
+// the step sends it again.
+func (t *tour) refused(a control.Action) bool {
+	if st := t.l.Steps[t.step]; st.Do != nil && st.Do.String() == a.String() {
+		t.done[t.step] = false
+		return true
+	}
+	return false
+}
+
 // highlighted reports whether the current step talks about pane p.
 func (m *model) highlighted(p int) bool {
 	if m.tour == nil {

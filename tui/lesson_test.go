@@ -114,4 +114,20 @@ func TestLessonInTheDashboard(t *testing.T) {
 	if m.tour.step != 1 {
 		t.Errorf("n past the last step: at %d", m.tour.step)
 	}
+	// A refused action is sent again when the step is shown again.
+	ctl.err = errTest("scale: a recovery is in flight")
+	press(m, "p")
+	m.tour.done[1] = false
+	_, cmd = m.Update(keyMsg("n"))
+	run(m, cmd)
+	if !strings.Contains(m.flash, "p then n tries again") {
+		t.Errorf("flash %q after a refusal", m.flash)
+	}
+	ctl.err = nil
+	press(m, "p")
+	_, cmd = m.Update(keyMsg("n"))
+	run(m, cmd)
+	if n := len(ctl.acts); n != 3 {
+		t.Errorf("%d actions, want 3 (the first, the refused, the retry): %v", n, ctl.acts)
+	}
 }

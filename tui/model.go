@@ -185,6 +185,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			m.note(fmt.Sprintf("✗ %s: %v", msg.a, msg.err), true)
 			m.flash, m.flashOK = fmt.Sprintf("✗ %s: %v", msg.a, msg.err), false
+			if m.tour != nil && m.tour.refused(msg.a) {
+				m.flash += " (p then n tries again)"
+			}
 			return m, nil
 		}
 		text := msg.res.Text

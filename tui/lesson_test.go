@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -129,5 +131,32 @@ func TestLessonInTheDashboard(t *testing.T) {
 	run(m, cmd)
 	if n := len(ctl.acts); n != 3 {
 		t.Errorf("%d actions, want 3 (the first, the refused, the retry): %v", n, ctl.acts)
+	}
+}
+
+// TestTourLessonNamesKnownFigures: every {figure} of spate tour's lesson
+// is one the dashboard fills, once the recorded run (and the future kinds)
+// have been folded.
+func TestTourLessonNamesKnownFigures(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "tour", "lesson.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ParseLesson("tour/lesson.md", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := loaded(t, 160, 48).s.figures()
+	for _, st := range l.Steps {
+		for _, p := range st.Text {
+			for _, name := range figureRe.FindAllString(p, -1) {
+				if _, ok := f[name[1:len(name)-1]]; !ok {
+					t.Errorf("step %q names %s, which no figure fills", st.Title, name)
+				}
+			}
+			if got := fill(p, f); figureRe.MatchString(got) {
+				t.Errorf("step %q is left with a placeholder: %s", st.Title, got)
+			}
+		}
 	}
 }

@@ -32,6 +32,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"time":"2026-11-30t05:16:01z"}`, `{"time":"2026-11-30T05:16:01.Z"}`, `{"text":"a\u00e9\n\"b"}`,
 		`{"text":"\xff"}`, `{"fields":null}`, `{"fields":[]}`, `{"fields":{"a":[1,{"b":null}],"c":-0.5e-3,"d":true}}`,
 		`{"fields":{"a":01}}`, `{"fields":{"a":1.}}`, `{"fields":{"a":1e999}}`, `{"fields":{"a":1,"a":2}}`,
+		`{"v":1,"seq":3,"time":"2026-11-30T05:16:01Z","kind":"x","text":"t"}`, `{"v":"x","kind":"y"}`, `{"v":1,"v":2}`,
+		`{"v":01}`, `{"KIND":"x"}`, `{"other":{"a":[1,2]},"kind":"x"}`,
 		`{"kind":null}`, ` {"kind":"x"} `, `{"kind":"x"}x`, `{"kind":"x",}`, `{"fields":{"\u0041":1}}`,
 	} {
 		f.Add([]byte(s))
@@ -49,16 +51,28 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
-// TestDecodeEventTakesTheFastPath: the coordinator's own lines do not
-// fall back to encoding/json.
+// TestDecodeEventTakesTheFastPath: the coordinator's own lines, with the
+// schema version or without, do not fall back to encoding/json, and the
+// index reads their time and kind without decoding them.
 func TestDecodeEventTakesTheFastPath(t *testing.T) {
 	for _, e := range loadEvents(t, "run-kill.jsonl", "future.jsonl", "run-global.jsonl") {
 		b, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := fastEvent(b); !ok {
-			t.Errorf("the fast path gave up on %s", b)
+		for _, line := range [][]byte{b, append([]byte(`{"v":1,`), b[1:]...)} {
+			got, ok := fastEvent(line)
+			if !ok {
+				t.Errorf("the fast path gave up on %s", line)
+				continue
+			}
+			if !reflect.DeepEqual(got.Time, e.Time) || got.Seq != e.Seq || got.Kind != e.Kind {
+				t.Errorf("%s: decoded %v %d %s", line, got.Time, got.Seq, got.Kind)
+			}
+			ns, class, err := peek(line)
+			if err != nil || ns != e.Time.UnixNano() || class != classOf([]byte(e.Kind)) {
+				t.Errorf("%s: peek %d %d %v", line, ns, class, err)
+			}
 		}
 	}
 }

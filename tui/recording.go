@@ -176,14 +176,27 @@ func (r *recording) index() error {
 func (r *recording) lineAt(at int) int { return bytes.Count(r.data[:at], []byte{'\n'}) + 1 }
 
 // peek reads an event line's time and kind. The coordinator's lines start
-// {"seq":N,"time":"...","kind":"..." and are read without decoding; any
-// other line is decoded whole.
+// {"v":1,"seq":N,"time":"...","kind":"..." (before the schema version,
+// without "v") and are read without decoding; any other line is decoded
+// whole.
 func peek(line []byte) (int64, uint8, error) {
 	if line[len(line)-1] != '}' {
 		return 0, 0, errors.New("not a JSON object (cut short?)")
 	}
-	const pSeq, pTime, pKind = `{"seq":`, `,"time":"`, `","kind":"`
-	if rest, ok := bytes.CutPrefix(line, []byte(pSeq)); ok {
+	const pSeq, pTime, pKind = `"seq":`, `,"time":"`, `","kind":"`
+	// {"v":1,"seq":... since events.jsonl has a schema version; {"seq":...
+	// before.
+	body := line[1:]
+	if rest, ok := bytes.CutPrefix(body, []byte(`"v":`)); ok {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i > 0 && i < len(rest) && rest[i] == ',' {
+			body = rest[i+1:]
+		}
+	}
+	if rest, ok := bytes.CutPrefix(body, []byte(pSeq)); ok && line[0] == '{' {
 		i := 0
 		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
 			i++

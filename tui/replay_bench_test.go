@@ -19,7 +19,7 @@ import (
 
 // bigRecording writes a synthetic events.jsonl of a 10-minute run at
 // 10,000 events/s (6 M events, the recorded runs' mix re-stamped, as the
-// coordinator writes them) once per test binary, and returns its path.
+// coordinator writes them, with the schema version) once per test binary, and returns its path.
 var (
 	bigOnce sync.Once
 	bigFile string
@@ -59,7 +59,7 @@ func writeSynthetic(tb testing.TB, path string, d time.Duration, rate int) error
 	var buf []byte
 	for i := 1; i <= n; i++ {
 		t = t.Add(step)
-		buf = append(buf[:0], `{"seq":`...)
+		buf = append(buf[:0], `{"v":1,"seq":`...) // as events.WriteJSONL writes it with the schema version
 		buf = strconv.AppendInt(buf, int64(i), 10)
 		buf = append(buf, `,"time":"`...)
 		buf = t.AppendFormat(buf, time.RFC3339Nano)

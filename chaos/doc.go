@@ -11,8 +11,8 @@
 //	WriteReport / WriteHTML   *Report -> report.json, report.html
 //	Run(ctx, sc, opt)         the driver: start, act on time, heal, verify, report
 //
-// chaos imports control and events, never coord or node (they import
-// chaos for the fault layer): Run reaches the cluster through the hooks of
+// chaos imports control, events and netfault (the link fault layer, a
+// leaf), never coord or node: Run reaches the cluster through the hooks of
 // RunOptions and its control API, and BuildReport reads run.json with its
 // own small struct.
 //
@@ -54,7 +54,10 @@
 //	  mean: D                              required; mean time between faults
 //	                                       (exponential inter-arrival times)
 //	  faults: [kill, pause, ...]           required; drawn uniformly from
-//	                                       kill, restart, pause, partition, link, store
+//	                                       kill, restart, pause, partition, link, store,
+//	                                       corrupt (store corrupt=true), scale
+//	  burst: N, gap: D                     each draw makes 1 to N faults (1), the
+//	                                       next up to D after the one before (500ms)
 //	  for: D                               how long each lasting fault lasts (3s)
 //	  target: T                            (one); partitions and store faults
 //	                                       have none
@@ -62,7 +65,8 @@
 //
 // A random partition draws its shape (one, majority, bridge); a random
 // link fault is latency 100ms with jitter 20ms; a random store fault is
-// slow: 200ms. An every: or random: entry needs an end: until: or
+// slow: 200ms; a random corrupt damages the target's newest checkpoint
+// files; a random scale draws count or rollup and 1 to 4 instances. An every: or random: entry needs an end: until: or
 // cluster: duration. A schedule makes at most MaxSteps steps.
 //
 // Faults and their fields (D a Go duration: 500ms, 5s, 2m; every duration

@@ -39,6 +39,9 @@ type RunOptions struct {
 	// cluster or with ctx.
 	Poll         time.Duration
 	StartTimeout time.Duration
+	// JUnit, if set, is a file to write the result to as JUnit XML, one
+	// test case per check (WriteJUnit), whatever the outcome.
+	JUnit string
 }
 
 // Run runs a scenario: it starts the cluster, waits for its control API
@@ -49,9 +52,33 @@ type RunOptions struct {
 // output, evaluates the checks, and writes report.json and report.html in
 // the run directory. It returns ExitPass, ExitFail or ExitNotRun (with the
 // error) and the run directory ("" if none was made).
+//
+// A scenario that expects to fail (expect: fail) turns the verdict
+// around: a failed check is ExitPass, and all checks passing ExitFail.
 func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir string, err error) {
+	start := time.Now()
+	if opt.Now != nil {
+		start = opt.Now()
+	}
+	verdict, dir, r, err := run(ctx, sc, opt)
+	if opt.JUnit != "" {
+		elapsed := time.Since(start)
+		if opt.Now != nil {
+			elapsed = opt.Now().Sub(start)
+		}
+		if jerr := writeJUnitFile(opt.JUnit, sc, r, err, elapsed); jerr != nil {
+			if err == nil {
+				err = fmt.Errorf("chaos: --junit: %w", jerr)
+			}
+			return ExitNotRun, dir, err
+		}
+	}
+	return verdict, dir, err
+}
+
+func run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir string, rep *Report, err error) {
 	if opt.Start == nil || opt.Verify == nil {
-		return ExitNotRun, "", errors.New("chaos: RunOptions needs Start and Verify")
+		return ExitNotRun, "", nil, errors.New("chaos: RunOptions needs Start and Verify")
 	}
 	opt.defaults()
 	steps := Plan(sc, sc.Duration)
@@ -61,7 +88,7 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 	defer cancel()
 	dir, wait, err := opt.Start(runCtx, append([]string(nil), sc.Cluster...))
 	if err != nil {
-		return ExitNotRun, dir, fmt.Errorf("chaos: start the cluster: %w", err)
+		return ExitNotRun, dir, nil, fmt.Errorf("chaos: start the cluster: %w", err)
 	}
 	done := make(chan struct{})
 	rn := &runner{opt: opt, sc: sc, dir: dir, done: done}
@@ -70,10 +97,10 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 		close(done)
 	}()
 	// Any way out before the cluster finished stops it first.
-	stop := func(err error) (int, string, error) {
+	stop := func(err error) (int, string, *Report, error) {
 		cancel()
 		<-rn.done
-		return ExitNotRun, dir, err
+		return ExitNotRun, dir, nil, err
 	}
 
 	ended, err := rn.drive(runCtx, steps)
@@ -98,16 +125,16 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 
 	v, err := opt.Verify(dir)
 	if err != nil {
-		return ExitNotRun, dir, fmt.Errorf("chaos: verify %s: %w", dir, err)
+		return ExitNotRun, dir, nil, fmt.Errorf("chaos: verify %s: %w", dir, err)
 	}
 	r, err := BuildReport(dir, sc, v)
 	if err != nil {
-		return ExitNotRun, dir, fmt.Errorf("chaos: report: %w", err)
+		return ExitNotRun, dir, nil, fmt.Errorf("chaos: report: %w", err)
 	}
 	r.Actions = rn.log
 	r.Notes = append(r.Notes, rn.notes...)
 	if err := WriteReport(dir, r); err != nil {
-		return ExitNotRun, dir, fmt.Errorf("chaos: write the report: %w", err)
+		return ExitNotRun, dir, r, fmt.Errorf("chaos: write the report: %w", err)
 	}
 	for _, c := range r.Checks {
 		mark := "pass"
@@ -117,10 +144,27 @@ func Run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 		fmt.Fprintf(opt.Out, "chaos: %-4s %s: %s\n", mark, c.Name, c.Detail)
 	}
 	fmt.Fprintf(opt.Out, "chaos: verdict %s: %d lost, %d duplicated, %d wrong; report in %s\n", r.Verdict, r.Lost, r.Duplicated, r.Wrong, dir)
-	if r.Verdict != VerdictPass {
-		return ExitFail, dir, nil
+	if sc.Expect == ExpectFail {
+		if r.Verdict == VerdictFail {
+			fmt.Fprintln(opt.Out, "chaos: the scenario expects to fail, and it did: exit 0")
+		} else {
+			fmt.Fprintln(opt.Out, "chaos: the scenario expects to fail, but every check passed: exit 1")
+		}
 	}
-	return ExitPass, dir, nil
+	return Outcome(sc, r.Verdict), dir, r, nil
+}
+
+// Outcome is the exit code of a verdict for sc: ExitPass when the verdict
+// is the one the scenario expects (pass, unless expect: fail).
+func Outcome(sc *Scenario, verdict string) int {
+	want := VerdictPass
+	if sc.Expect == ExpectFail {
+		want = VerdictFail
+	}
+	if verdict == want {
+		return ExitPass
+	}
+	return ExitFail
 }
 
 // drive waits for the control API and for the job to start, then sends

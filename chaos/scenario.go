@@ -40,6 +40,37 @@ type Scenario struct {
 
 	Schedule []Entry
 	Checks   []Check
+
+	// Expect is the verdict the scenario is written to get: ExpectPass
+	// (the default) or ExpectFail, for a scenario that shows a failure
+	// (a kill under --ft none): then a failing verdict is the success.
+	Expect string
+	// Set holds the --set overrides applied, KEY to VALUE, so that an
+	// error of coord.ParseUp about one names --set, not a line.
+	Set map[string]string
+}
+
+// The verdicts a scenario may expect.
+const (
+	ExpectPass = "pass"
+	ExpectFail = "fail"
+)
+
+// Override is one --set KEY=VALUE of `spate chaos run`: KEY is a field of
+// cluster: (nodes, rate, ft, ...), or seed, which sets the cluster's seed
+// and the seed of every random: entry of the schedule.
+type Override struct {
+	Key, Value string
+}
+
+// ParseOverride reads "KEY=VALUE".
+func ParseOverride(kv string) (Override, error) {
+	k, v, ok := strings.Cut(kv, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return Override{}, fmt.Errorf("--set %s: want KEY=VALUE, e.g. --set nodes=5", kv)
+	}
+	return Override{Key: k, Value: strings.TrimSpace(v)}, nil
 }
 
 // Entry is one item of schedule:. Exactly one of three forms:
@@ -67,6 +98,11 @@ type Random struct {
 	Target string
 	From   time.Duration
 	Until  time.Duration
+	// Burst is the most faults one draw makes (1: one; up to Burst, the
+	// first at the drawn time and each next one up to Gap after it), so
+	// that faults come two or three close together.
+	Burst int
+	Gap   time.Duration
 }
 
 // Check is one item of checks:.
@@ -108,6 +144,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Line == 0 && e.Field == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
 	if e.Field == "" {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -115,10 +154,12 @@ func (e *Error) Error() string {
 }
 
 // The fault verbs of a schedule.
-var faultVerbs = []string{"kill", "restart", "pause", "resume", "partition", "link", "store", "heal"}
+var faultVerbs = []string{"kill", "restart", "pause", "resume", "partition", "link", "store", "heal", "scale"}
 
 // randomVerbs are the faults a random: entry may draw.
-var randomVerbs = []string{"kill", "restart", "pause", "partition", "link", "store"}
+// corrupt is a store fault that damages the target's newest checkpoints;
+// scale rescales count or rollup to 1-4 instances.
+var randomVerbs = []string{"kill", "restart", "pause", "partition", "link", "store", "corrupt", "scale"}
 
 // lasting are the verbs that take for:.
 var lasting = map[string]bool{"pause": true, "partition": true, "link": true, "store": true}
@@ -147,7 +188,15 @@ var (
 // Every error is an *Error: one line, "FILE:LINE: field: what is wrong".
 // Parse never panics.
 func Parse(file string, data []byte) (*Scenario, error) {
-	p := &scParser{file: file}
+	return ParseWith(file, data, nil)
+}
+
+// ParseWith is Parse with overrides of the cluster: block, applied (and
+// checked, as the file's own values are) before the schedule's targets
+// are checked against the cluster. An error in an override is one line
+// naming it: "--set nodes=x: want a whole number, got a string".
+func ParseWith(file string, data []byte, set []Override) (*Scenario, error) {
+	p := &scParser{file: file, set: set}
 	if len(data) > maxInput {
 		return nil, p.errAt(1, "", "file too large (%d bytes, at most %d)", len(data), maxInput)
 	}
@@ -162,6 +211,7 @@ type scParser struct {
 	file string
 	sc   *Scenario
 	par  map[string]int
+	set  []Override
 }
 
 func (p *scParser) errAt(line int, field, format string, args ...any) error {
@@ -447,16 +497,16 @@ func (p *scParser) scenario(root ast.Node) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &Scenario{File: p.file, Nodes: 4, ClusterLines: map[string]int{}}
+	sc := &Scenario{File: p.file, Nodes: 4, ClusterLines: map[string]int{}, Expect: ExpectPass}
 	p.sc = sc
 	p.par = maps.Clone(defaultParallelism)
 	byKey := map[string]field{}
 	for _, f := range fields {
 		switch f.key {
-		case "name", "description", "cluster", "schedule", "checks":
+		case "name", "description", "cluster", "schedule", "checks", "expect":
 			byKey[f.key] = f
 		default:
-			return nil, p.errAt(f.line, f.key, "unknown field (want name, description, cluster, schedule, checks)")
+			return nil, p.errAt(f.line, f.key, "unknown field (want name, description, cluster, schedule, checks, expect)")
 		}
 	}
 	// cluster first: the schedule's targets are checked against it.
@@ -464,6 +514,19 @@ func (p *scParser) scenario(root ast.Node) (*Scenario, error) {
 		if err := p.cluster(f); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.overrides(); err != nil {
+		return nil, err
+	}
+	if f, ok := byKey["expect"]; ok {
+		v, err := p.str(f.value, "expect")
+		if err != nil {
+			return nil, err
+		}
+		if v != ExpectPass && v != ExpectFail {
+			return nil, p.errf(f.value, "expect", "%q: want pass or fail", v)
+		}
+		sc.Expect = v
 	}
 	f, ok := byKey["name"]
 	if !ok {
@@ -499,6 +562,14 @@ func (p *scParser) scenario(root ast.Node) (*Scenario, error) {
 			return nil, p.errAt(e.Line, fmt.Sprintf("schedule[%d]", i), "the schedule makes more than %d steps", MaxSteps)
 		}
 		sc.Schedule = append(sc.Schedule, e)
+	}
+	if seed, ok := sc.Set["seed"]; ok {
+		n, _ := strconv.ParseUint(seed, 10, 64) // checked as cluster: seed
+		for _, e := range sc.Schedule {
+			if e.Random != nil {
+				e.Random.Seed = n
+			}
+		}
 	}
 	if f, ok := byKey["checks"]; ok {
 		if sc.Checks, err = p.checks(f); err != nil {
@@ -554,15 +625,30 @@ const (
 	flagNumber
 	flagDuration
 	flagString
+	flagBool
 )
 
+// clusterFlags are the flags of `spate up` a cluster: block takes (all of
+// them but data, headless and script, which `spate chaos run` sets).
 var clusterFlags = map[string]clusterFlag{
 	"nodes": flagInt, "local": flagInt, "keys": flagInt, "seed": flagInt,
 	"rate": flagNumber, "speedup": flagNumber,
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString,
+	"failures": flagString, "rescale": flagString, "cost": flagString,
+	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool,
 }
+
+// runnerFlags are the flags of `spate up` that `spate chaos run` sets.
+var runnerFlags = []string{"data", "headless", "script"}
+
+// ClusterKeys are the fields a cluster: block takes, sorted: the flags of
+// `spate up` but those `spate chaos run` sets (RunnerKeys).
+func ClusterKeys() []string { return sortedKeys(clusterFlags) }
+
+// RunnerKeys are the flags of `spate up` a scenario may not set.
+func RunnerKeys() []string { return slices.Clone(runnerFlags) }
 
 func (p *scParser) cluster(f field) error {
 	fields, err := p.mapping(f.value, "cluster")
@@ -574,19 +660,83 @@ func (p *scParser) cluster(f field) error {
 		}
 		return err
 	}
-	sc := p.sc
 	for _, c := range fields {
+		if err := p.clusterField(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overrides applies the --set overrides to the cluster: flags.
+func (p *scParser) overrides() error {
+	for _, o := range p.set {
+		kv := o.Key + "=" + o.Value
+		wrap := func(err error) error {
+			var e *Error
+			if errors.As(err, &e) {
+				return &Error{File: "--set " + kv, Msg: e.Msg}
+			}
+			return fmt.Errorf("--set %s: %v", kv, err)
+		}
+		kind, ok := clusterFlags[o.Key]
+		if !ok {
+			if slices.Contains(runnerFlags, o.Key) {
+				return &Error{File: "--set " + kv, Msg: "set by `spate chaos run` itself (give --data to chaos run)"}
+			}
+			return &Error{File: "--set " + kv, Msg: "unknown key (want a field of cluster: " + strings.Join(sortedKeys(clusterFlags), ", ") + ")"}
+		}
+		text := o.Value
+		if kind == flagString {
+			text = strconv.Quote(o.Value)
+		}
+		root, err := (&scParser{file: p.file}).document([]byte("v: " + text + "\n"))
+		if err != nil {
+			return wrap(err)
+		}
+		fields, err := p.mapping(root, "--set")
+		if err != nil || len(fields) != 1 {
+			return &Error{File: "--set " + kv, Msg: "not a single value"}
+		}
+		f := fields[0]
+		f.key = o.Key
+		if o.Key == "parallelism" { // the flag replaces the file's, as a later --parallelism would
+			p.par = maps.Clone(defaultParallelism)
+		}
+		if err := p.clusterField(f); err != nil {
+			return wrap(err)
+		}
+		if p.sc.Set == nil {
+			p.sc.Set = map[string]string{}
+		}
+		p.sc.Set[o.Key] = o.Value
+		p.sc.ClusterLines[o.Key] = 0
+	}
+	return nil
+}
+
+// clusterField checks one field of cluster: and sets it as a flag (a
+// later one, an override, replaces an earlier one).
+func (p *scParser) clusterField(c field) error {
+	sc := p.sc
+	var err error
+	{
 		path := "cluster." + c.key
 		kind, ok := clusterFlags[c.key]
 		if !ok {
-			switch c.key {
-			case "data", "headless", "script":
+			if slices.Contains(runnerFlags, c.key) {
 				return p.errAt(c.line, path, "set by `spate chaos run`, not by the scenario")
 			}
 			return p.errAt(c.line, path, "unknown field (want a flag of `spate up`: %s)", strings.Join(sortedKeys(clusterFlags), ", "))
 		}
 		var val string
 		switch kind {
+		case flagBool:
+			b, err := p.boolean(c.value, path)
+			if err != nil {
+				return err
+			}
+			val = strconv.FormatBool(b)
 		case flagInt:
 			n, err := p.integer(c.value, path)
 			if err != nil {
@@ -657,9 +807,15 @@ func (p *scParser) cluster(f field) error {
 				if val != "survivors" && val != "respawned" {
 					return p.errf(c.value, path, "%q: want survivors or respawned", val)
 				}
+			case "rescale":
+				if val != "eds" && val != "restart" {
+					return p.errf(c.value, path, "%q: want eds or restart", val)
+				}
 			}
 		}
-		sc.Cluster = append(sc.Cluster, "--"+c.key+"="+val)
+		flag := "--" + c.key + "="
+		sc.Cluster = slices.DeleteFunc(sc.Cluster, func(s string) bool { return strings.HasPrefix(s, flag) })
+		sc.Cluster = append(sc.Cluster, flag+val)
 		sc.ClusterLines[c.key] = c.line
 	}
 	return nil
@@ -731,6 +887,7 @@ var verbFields = map[string][]string{
 	"link":      {"target", "latency", "jitter", "bandwidth", "stall", "reset", "for"},
 	"store":     {"target", "slow", "fail", "corrupt", "for"},
 	"heal":      {"target"},
+	"scale":     {"op", "n"},
 }
 
 func (p *scParser) entry(n ast.Node, path string) (Entry, error) {
@@ -827,6 +984,24 @@ func (p *scParser) arg(a *control.Action, f field, path string) error {
 			return err
 		}
 		a.Target = t
+	case "op": // scale: the operator, as `spate scale OP N` sends it
+		op, err := p.str(f.value, path)
+		if err != nil {
+			return err
+		}
+		if op != "count" && op != "rollup" {
+			return p.errf(f.value, path, "%q: only count and rollup scale", op)
+		}
+		a.Target = op
+	case "n":
+		n, err := p.integer(f.value, path)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 128 {
+			return p.errf(f.value, path, "%d out of range 1..128", n)
+		}
+		a.Args["n"] = strconv.FormatInt(n, 10)
 	case "for", "latency", "jitter", "slow":
 		_, s, err := p.positive(f.value, path)
 		if err != nil {
@@ -890,6 +1065,13 @@ func (p *scParser) checkAction(a control.Action, line int, path string) error {
 		}
 	}
 	switch a.Verb {
+	case "scale":
+		switch {
+		case a.Target == "":
+			return p.errAt(line, path+".op", "missing: scale needs op: (count or rollup)")
+		case !has("n"):
+			return p.errAt(line, path+".n", "missing: scale needs n: (the new number of instances)")
+		}
 	case "link":
 		if !has("latency") && !has("jitter") && !has("bandwidth") && !has("stall") && !has("reset") {
 			return p.errAt(line, path, "link needs latency:, jitter:, bandwidth:, stall: true or reset: true")
@@ -987,7 +1169,7 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Random{For: 3 * time.Second, Target: "one"}
+	r := &Random{For: 3 * time.Second, Target: "one", Burst: 1, Gap: 500 * time.Millisecond}
 	var haveSeed, haveMean, haveFaults bool
 	for _, f := range fields {
 		fp := join(path, f.key)
@@ -1009,6 +1191,19 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 			}
 		case "from":
 			if r.From, _, err = p.duration(f.value, fp); err != nil {
+				return nil, err
+			}
+		case "burst":
+			v, err := p.integer(f.value, fp)
+			if err != nil {
+				return nil, err
+			}
+			if v < 1 || v > 5 {
+				return nil, p.errf(f.value, fp, "%d faults a burst: want 1 to 5", v)
+			}
+			r.Burst = int(v)
+		case "gap":
+			if r.Gap, _, err = p.positive(f.value, fp); err != nil {
 				return nil, err
 			}
 		case "until":
@@ -1041,7 +1236,7 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 			}
 			haveFaults = len(r.Faults) > 0
 		default:
-			return nil, p.errAt(f.line, fp, "unknown field (random takes seed, mean, faults, for, target, from, until)")
+			return nil, p.errAt(f.line, fp, "unknown field (random takes seed, mean, faults, for, target, from, until, burst, gap)")
 		}
 	}
 	line := lineOf(n)

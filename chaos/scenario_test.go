@@ -71,7 +71,7 @@ func TestParseIssueExample(t *testing.T) {
 		{Line: 12, At: 20 * time.Second, Action: control.Action{Verb: "partition", Args: map[string]string{"shape": "majority", "for": "5s"}}},
 		{Line: 16, At: 15 * time.Second, Every: 15 * time.Second, Action: control.Action{Verb: "pause", Target: "one", Args: map[string]string{"for": "3s"}}},
 		{Line: 20, At: 5 * time.Second, Action: control.Action{Verb: "link", Target: "n2", Args: map[string]string{"latency": "50ms", "jitter": "10ms", "for": "20s"}}},
-		{Line: 26, Random: &Random{Seed: 7, Mean: 8 * time.Second, Faults: []string{"kill", "pause", "partition", "link"}, For: 3 * time.Second, Target: "one"}},
+		{Line: 26, Random: &Random{Seed: 7, Mean: 8 * time.Second, Faults: []string{"kill", "pause", "partition", "link"}, For: 3 * time.Second, Target: "one", Burst: 1, Gap: 500 * time.Millisecond}},
 	}
 	for i := range want {
 		if !reflect.DeepEqual(sc.Schedule[i], want[i]) {

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"time"
 
 	"spate/control"
@@ -82,7 +84,19 @@ func randomSteps(r *Random, runFor time.Duration, max int) []Step {
 		}
 		verb := r.Faults[rng.IntN(len(r.Faults))]
 		steps = append(steps, Step{At: t, Action: randomAction(verb, r, rng)})
+		if r.Burst > 1 { // no draw otherwise: a seed's plan without bursts is as it was
+			at := t
+			for n := rng.IntN(r.Burst); n > 0 && len(steps) < max; n-- {
+				at += time.Duration(rng.Int64N(int64(r.Gap) + 1))
+				if at >= end {
+					break
+				}
+				verb := r.Faults[rng.IntN(len(r.Faults))]
+				steps = append(steps, Step{At: at, Action: randomAction(verb, r, rng)})
+			}
+		}
 	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
 	return steps
 }
 
@@ -103,6 +117,13 @@ func randomAction(verb string, r *Random, rng *rand.Rand) control.Action {
 		a.Args["latency"], a.Args["jitter"] = "100ms", "20ms"
 	case "store":
 		a.Args["slow"] = "200ms"
+	case "corrupt": // the target's newest checkpoint files damaged, at once
+		a.Verb, a.Args["corrupt"] = "store", "true"
+		return a
+	case "scale": // count or rollup to 1-4 instances
+		a.Target = []string{"count", "rollup"}[rng.IntN(2)]
+		a.Args = map[string]string{"n": fmt.Sprint(1 + rng.IntN(4))}
+		return a
 	}
 	if lasting[verb] {
 		a.Args["for"] = r.For.String()

@@ -179,3 +179,33 @@ func TestPlanCap(t *testing.T) {
 		t.Errorf("an endless every: made %d steps", n)
 	}
 }
+
+// TestRandomBurstsAndNewKinds: a random entry with burst: 3 makes faults
+// close together, draws corrupt and scale, and the plan of an entry
+// without burst is the one it always was.
+func TestRandomBurstsAndNewKinds(t *testing.T) {
+	r := &Random{Seed: 7, Mean: 5 * time.Second, Faults: []string{"kill", "corrupt", "scale"}, For: time.Second, Target: "one", Burst: 3, Gap: 500 * time.Millisecond}
+	steps := randomSteps(r, 10*time.Minute, MaxSteps)
+	close, verbs := 0, map[string]bool{}
+	for i, s := range steps {
+		verbs[s.Action.Verb] = true
+		if i > 0 && s.At-steps[i-1].At <= r.Gap {
+			close++
+		}
+		if i > 0 && s.At < steps[i-1].At {
+			t.Fatalf("steps out of order at %d: %v after %v", i, s.At, steps[i-1].At)
+		}
+		if s.Action.Verb == "scale" && (s.Action.Target != "count" && s.Action.Target != "rollup" || s.Action.Args["n"] == "") {
+			t.Fatalf("a scale step %s", s.Action)
+		}
+	}
+	if close < 10 || !verbs["store"] || !verbs["scale"] || !verbs["kill"] {
+		t.Fatalf("%d steps, %d within %v of the previous one, verbs %v", len(steps), close, r.Gap, verbs)
+	}
+	one := *r
+	one.Burst = 1
+	a, b := randomSteps(&one, 10*time.Minute, MaxSteps), randomSteps(&Random{Seed: 7, Mean: 5 * time.Second, Faults: []string{"kill", "corrupt", "scale"}, For: time.Second, Target: "one", Burst: 1}, 10*time.Minute, MaxSteps)
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("without bursts the plan depends on gap: %d and %d steps", len(a), len(b))
+	}
+}

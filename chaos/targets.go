@@ -52,11 +52,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"spate/netfault"
 	"strings"
 )
 
 // Coord is the coordinator's name in partition plans and link faults.
-const Coord = "coord"
+const Coord = netfault.Coord
 
 // NodeInfo is what target resolution needs to know of a node.
 type NodeInfo struct {
@@ -234,8 +235,8 @@ type Cuts struct {
 
 // LinkFaults returns the faults process proc must set in its Layer, by
 // peer, to apply the plan.
-func (c Cuts) LinkFaults(proc string) map[string]LinkFault {
-	out := map[string]LinkFault{}
+func (c Cuts) LinkFaults(proc string) map[string]netfault.LinkFault {
+	out := map[string]netfault.LinkFault{}
 	cut := c.Procs[proc]
 	for _, p := range cut.BlockSend {
 		f := out[p]

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"spate/control"
 	"spate/events"
 	"spate/node"
 	"spate/wire"
@@ -326,4 +327,56 @@ func TestBackupPastItsLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHealTargetLiftsOnlyItsFaults: `heal n2` lifts the faults on n2 and
+// leaves the others; `heal` lifts the rest.
+func TestHealTargetLiftsOnlyItsFaults(t *testing.T) {
+	mc := newMemCluster()
+	cfg := testConfig(t)
+	cfg.Duration = 0
+	backends := make(chan control.Backend, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Up(ctx, cfg, Options{Transport: mc.mem, Spawn: mc.spawn, Control: func(b control.Backend) { backends <- b }})
+		done <- err
+	}()
+	b := <-backends
+	t.Cleanup(func() { cancel(); <-done })
+	act := func(a control.Action) control.Result {
+		t.Helper()
+		r, err := b.Act(ctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		return r
+	}
+	waitFor(t, func() error {
+		if st, err := b.Status(ctx); err != nil || st.Phase != "running" {
+			return fmt.Errorf("phase %q (%v)", st.Phase, err)
+		}
+		return nil
+	})
+	act(control.Action{Verb: "link", Target: "n1", Args: map[string]string{"latency": "5ms"}})
+	act(control.Action{Verb: "link", Target: "n2", Args: map[string]string{"latency": "5ms"}})
+	if r := act(control.Action{Verb: "heal", Target: "n2"}); !strings.Contains(r.Text, "healed 1 faults on n2") {
+		t.Fatalf("heal n2: %q, want one fault lifted on n2", r.Text)
+	}
+	if r := act(control.Action{Verb: "heal"}); !strings.Contains(r.Text, "healed 1 faults") {
+		t.Fatalf("heal: %q, want the fault on n1 lifted", r.Text)
+	}
+}
+
+// waitFor polls cond until it returns nil, for at most a minute, and
+// fails with the last thing it said.
+func waitFor(t *testing.T, cond func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err = cond(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("gave up waiting: %v", err)
 }

@@ -39,7 +39,7 @@ type compaction struct {
 // chain and encodes it again, CPU that the restore and the catch-up need
 // more. The next checkpoint after the recovery starts it.
 func (c *Coordinator) maybeCompact(cp wire.Checkpoint) {
-	if c.cfg.FT != "spate" || c.compacting[cp.Instance] || c.draining || len(c.recovering) > 0 {
+	if c.ft.mode() != wire.FTSpate || c.compacting[cp.Instance] || c.draining || len(c.recovering) > 0 {
 		return
 	}
 	files, ok := c.manifest.chain(c.manifest.byID[cp.Instance][cp.ID])

@@ -45,6 +45,10 @@ type Config struct {
 	RecoverOn   string         `json:"recover_on,omitempty"` // where a lost node's keyed instances go: survivors (default) or respawned
 	Rescale     string         `json:"rescale,omitempty"`    // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
 	Autoscale   bool           `json:"autoscale,omitempty"`  // the DS2-style auto-scaler acts through the same scale path
+	// CheckInvariants checks the coordinator's invariants after every
+	// step of its loop and ends the run on the first one broken
+	// (invariants.go): a debug flag, and always on in the simulation.
+	CheckInvariants bool `json:"check_invariants,omitempty"`
 	// Cost is a simulated processing time per record of a keyed operator
 	// (count, rollup), spent asleep: a heavier operator without burning
 	// CPU, so that the auto-scaler has something to scale at a low rate.
@@ -102,6 +106,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
 	fs.StringVar(&c.RecoverOn, "recover-on", c.RecoverOn, "where a lost node's keyed instances are restored: survivors (warm processes, at once) or respawned (the node that replaces it, once it joins)")
 	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")
+	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "debug: check the coordinator's invariants after every step; the first one broken ends the run with an error")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
 	backupMem := fs.String("backup-mem", "", "memory limit of each upstream backup, e.g. 64MiB (default 64MiB)")
 	fs.StringVar(&c.BackupFull, "backup-full", c.BackupFull, "what a backup past --backup-mem does: spill (to the run directory) or block (backpressure until trims free memory)")

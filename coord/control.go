@@ -146,6 +146,10 @@ func (c *Coordinator) startControl() (stop func(), err error) {
 	c.loopDone = make(chan struct{})
 	c.rng = rand.New(rand.NewPCG(uint64(c.cfg.Seed), 0x5ca1ab1e))
 	hist := newHistory(c.bus, 20000)
+	if c.opt.Control != nil {
+		c.opt.Control(backend{c: c, hist: hist})
+		return func() {}, nil
+	}
 	srv, err := control.Listen("127.0.0.1:0", c.token, backend{c: c, hist: hist})
 	if err != nil {
 		return nil, err
@@ -191,9 +195,9 @@ func (c *Coordinator) handleCtl(r ctlReq) {
 // nodeStatus is a node's state as the control API and the TUI name it.
 func (c *Coordinator) nodeStatus(ns *nodeState) string {
 	switch {
-	case ns.state == "exited":
+	case ns.state == nodeExited:
 		return "exited"
-	case ns.state == "lost":
+	case ns.state == nodeLost:
 		return "dead"
 	case c.paused[ns.name]:
 		return "paused"
@@ -283,7 +287,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 	case "checkpoint":
 		return c.checkpointNow(a)
 	case "heal":
-		return c.heal(), nil
+		return c.healTarget(a.Target)
 	case "interval":
 		return c.actInterval(a)
 	case "scale":
@@ -305,11 +309,11 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 // --ft global it triggers the next global checkpoint.
 func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 	switch {
-	case c.cfg.FT == "none":
+	case c.ft.mode() == wire.FTNone:
 		return control.Result{}, errors.New("checkpoint: this run has no checkpoints (--ft none)")
 	case !c.started:
 		return control.Result{}, errors.New("checkpoint: the job has not started")
-	case c.cfg.FT == "global":
+	case c.ft.mode() == wire.FTGlobal:
 		if a.Target != "" && a.Target != "all" {
 			return control.Result{}, errors.New("checkpoint: --ft global checkpoints the whole job; no target")
 		}
@@ -391,8 +395,8 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 			errs = append(errs, name+": not a local process")
 			continue
 		}
-		if ns.state == "exited" || (ns.state == "lost" && a.Verb != "resume") {
-			errs = append(errs, name+": already "+ns.state)
+		if ns.state == nodeExited || (ns.state == nodeLost && a.Verb != "resume") {
+			errs = append(errs, name+": already "+string(ns.state))
 			continue
 		}
 		if err := ns.proc.Signal(sig); err != nil {
@@ -519,16 +523,40 @@ func (c *Coordinator) undo(f *fault) {
 
 // heal lifts every fault: paused nodes resume.
 func (c *Coordinator) heal() control.Result {
-	ids := c.faultIDs()
-	for _, id := range ids {
-		c.lift(id)
+	r, _ := c.healTarget("")
+	return r
+}
+
+// healTarget lifts the faults that touch the nodes target names (every
+// fault when target is empty) and resumes those of them paused by hand.
+func (c *Coordinator) healTarget(target string) (control.Result, error) {
+	var only []string
+	if target != "" {
+		var err error
+		if only, err = c.resolve(target); err != nil {
+			return control.Result{}, fmt.Errorf("heal: %w", err)
+		}
+	}
+	touches := func(nodes []string) bool {
+		return only == nil || slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(only, n) })
+	}
+	var ids []int
+	for _, id := range c.faultIDs() {
+		if f := c.faults[id]; touches(f.nodes) || f.net != nil && touches(f.net.cut) {
+			ids = append(ids, id)
+			c.lift(id)
+		}
 	}
 	for _, name := range c.allNodes() { // paused by hand, without a fault record
-		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil {
+		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil && touches([]string{name}) {
 			_ = ns.proc.Signal(syscall.SIGCONT)
 			delete(c.paused, name)
 		}
 	}
-	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids)}, "healed: %d faults lifted", len(ids))
-	return control.Result{Text: fmt.Sprintf("healed %d faults", len(ids))}
+	what := ""
+	if target != "" {
+		what = " on " + strings.Join(only, ",")
+	}
+	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids), "target": target}, "healed%s: %d faults lifted", what, len(ids))
+	return control.Result{Text: fmt.Sprintf("healed %d faults%s", len(ids), what), Nodes: only}, nil
 }

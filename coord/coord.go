@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +21,10 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"spate/chaos"
+	"spate/control"
 	"spate/events"
 	"spate/job"
+	"spate/netfault"
 	"spate/state"
 	"spate/traces"
 	"spate/wire"
@@ -42,6 +44,10 @@ type Options struct {
 	// Started, if set, is called once the run directory and the control
 	// API are up, with the run directory.
 	Started func(dir string)
+	// Control, if set, is handed the control API in process instead of
+	// serving it over HTTP on loopback (the simulation, which has no
+	// sockets).
+	Control func(control.Backend)
 }
 
 // Process is a spawned node process.
@@ -59,10 +65,10 @@ type nodeState struct {
 	listen   string
 	sess     *yamux.Session
 	ctl      *wire.Writer
-	ctlMu    sync.Mutex
+	ctlMu    chanmu.Mutex // held across a write that may wait for the node
 	lastBeat time.Time
-	state    string // joined, ready, lost, exited
-	late     bool   // joined the running job (a respawn): has not built the generator's key table
+	state    nodeStatus
+	late     bool // joined the running job (a respawn): has not built the generator's key table
 	proc     Process
 	stats    map[job.InstanceID]wire.InstanceStats
 	cpu      float64 // CPU seconds, from the last heartbeat
@@ -70,9 +76,23 @@ type nodeState struct {
 	lastCPU  float64 // at the last metrics event
 }
 
+// nodeStatus is where a node is in its life, as the coordinator sees it.
+type nodeStatus string
+
+const (
+	nodeSpawned nodeStatus = "spawned" // its process is started; it has not joined
+	nodeJoined  nodeStatus = "joined"  // authenticated, deploying
+	nodeReady   nodeStatus = "ready"   // deployed
+	nodeLost    nodeStatus = "lost"    // declared failed: its word no longer counts
+	nodeExited  nodeStatus = "exited"  // its process is gone
+)
+
+// gone reports whether n is lost or exited.
+func (n *nodeState) gone() bool { return n.state == nodeLost || n.state == nodeExited }
+
 // live reports whether n is a joined node that is neither lost nor exited.
 func (n *nodeState) live() bool {
-	return n != nil && n.state != "lost" && n.state != "exited" && n.sess != nil
+	return n != nil && !n.gone() && n.sess != nil
 }
 
 func (n *nodeState) send(m wire.Control) error {
@@ -124,7 +144,11 @@ type Coordinator struct {
 	lost     map[job.InstanceID]bool
 	started  bool
 	draining bool
-	joinSeq  atomic.Int64 // names of joining nodes: n(Local+1), ...
+	// A drain asked for while a rescale is in flight waits for it to
+	// commit (drainWait): why it was asked, and when.
+	drainAsked   time.Time
+	drainPending string
+	joinSeq      atomic.Int64 // names of joining nodes: n(Local+1), ...
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
@@ -147,16 +171,19 @@ type Coordinator struct {
 	paused   map[string]bool
 	faults   map[int]*fault
 	faultSeq int
-	layer    *chaos.Layer // link faults on the coordinator's side of its links
+	layer    *netfault.Layer // link faults on the coordinator's side of its links
 
-	coordAddr string // where nodes connect (respawned ones too)
-	respawns  int
+	coordAddr string                                // where nodes connect (respawned ones too)
+	respawned []time.Time                           // when nodes were respawned, within the last respawnWindow
 	srcHigh   map[int]uint64                        // per source partition, the farthest any generation reported
 	lastStats map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts  map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
-	tn  tunerState // the interval tuner (tuner.go)
-	eds edsState   // live rescales (rescale.go)
+	ft  faultTolerance // what --ft decides (ftmode.go)
+	tn  tunerState     // the interval tuner (tuner.go)
+	eds edsState       // live rescales (rescale.go)
+
+	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
 
 	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
 	compactc   chan compaction
@@ -188,9 +215,10 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256)}
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
 	c.joinSeq.Store(int64(cfg.Local))
-	if c.layer, err = chaos.NewLayer(chaos.DefaultConfig()); err != nil {
+	c.ft = ftFor(wire.FTMode(cfg.FT))
+	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
 	c.run = NewRunID(opt.Now())
@@ -315,7 +343,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 			c.stopNodes()
 			return fmt.Errorf("spawn node %s: %w", name, err)
 		}
-		ns := &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+		ns := &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 		c.nodes[name] = ns
 		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
 		go func() { _ = proc.Wait(); c.exitc <- name }()
@@ -357,7 +385,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				conn.Close()
 				return
 			}
-			conn = c.layer.Wrap(conn, chaos.Coord, name)
+			conn = c.layer.Wrap(conn, netfault.Coord, name)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()
@@ -446,10 +474,10 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.manifestWritten(w)
 		case name := <-c.exitc:
 			ns := c.nodes[name]
-			if ns.state != "lost" && ns.state != "exited" && !c.finished() {
+			if !ns.gone() && !c.finished() {
 				c.nodeLost(ns, "process exited")
 			}
-			ns.state = "exited"
+			ns.state = nodeExited
 			c.emit(events.NodeExited, ns.name, "", nil, "node %s exited", ns.name)
 		case <-tick.C:
 			// Take in what the nodes already said before judging them: a
@@ -472,9 +500,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.placeAwaiting("")
 			c.throughput()
 			c.checkCaughtUp()
-			c.globalTick()
+			c.ft.tick(c)
 			c.tunerTick()
 			c.edsTick()
+			if c.drainPending != "" {
+				c.drain(c.drainPending)
+			}
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
@@ -507,6 +538,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
+		if c.cfg.CheckInvariants {
+			if err := c.checkInvariants(); err != nil {
+				c.emit(events.Error, "", "", nil, "invariant broken: %v", err)
+				return fmt.Errorf("invariant broken: %w", err)
+			}
+		}
 		if c.started && c.finished() {
 			return c.finish()
 		}
@@ -536,7 +573,7 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 				return false, fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
 			}
 			ready[m.node.name] = true
-			m.node.state = "ready"
+			m.node.state = nodeReady
 			if len(ready) == c.cfg.Nodes && !c.started {
 				c.start()
 				return true, nil
@@ -576,7 +613,7 @@ func (c *Coordinator) joined() int {
 func (c *Coordinator) join(ns *nodeState) error {
 	old := c.nodes[ns.name]
 	if c.plan != nil {
-		if old == nil || old.state != "spawned" || old.sess != nil {
+		if old == nil || old.state != nodeSpawned || old.sess != nil {
 			return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
 		}
 		return c.lateJoin(ns, old)
@@ -589,7 +626,7 @@ func (c *Coordinator) join(ns *nodeState) error {
 	case old != nil:
 		ns.proc = old.proc
 	}
-	ns.state, ns.lastBeat = "joined", c.opt.Now()
+	ns.state, ns.lastBeat = nodeJoined, c.opt.Now()
 	c.nodes[ns.name] = ns
 	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
 	return nil
@@ -604,7 +641,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			c.placeAwaiting(ns.name)
 		}
 	}()
-	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, "joined", c.opt.Now(), true
+	ns.proc, ns.state, ns.lastBeat, ns.late = old.proc, nodeJoined, c.opt.Now(), true
 	c.nodes[ns.name] = ns
 	c.order = append(c.order, ns.name)
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
@@ -621,26 +658,40 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
 
+// respawnWindow is how far back respawns count toward the crash-loop
+// limit (twice the local nodes): a long run with faults now and then
+// respawns as often as it loses nodes (a 10-minute soak lost 45); only
+// nodes dying as fast as they are replaced stop it.
+const respawnWindow = time.Minute
+
 // respawn starts a fresh local node process in place of a lost one and
 // returns its name ("" if none was started).
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || c.cfg.FT == "none")) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
 		return ""
 	}
-	if c.respawns >= 8*c.cfg.Local {
-		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned already (a crash loop?)", lost, c.respawns)
+	now := c.opt.Now()
+	recent := c.respawned[:0]
+	for _, t := range c.respawned {
+		if now.Sub(t) < respawnWindow {
+			recent = append(recent, t)
+		}
+	}
+	c.respawned = recent
+	if len(recent) >= 2*c.cfg.Local {
+		c.emit(events.Error, lost, "", nil, "not respawning %s: %d nodes respawned in the last %v (a crash loop?)", lost, len(recent), respawnWindow)
 		return ""
 	}
-	c.respawns++
+	c.respawned = append(c.respawned, now)
 	name := fmt.Sprintf("n%d", c.joinSeq.Add(1))
 	proc, err := c.opt.Spawn(name, c.coordAddr, c.token, filepath.Join(c.dir, "logs", name+".log"))
 	if err != nil {
 		c.emit(events.Error, name, "", nil, "could not respawn a node for %s: %v", lost, err)
 		return ""
 	}
-	c.nodes[name] = &nodeState{name: name, state: "spawned", proc: proc, pid: proc.Pid()}
+	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
@@ -657,7 +708,7 @@ func (c *Coordinator) deploy() error {
 	}
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
-		FT: c.cfg.FT, Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
+		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
 		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block",
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
@@ -730,7 +781,7 @@ func (c *Coordinator) start() {
 }
 
 func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time) {
-	if ns.state == "lost" {
+	if ns.state == nodeLost {
 		return // a zombie: its word no longer counts
 	}
 	if at.After(ns.lastBeat) {
@@ -769,14 +820,14 @@ func (c *Coordinator) checkHeartbeats() {
 // --ft none they are lost, their downstreams treat their streams as ended,
 // and verify reports what is missing.
 func (c *Coordinator) nodeLost(ns *nodeState, why string) {
-	if ns.state == "lost" || ns.state == "exited" {
+	if ns.gone() {
 		return
 	}
 	if c.finished() {
-		ns.state = "exited"
+		ns.state = nodeExited
 		return
 	}
-	ns.state = "lost"
+	ns.state = nodeLost
 	defer func() { ns.stats = nil }() // after the rollback has read them
 	if ns.sess != nil {
 		ns.sess.Close()
@@ -793,49 +844,59 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 			}
 		}
 	}
-	if c.cfg.FT == "global" && c.plan != nil {
+	if c.plan == nil {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why}, "node %s lost before the job was deployed: %s", ns.name, why)
+		return
+	}
+	c.ft.lost(c, ns, ids, fresh, why)
+}
+
+// spateLost recovers the instances of a lost node where they can go,
+// while the rest of the job runs on.
+func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why string) {
+	// The lost instances are placed together, so that each new owner
+	// learns where the others went: a source placed before the keyed
+	// instance it feeds was seen never to replay to it. Keyed instances
+	// go to the survivors, or with --recover-on respawned to the
+	// respawned node; sources (no state to load) to a node with the
+	// generator's table built (place).
+	keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
+		return !c.isSource(c.placeOf[id].Op)
+	})
+	if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
+		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+			"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
+		c.awaitRespawn(ns.name, ids, fresh)
+	} else {
 		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-			"node %s lost: %s; the whole job rolls back", ns.name, why)
-		c.rollback(ns.name)
-		return
+			"node %s lost: %s; recovering %v", ns.name, why, ids)
+		c.recover(ns.name, ids, "")
 	}
-	if c.cfg.FT == "spate" && c.plan != nil {
-		// The lost instances are placed together, so that each new owner
-		// learns where the others went: a source placed before the keyed
-		// instance it feeds was seen never to replay to it. Keyed instances
-		// go to the survivors, or with --recover-on respawned to the
-		// respawned node; sources (no state to load) to a node with the
-		// generator's table built (place).
-		keyed := slices.ContainsFunc(ids, func(id job.InstanceID) bool {
-			return !c.isSource(c.placeOf[id].Op)
-		})
-		if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
-				"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
-			c.awaitRespawn(ns.name, ids, fresh)
-		} else {
-			c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-				"node %s lost: %s; recovering %v", ns.name, why, ids)
-			c.recover(ns.name, ids, "")
-		}
-		c.edsNodeLost(ns.name)
-		return
-	}
+	c.edsNodeLost(ns.name)
+}
+
+// noneLost gives up the instances of a lost node: their downstreams treat
+// their streams as ended, and verify reports what is missing.
+func (c *Coordinator) noneLost(ns *nodeState, ids []job.InstanceID, why string) {
 	for _, id := range ids {
 		c.lost[id] = true
 	}
 	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
-		"node %s lost: %s; instances %v lost (no recovery with --ft %s)", ns.name, why, ids, c.cfg.FT)
+		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
 	for _, name := range c.order {
-		if other := c.nodes[name]; other != ns && other.state != "lost" && other.state != "exited" && len(ids) > 0 {
+		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
 			_ = other.send(wire.Control{Kind: wire.CtlLost, Instances: ids})
 		}
 	}
 }
 
 func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
-	if d == nil || ns.state == "lost" || c.placeOf[d.Instance] == nil || c.placeOf[d.Instance].Node != ns.name {
+	if d == nil {
 		return
+	}
+	p := c.placeOf[d.Instance]
+	if ns.state == nodeLost || p == nil || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen {
+		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
@@ -858,10 +919,13 @@ func (c *Coordinator) drain(why string) {
 	if c.draining {
 		return
 	}
+	if c.drainWait(why) {
+		return
+	}
 	c.draining = true
 	c.emit(events.DrainStarted, "", "", nil, "draining (%s): sources stop, every open window fires, sinks flush", why)
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
 		}
 	}
@@ -918,7 +982,7 @@ func (c *Coordinator) metrics(dt float64) {
 	}
 	for _, name := range c.order {
 		ns := c.nodes[name]
-		if ns.state == "lost" || ns.state == "exited" || ns.stats == nil {
+		if ns.gone() || ns.stats == nil {
 			continue
 		}
 		var nin, nout float64
@@ -1074,7 +1138,7 @@ func (c *Coordinator) finish() error {
 // stopNodes tells every node to stop and waits for the local processes.
 func (c *Coordinator) stopNodes() {
 	for _, ns := range c.nodes {
-		if ns.sess != nil && ns.state != "lost" {
+		if ns.sess != nil && ns.state != nodeLost {
 			_ = ns.send(wire.Control{Kind: wire.CtlStop})
 		}
 	}
@@ -1082,7 +1146,7 @@ func (c *Coordinator) stopNodes() {
 	for {
 		alive := 0
 		for _, ns := range c.nodes {
-			if ns.proc != nil && ns.state != "exited" {
+			if ns.proc != nil && ns.state != nodeExited {
 				alive++
 			}
 		}
@@ -1091,14 +1155,14 @@ func (c *Coordinator) stopNodes() {
 		}
 		select {
 		case name := <-c.exitc:
-			c.nodes[name].state = "exited"
+			c.nodes[name].state = nodeExited
 		case m := <-c.msgc:
 			_ = m
 		case <-deadline:
 			for _, ns := range c.nodes {
-				if ns.proc != nil && ns.state != "exited" {
+				if ns.proc != nil && ns.state != nodeExited {
 					_ = ns.proc.Kill()
-					ns.state = "exited"
+					ns.state = nodeExited
 				}
 			}
 		}

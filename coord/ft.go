@@ -23,6 +23,7 @@ type Manifest struct {
 	Global uint64                             `json:"global,omitempty"`
 	files  map[job.InstanceID]map[string]bool // every file reported, for garbage collection
 	byID   map[job.InstanceID]map[uint64]wire.Checkpoint
+	high   map[job.InstanceID]uint64 // the highest checkpoint id reported (ledger.go)
 }
 
 func newManifest(run, jobName string) *Manifest {
@@ -39,6 +40,7 @@ func (m *Manifest) add(c wire.Checkpoint) {
 	}
 	m.byID[c.Instance][c.ID] = c
 	m.files[c.Instance][c.File] = true
+	m.note(c.Instance, c.ID)
 }
 
 // chain returns the files that restore checkpoint c: its full base, then
@@ -190,28 +192,27 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if p == nil {
 		return
 	}
-	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == "lost" {
+	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == nodeLost {
 		c.emit(events.Fenced, ns.name, string(cp.Instance), map[string]any{"gen": cp.Gen, "current": p.Gen},
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
 	}
 	c.manifest.add(*cp)
 	c.tunerCheckpointed(cp)
-	if c.cfg.FT == "global" {
-		c.globalCheckpointed(cp)
-	}
 	c.edsCheckpointed(cp)
 	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
 	c.writeManifest()
 	c.maybeCompact(*cp)
+	c.ft.checkpointed(c, ns, cp)
+}
+
+// spateCheckpointed reports an instance's complete checkpoint.
+func (c *Coordinator) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	kind := "delta"
 	if cp.Full {
 		kind = "full"
-	}
-	if c.cfg.FT == "global" {
-		return // one event per global checkpoint, once all instances have it
 	}
 	c.emit(events.Checkpoint, ns.name, string(cp.Instance), map[string]any{
 		"id": cp.ID, "full": cp.Full, "keys": cp.Keys, "raw_bytes": cp.RawBytes, "bytes": cp.Bytes,
@@ -289,7 +290,7 @@ func (c *Coordinator) manifestWritten(w manifestWrite) {
 		for _, f := range a.drop {
 			_ = c.store.Delete(f)
 		}
-		if a.node != nil && a.node.state != "lost" && a.node.state != "exited" {
+		if a.node != nil && !a.node.gone() {
 			_ = a.node.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
 		}
 	}
@@ -353,7 +354,7 @@ func (c *Coordinator) placeAwaiting(joined string) {
 	var due []awaiting
 	for _, a := range c.awaiting {
 		ns := c.nodes[a.node]
-		gone := ns == nil || ns.state == "lost" || ns.state == "exited"
+		gone := ns == nil || ns.gone()
 		if a.node == joined || gone || now.Sub(a.since) >= respawnWait || c.draining {
 			due = append(due, a)
 		} else {
@@ -413,7 +414,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: r.clock}
+		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id)}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]
@@ -436,6 +437,11 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		sends = append(sends, func() {
 			rs.Plan = append(append([]wire.Placement(nil), c.plan.Instances...), fresh...)
 			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+			if c.draining {
+				// The drain reached the node before the instance was there:
+				// a restored source would read on for ever.
+				_ = c.nodes[target].send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			}
 		})
 	}
 }
@@ -472,14 +478,13 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	if p == nil || p.Gen != rs.Place.Gen || p.Node != ns.name {
 		return // superseded by a later placement
 	}
-	if c.cfg.FT == "global" {
-		if m.Error != "" {
-			c.globalRestoreFailed(ns, p, m.Error)
-			return
-		}
-		c.globalRestored(p)
-		return
-	}
+	c.ft.restored(c, ns, p, m)
+}
+
+// spateRestored carries on the recovery of an instance that has been
+// restored (or could not be).
+func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) {
+	rs := m.Restore
 	r := c.recovering[p.ID]
 	if m.Error != "" {
 		// Nothing left to restore from: the instance is lost, and its
@@ -503,21 +508,22 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 		}
 	}
 	c.tunerRestored(p, r)
+	// The checkpoints after the restored one are a dead branch (the latest
+	// was unusable): never restorable again.
+	if gone := c.manifest.restoredAt(p.ID, rs.ID, c.edsPinned(p.ID)...); len(gone) > 0 {
+		c.emit(events.CheckpointsForgotten, ns.name, string(p.ID), map[string]any{"checkpoint": rs.ID, "forgotten": gone},
+			"%s restored from checkpoint %d: checkpoints %v are no longer restorable", p.ID, rs.ID, gone)
+	}
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
-		// The old generation's file counts up to the restored checkpoint.
-		old := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen-1)
-		var limit int64
-		if cp, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
-			if cp.SinkFile == old {
-				limit = cp.SinkLen
+		var cp *wire.Checkpoint
+		if got, ok := c.manifest.byID[p.ID][rs.ID]; ok && rs.ID > 0 {
+			cp = &got
+		}
+		c.sinkRestores[p.ID] = restoredFrom{gen: p.Gen, cp: cp}
+		if c.outputs.restoreSink(p.Op, p.Index, p.Gen, cp) {
+			if err := c.writeOutputManifest(); err != nil {
+				c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 			}
-			// An older file than the previous generation's was already limited.
-		}
-		if _, set := c.outputs.Limits[old]; !set {
-			c.outputs.Limits[old] = limit
-		}
-		if err := c.writeOutputManifest(); err != nil {
-			c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 		}
 	}
 	what := "from the start"
@@ -529,12 +535,22 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 	}
 	c.emit(events.RecoveryRestored, ns.name, string(p.ID), map[string]any{"gen": p.Gen, "checkpoint": rs.ID, "fellback": rs.Fellback},
 		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
+	// The upstreams route to it what it was restored with and still owns:
+	// a move into it committed since it was placed reaches it by the
+	// rescale's re-route, which reconnects the links that gain the range
+	// and replays it. Routed now, the re-route saw no gain, replayed
+	// nothing, and what the links had sent before the instance loaded the
+	// range was dropped there as strays (seed 135).
+	route := *p
+	if p.Partitions == nil {
+		route.Ranges = intersect(p.Ranges, rs.Place.Ranges)
+	}
 	for _, name := range c.order {
 		if n := c.nodes[name]; n.live() {
-			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: p})
+			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: &route})
 		}
 	}
-	c.edsRestored(p, rs.ID)
+	c.edsRestored(p, rs.ID, rs.Place.Ranges)
 }
 
 // isSource reports whether operator op is a source of the job (false for

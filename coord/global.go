@@ -28,7 +28,7 @@ type globalState struct {
 func (c *Coordinator) globalTick() {
 	g := &c.global
 	now := c.opt.Now()
-	if c.cfg.FT != "global" || !c.started || c.draining || g.rolling != nil {
+	if !c.started || c.draining || g.rolling != nil {
 		return
 	}
 	iv := c.globalInterval()
@@ -45,7 +45,7 @@ func (c *Coordinator) globalTick() {
 	g.next++
 	g.pending, g.since, g.lastTrigger, g.got = g.next, now, now, map[job.InstanceID]bool{}
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
 		}
 	}
@@ -69,6 +69,13 @@ func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
 		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
 }
 
+// globalLost rolls the whole job back on the loss of node ns.
+func (c *Coordinator) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
+	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+		"node %s lost: %s; the whole job rolls back", ns.name, why)
+	c.rollback(ns.name)
+}
+
 // rollback restarts the whole job from the last complete global checkpoint:
 // every instance gets a new generation, the lost node's instances move.
 func (c *Coordinator) rollback(lost string) {
@@ -78,7 +85,7 @@ func (c *Coordinator) rollback(lost string) {
 	for i := range c.plan.Instances {
 		p := &c.plan.Instances[i]
 		p.Gen++
-		if p.Node == lost || c.nodes[p.Node].state == "lost" || c.nodes[p.Node].state == "exited" {
+		if p.Node == lost || c.nodes[p.Node].gone() {
 			p.Node = c.leastLoaded(lost, c.isSource(p.Op))
 		}
 		c.placeOf[p.ID] = p
@@ -161,25 +168,23 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 		if c.spec.Ops[c.spec.Op(q.Op)].Kind != job.KindSink {
 			continue
 		}
-		for gen := uint64(1); gen < q.Gen; gen++ {
-			old := fmt.Sprintf("%s-%d-g%d.jsonl", q.Op, q.Index, gen)
-			if _, set := c.outputs.Limits[old]; set {
-				continue
-			}
-			var limit int64
-			if cp, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 && cp.SinkFile == old {
-				limit = cp.SinkLen
-			}
-			c.outputs.Limits[old] = limit
+		var cp *wire.Checkpoint
+		if got, ok := c.manifest.byID[q.ID][g.complete]; ok && g.complete > 0 {
+			cp = &got
 		}
+		c.sinkRestores[q.ID] = restoredFrom{gen: q.Gen, cp: cp}
+		c.outputs.restoreSink(q.Op, q.Index, q.Gen, cp)
 	}
 	if err := c.writeOutputManifest(); err != nil {
 		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 	}
 	c.emit(events.RecoveryRestored, "", "", map[string]any{"checkpoint": g.complete}, "every instance restored; the job restarts")
 	for _, name := range c.order {
-		if ns := c.nodes[name]; ns.state != "lost" && ns.state != "exited" {
+		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+			if c.draining { // every instance is new: the drain must reach them again
+				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			}
 		}
 	}
 	g.lastTrigger = c.opt.Now()

@@ -129,7 +129,7 @@ func TestCompactionWaitsForRecoveries(t *testing.T) {
 	for id := uint64(2); id <= compactAt; id++ {
 		m.add(cp(id, false, id-1))
 	}
-	c := &Coordinator{cfg: Config{FT: "spate"}, manifest: m, store: state.NewMemStore(),
+	c := &Coordinator{cfg: Config{FT: "spate"}, ft: spateFT{}, manifest: m, store: state.NewMemStore(),
 		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 1),
 		recovering: map[job.InstanceID]*recovery{"count#1": {}}}
 	last := cp(compactAt, false, compactAt-1)

@@ -13,6 +13,7 @@ import (
 	"spate/control"
 	"spate/events"
 	"spate/job"
+	"spate/netfault"
 	"spate/wire"
 )
 
@@ -26,25 +27,25 @@ import (
 
 // netFault is what one fault asks of each process.
 type netFault struct {
-	links   map[string]map[string]chaos.LinkFault // process (node or chaos.Coord) → peer → fault
-	store   map[string]wire.StoreFault            // node → store fault
-	cut     []string                              // nodes cut off by a partition
-	resets  bool                                  // the links carry a reset: send it once
-	corrupt map[string][]string                   // node → instances whose latest checkpoint to damage, once
+	links   map[string]map[string]netfault.LinkFault // process (node or netfault.Coord) → peer → fault
+	store   map[string]wire.StoreFault               // node → store fault
+	cut     []string                                 // nodes cut off by a partition
+	resets  bool                                     // the links carry a reset: send it once
+	corrupt map[string][]string                      // node → instances whose latest checkpoint to damage, once
 }
 
-func (f *netFault) addLink(proc, peer string, lf chaos.LinkFault) {
+func (f *netFault) addLink(proc, peer string, lf netfault.LinkFault) {
 	if f.links == nil {
-		f.links = map[string]map[string]chaos.LinkFault{}
+		f.links = map[string]map[string]netfault.LinkFault{}
 	}
 	if f.links[proc] == nil {
-		f.links[proc] = map[string]chaos.LinkFault{}
+		f.links[proc] = map[string]netfault.LinkFault{}
 	}
 	f.links[proc][peer] = mergeLink(f.links[proc][peer], lf)
 }
 
 // mergeLink combines two faults on one link: the worse of each.
-func mergeLink(a, b chaos.LinkFault) chaos.LinkFault {
+func mergeLink(a, b netfault.LinkFault) netfault.LinkFault {
 	a.BlockSend = a.BlockSend || b.BlockSend
 	a.BlockRecv = a.BlockRecv || b.BlockRecv
 	a.Stall = a.Stall || b.Stall
@@ -135,7 +136,7 @@ func (c *Coordinator) link(a control.Action, dur time.Duration) (control.Result,
 	if err != nil {
 		return control.Result{}, fmt.Errorf("link: %w", err)
 	}
-	var lf chaos.LinkFault
+	var lf netfault.LinkFault
 	for k, v := range a.Args {
 		var err error
 		switch k {
@@ -169,7 +170,7 @@ func (c *Coordinator) link(a control.Action, dur time.Duration) (control.Result,
 	nf := &netFault{resets: lf.Reset}
 	peers := c.aliveNodes()
 	if p := a.Args["peer"]; p != "" {
-		if _, ok := c.nodes[p]; !ok && p != chaos.Coord {
+		if _, ok := c.nodes[p]; !ok && p != netfault.Coord {
 			return control.Result{}, fmt.Errorf("link: peer %q is not a node of this cluster", p)
 		}
 		peers = []string{p}
@@ -180,14 +181,14 @@ func (c *Coordinator) link(a control.Action, dur time.Duration) (control.Result,
 		for _, p := range peers {
 			switch p {
 			case t:
-			case chaos.Coord:
-				nf.addLink(chaos.Coord, t, toCoord)
+			case netfault.Coord:
+				nf.addLink(netfault.Coord, t, toCoord)
 			default:
 				nf.addLink(t, p, lf)
 			}
 		}
 		if a.Args["peer"] == "" && !toCoord.IsZero() {
-			nf.addLink(chaos.Coord, t, toCoord)
+			nf.addLink(netfault.Coord, t, toCoord)
 		}
 	}
 	c.startNetFault(a, targets, dur, nf)
@@ -283,7 +284,7 @@ func (c *Coordinator) startNetFault(a control.Action, nodes []string, dur time.D
 // first; lifting: the coordinator's side first. once carries the one-shot
 // actions (resets, corruptions) of a fault being started.
 func (c *Coordinator) pushFaults(adding bool, once *netFault) {
-	links := map[string]map[string]chaos.LinkFault{}
+	links := map[string]map[string]netfault.LinkFault{}
 	stores := map[string]wire.StoreFault{}
 	for _, id := range c.faultIDs() {
 		nf := c.faults[id].net
@@ -292,7 +293,7 @@ func (c *Coordinator) pushFaults(adding bool, once *netFault) {
 		}
 		for proc, peers := range nf.links {
 			if links[proc] == nil {
-				links[proc] = map[string]chaos.LinkFault{}
+				links[proc] = map[string]netfault.LinkFault{}
 			}
 			for p, lf := range peers {
 				links[proc][p] = mergeLink(links[proc][p], lf)
@@ -307,7 +308,7 @@ func (c *Coordinator) pushFaults(adding bool, once *netFault) {
 	}
 	coordSide := func() {
 		c.layer.ClearAll()
-		for p, lf := range links[chaos.Coord] {
+		for p, lf := range links[netfault.Coord] {
 			_ = c.layer.Set(p, lf)
 		}
 	}

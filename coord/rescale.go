@@ -33,6 +33,27 @@ type edsState struct {
 	auto    autoscaleState // --autoscale (autoscale.go)
 }
 
+// rescalePhase is where a live rescale is (PROTOCOL.md, "Live rescale").
+type rescalePhase string
+
+const (
+	phaseFresh   rescalePhase = "fresh"   // pre-copy: the sources, then the old owners, checkpoint now
+	phaseStage   rescalePhase = "stage"   // pre-copy: new instances load their slices from the base
+	phasePrepare rescalePhase = "prepare" // every node adds the new inputs and holds the receivers
+	phaseRelease rescalePhase = "release" // old owners release (capture or drop) their ranges
+	phaseCommit  rescalePhase = "commit"  // every node re-routes by the new plan
+	phaseSettle  rescalePhase = "settle"  // unheld; done once every new owner has checkpointed
+)
+
+// movePhase is where one move of a rescale is.
+type movePhase string
+
+const (
+	moveReleasing movePhase = "releasing" // the old owner has not released yet
+	moveLoading   movePhase = "loading"   // committed: the new owner owns it, loading
+	moveLoaded    movePhase = "loaded"    // the new owner holds the slice
+)
+
 // rescaleOp is the rescale in flight.
 type rescaleOp struct {
 	id       uint64
@@ -40,7 +61,7 @@ type rescaleOp struct {
 	from, to int
 	plan     eds.Plan
 	moves    []*move
-	phase    string          // prepare, release, commit, settle
+	phase    rescalePhase
 	waiting  map[string]bool // nodes whose answer the phase waits for
 	holds    map[job.InstanceID]int64
 	recv     []job.InstanceID // every receiver (new and existing)
@@ -59,7 +80,7 @@ type rescaleOp struct {
 type move struct {
 	r        job.Range
 	from, to job.InstanceID
-	phase    string // releasing, loading, loaded
+	phase    movePhase
 	file     string
 	ckpt     uint64
 	wm       int64
@@ -113,15 +134,15 @@ func (c *Coordinator) scale(a control.Action) (control.Result, error) {
 		return control.Result{}, fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
 	case !c.started:
 		return control.Result{}, errors.New("scale: the job has not started")
-	case c.draining:
+	case c.draining || c.drainPending != "":
 		return control.Result{}, errors.New("scale: the job is draining")
 	case c.eds.restart != nil:
 		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
 	case c.eds.cur != nil:
 		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart" && c.cfg.FT == "spate":
+	case c.cfg.Rescale == "restart" && c.ft.mode() == wire.FTSpate:
 		return c.scaleRestart(op, n)
-	case c.cfg.FT != "spate":
+	case c.ft.mode() != wire.FTSpate:
 		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
 	case len(c.recovering) > 0:
 		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")
@@ -208,12 +229,12 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 		return control.Result{Text: fmt.Sprintf("%s already has %d instances; nothing moves", op, n)}, nil
 	}
 	c.eds.seq++
-	r := &rescaleOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, phase: "prepare", holds: map[job.InstanceID]int64{},
+	r := &rescaleOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, phase: phasePrepare, holds: map[job.InstanceID]int64{},
 		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load}
 	var hold []job.InstanceID
 	placed := map[string]int{}
 	for _, m := range plan.Moves {
-		mv := &move{r: m.Range, from: job.MakeInstanceID(op, m.From), to: job.MakeInstanceID(op, m.To), phase: "releasing"}
+		mv := &move{r: m.Range, from: job.MakeInstanceID(op, m.From), to: job.MakeInstanceID(op, m.To), phase: moveReleasing}
 		r.moves = append(r.moves, mv)
 		if slices.Contains(r.recv, mv.to) {
 			continue
@@ -238,7 +259,7 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": moves, "load": load,
 		"key_groups": plan.Moved(), "max_load_before": plan.OldMaxLoad, "max_load_after": plan.MaxLoad, "why": why, "id": r.id},
 		"rescale %d of %s (%s): %v", r.id, op, why, plan)
-	if r.phase == "prepare" {
+	if r.phase == phasePrepare {
 		c.sendPrepare(r)
 	}
 	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, old.N(), n, plan.Moved(), len(plan.Moves))}, nil
@@ -246,7 +267,7 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 
 // sendPrepare sends the prepare step to every live node.
 func (c *Coordinator) sendPrepare(r *rescaleOp) {
-	r.phase = "prepare"
+	r.phase = phasePrepare
 	r.waiting = map[string]bool{}
 	for _, name := range c.liveNodes() {
 		r.waiting[name] = true
@@ -264,7 +285,7 @@ func (c *Coordinator) sendPrepare(r *rescaleOp) {
 // Without pre-copy moves the rescale starts with the prepare.
 func (c *Coordinator) startPrecopy(r *rescaleOp) {
 	c.choosePrecopy(r)
-	if r.phase != "stage" {
+	if r.phase != phaseStage {
 		return
 	}
 	for _, mv := range r.moves {
@@ -286,7 +307,7 @@ func (c *Coordinator) startPrecopy(r *rescaleOp) {
 			}
 		}
 	}
-	r.phase = "fresh"
+	r.phase = phaseFresh
 	if !c.askCheckpoints(r, srcs) {
 		r.phase = "fresh-old"
 		if !c.askCheckpoints(r, r.olds) {
@@ -306,7 +327,7 @@ func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
 			continue
 		}
 		ns := c.nodes[p.Node]
-		if ns == nil || ns.state == "lost" || ns.state == "exited" || c.recovering[id] != nil {
+		if ns == nil || ns.gone() || c.recovering[id] != nil {
 			continue
 		}
 		last := uint64(0)
@@ -326,7 +347,7 @@ func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
 // pre-copy waits for, and goes on once none is left.
 func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
 	r := c.eds.cur
-	if r == nil || (r.phase != "fresh" && r.phase != "fresh-old") {
+	if r == nil || (r.phase != phaseFresh && r.phase != "fresh-old") {
 		return
 	}
 	if last, ok := r.fresh2[id]; !ok || ckpt <= last {
@@ -336,7 +357,7 @@ func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
 	if len(r.fresh2) > 0 {
 		return
 	}
-	if r.phase == "fresh" {
+	if r.phase == phaseFresh {
 		r.phase = "fresh-old"
 		if c.askCheckpoints(r, r.olds) {
 			return
@@ -348,9 +369,9 @@ func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
 // precopyReady chooses the bases and stages (or, if no move can go by
 // pre-copy any more, prepares).
 func (c *Coordinator) precopyReady(r *rescaleOp) {
-	r.phase = "prepare"
+	r.phase = phasePrepare
 	c.choosePrecopy(r)
-	if r.phase == "stage" {
+	if r.phase == phaseStage {
 		c.sendStage(r)
 		return
 	}
@@ -381,7 +402,7 @@ func (c *Coordinator) choosePrecopy(r *rescaleOp) {
 		}
 		chains, cps := c.manifest.restorable(mv.from)
 		mv.pre, mv.chain, mv.base = true, chains[0], cps[0].ID
-		r.phase = "stage"
+		r.phase = phaseStage
 	}
 }
 
@@ -395,7 +416,7 @@ func (c *Coordinator) sendStage(r *rescaleOp) {
 		c.sendPin(r, mv)
 		f := r.freshOf(mv.to)
 		ns := c.nodes[f.Node]
-		if ns == nil || ns.state == "lost" || ns.state == "exited" {
+		if ns == nil || ns.gone() {
 			mv.staged = true // restored with its slice once the old owner has dropped it
 			continue
 		}
@@ -410,7 +431,7 @@ func (c *Coordinator) sendStage(r *rescaleOp) {
 // precedes it; a restored old owner gets it again.
 func (c *Coordinator) sendPin(r *rescaleOp, mv *move) {
 	p := c.placeOf[mv.from]
-	if ns := c.nodes[p.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" {
+	if ns := c.nodes[p.Node]; ns != nil && !ns.gone() {
 		_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePin, Op: r.op, Instance: mv.from,
 			Gen: p.Gen, Ranges: []job.Range{mv.r}}})
 	}
@@ -447,17 +468,17 @@ func (c *Coordinator) leastLoadedFor(extra map[string]int) string {
 
 // onRescale handles a node's answer to a step.
 func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
-	if m.Step == wire.RescaleStopped && ns.state != "lost" && c.eds.restart != nil && c.eds.restart.id == m.ID {
+	if m.Step == wire.RescaleStopped && ns.state != nodeLost && c.eds.restart != nil && c.eds.restart.id == m.ID {
 		c.restartStopped(ns.name)
 		return
 	}
 	r := c.eds.cur
-	if ns.state == "lost" || r == nil || m.ID != r.id {
+	if ns.state == nodeLost || r == nil || m.ID != r.id {
 		return
 	}
 	switch m.Step {
 	case wire.RescalePrepared:
-		if r.phase != "prepare" {
+		if r.phase != phasePrepare {
 			return
 		}
 		for id, wm := range m.Holds {
@@ -485,13 +506,13 @@ func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
 			return
 		}
 		for _, mv := range r.moves {
-			if mv.to == m.Instance && mv.phase == "loading" && slices.Contains(m.Ranges, mv.r) {
-				c.moveLoaded(r, mv, m.After, ns.name)
+			if mv.to == m.Instance && mv.phase == moveLoading && slices.Contains(m.Ranges, mv.r) {
+				c.markLoaded(r, mv, m.After, ns.name)
 			}
 		}
 		c.rescaleAdvance()
 	case wire.RescaleCommitted:
-		if r.phase != "commit" {
+		if r.phase != phaseCommit {
 			return
 		}
 		delete(r.waiting, ns.name)
@@ -514,14 +535,14 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	var mv *move
 	for _, x := range r.moves {
-		if x.from == m.Instance && x.phase == "releasing" && slices.Contains(m.Ranges, x.r) {
+		if x.from == m.Instance && x.phase == moveReleasing && slices.Contains(m.Ranges, x.r) {
 			mv = x
 		}
 	}
 	if mv == nil {
 		return
 	}
-	mv.phase, mv.file, mv.ckpt, mv.wm, mv.bytes, mv.atMs = "loading", m.File, m.CkptID, m.WM, m.Bytes, m.AtMs
+	mv.phase, mv.file, mv.ckpt, mv.wm, mv.bytes, mv.atMs = moveLoading, m.File, m.CkptID, m.WM, m.Bytes, m.AtMs
 	p.Ranges = subtract(p.Ranges, mv.r)
 	var place *wire.Placement
 	if q := c.placeOf[mv.to]; q != nil {
@@ -546,7 +567,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	c.emit(events.Kind("rescale_captured"), ns.name, string(mv.from), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
 		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "id": r.id},
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
-	if tn := c.nodes[q.Node]; tn != nil && tn.state != "lost" && tn.state != "exited" {
+	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
 		_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
 			Ranges: []job.Range{mv.r}, File: mv.file, Place: place}})
 	} else if place != nil {
@@ -561,7 +582,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 // from the old owner's base. A failure sends the moves into that
 // instance the capture's way.
 func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
-	if r.phase != "stage" {
+	if r.phase != phaseStage {
 		return
 	}
 	if m.Error != "" {
@@ -598,14 +619,14 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	var mv *move
 	for _, x := range r.moves {
-		if x.pre && x.from == m.Instance && x.phase == "releasing" && slices.Contains(m.Ranges, x.r) {
+		if x.pre && x.from == m.Instance && x.phase == moveReleasing && slices.Contains(m.Ranges, x.r) {
 			mv = x
 		}
 	}
 	if mv == nil {
 		return
 	}
-	mv.phase, mv.wm, mv.atMs, mv.ckpt = "loading", m.WM, m.AtMs, mv.base
+	mv.phase, mv.wm, mv.atMs, mv.ckpt = moveLoading, m.WM, m.AtMs, mv.base
 	mv.file = mv.chain[len(mv.chain)-1]
 	p.Ranges = subtract(p.Ranges, mv.r)
 	created := false
@@ -623,14 +644,14 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "precopy": true, "id": r.id},
 		"rescale %d: %s dropped %v; it is %s's from now on, from checkpoint %d and the upstreams' backup", r.id, mv.from, mv.r, mv.to, mv.ckpt)
 	q := c.placeOf[mv.to]
-	if tn := c.nodes[q.Node]; tn == nil || tn.state == "lost" || tn.state == "exited" {
+	if tn := c.nodes[q.Node]; tn == nil || tn.gone() {
 		if created {
 			c.recover(q.Node, []job.InstanceID{mv.to}, "") // it was lost staged: restored with its slice
 		}
 		return
 	}
 	if after, ok := r.startAt[mv.to]; ok {
-		c.moveLoaded(r, mv, after, q.Node)
+		c.markLoaded(r, mv, after, q.Node)
 		c.rescaleAdvance()
 	}
 }
@@ -643,16 +664,16 @@ func (c *Coordinator) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	r.startAt[m.Instance] = m.After
 	for _, mv := range r.moves {
-		if mv.pre && mv.to == m.Instance && mv.phase == "loading" {
-			c.moveLoaded(r, mv, m.After, ns.name)
+		if mv.pre && mv.to == m.Instance && mv.phase == moveLoading {
+			c.markLoaded(r, mv, m.After, ns.name)
 		}
 	}
 	c.rescaleAdvance()
 }
 
-// moveLoaded records that a move's new owner holds the slice.
-func (c *Coordinator) moveLoaded(r *rescaleOp, mv *move, after uint64, node string) {
-	mv.phase = "loaded"
+// markLoaded records that a move's new owner holds the slice.
+func (c *Coordinator) markLoaded(r *rescaleOp, mv *move, after uint64, node string) {
+	mv.phase = moveLoaded
 	mv.slice.load.After = after
 	c.emit(events.Kind("rescale_moved"), node, string(mv.to), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
 		"to": string(mv.to), "after": after, "id": r.id},
@@ -677,7 +698,7 @@ func (c *Coordinator) rescaleAdvance() {
 		if len(r.waiting) > 0 {
 			return
 		}
-		r.phase = "release"
+		r.phase = phaseRelease
 		started := map[job.InstanceID]bool{}
 		for _, mv := range r.moves {
 			if !mv.pre || started[mv.to] {
@@ -685,7 +706,7 @@ func (c *Coordinator) rescaleAdvance() {
 			}
 			started[mv.to] = true
 			f := r.freshOf(mv.to)
-			if ns := c.nodes[f.Node]; ns != nil && ns.state != "lost" && ns.state != "exited" {
+			if ns := c.nodes[f.Node]; ns != nil && !ns.gone() {
 				_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStart, Op: r.op, Instance: mv.to, Place: f}})
 			}
 		}
@@ -694,11 +715,11 @@ func (c *Coordinator) rescaleAdvance() {
 		}
 	case "release":
 		for _, mv := range r.moves {
-			if mv.phase != "loaded" {
+			if mv.phase != moveLoaded {
 				return
 			}
 		}
-		r.phase = "commit"
+		r.phase = phaseCommit
 		r.waiting = map[string]bool{}
 		for _, name := range c.liveNodes() {
 			r.waiting[name] = true
@@ -711,7 +732,7 @@ func (c *Coordinator) rescaleAdvance() {
 		if len(r.waiting) > 0 {
 			return
 		}
-		r.phase = "settle"
+		r.phase = phaseSettle
 		r.rerouted = c.opt.Now()
 		c.emit(events.Kind("rescale_rerouted"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "id": r.id,
 			"ms": r.rerouted.Sub(r.started).Milliseconds()},
@@ -727,7 +748,7 @@ func (c *Coordinator) rescaleAdvance() {
 func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
 	p := c.placeOf[mv.from]
 	ns := c.nodes[p.Node]
-	if rec := c.recovering[mv.from]; ns == nil || ns.state == "lost" || ns.state == "exited" || (rec != nil && rec.restored.IsZero()) {
+	if rec := c.recovering[mv.from]; ns == nil || ns.gone() || (rec != nil && rec.restored.IsZero()) {
 		return // sent again once it is restored
 	}
 	minWM, ok := r.holds[mv.to]
@@ -747,7 +768,7 @@ func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
 // group, or 10 s have passed).
 func (c *Coordinator) rescaleSettled() {
 	r := c.eds.cur
-	if r == nil || r.phase != "settle" {
+	if r == nil || r.phase != phaseSettle {
 		return
 	}
 	bytes, pause := 0, int64(-1)
@@ -808,6 +829,37 @@ func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
 	c.rescaleSettled()
 }
 
+// drainWaitLimit bounds how long a drain waits for a rescale in flight.
+const drainWaitLimit = 10 * time.Second
+
+// drainWait reports whether the drain asked for now must wait: while a
+// rescale has not committed, its receivers hold their watermarks and its
+// old owners have not released, and an old owner that ends its streams
+// can never release, so the drain waited for ever (seed 129: count 2→1
+// with the receiver's node isolated when the duration was up). The drain
+// starts once the rescale has re-routed (its watermarks move again), or
+// after drainWaitLimit whatever it does.
+func (c *Coordinator) drainWait(why string) bool {
+	now := c.opt.Now()
+	r := c.eds.cur
+	busy := (r != nil && r.phase != phaseSettle) || c.eds.restart != nil
+	if !busy {
+		c.drainPending = ""
+		return false
+	}
+	if c.drainPending == "" {
+		c.drainPending, c.drainAsked = why, now
+		c.emit(events.DrainWaiting, "", "", nil,
+			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v)", why, drainWaitLimit)
+		return true
+	}
+	if now.Sub(c.drainAsked) < drainWaitLimit {
+		return true
+	}
+	c.drainPending = ""
+	return false
+}
+
 // edsPinned lists the checkpoints of id that moved slices still need.
 func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 	var out []uint64
@@ -847,7 +899,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 		sl = append(sl, l)
 	}
 	if r := c.eds.cur; r != nil {
-		hold = slices.Contains(r.recv, id) && r.phase != "settle"
+		hold = slices.Contains(r.recv, id) && r.phase != phaseSettle
 		for _, f := range r.fresh {
 			if c.placeOf[f.ID] == nil {
 				fresh = append(fresh, f)
@@ -860,7 +912,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // edsRestored carries a rescale on after a participant was restored: a
 // new owner restored with its slices has loaded them; an old owner that
 // had not released yet is asked again.
-func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
+func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64, restored []job.Range) {
 	c.restartRestored(p)
 	c.precopyFreshDone(p.ID, math.MaxUint64) // restored: it waits for none
 	for _, s := range c.eds.slices[p.ID] {
@@ -875,13 +927,24 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64) {
 	}
 	for _, mv := range r.moves {
 		switch {
-		case mv.to == p.ID && mv.phase == "loading":
-			c.moveLoaded(r, mv, restoredID, p.Node)
-		case mv.from == p.ID && mv.phase == "releasing":
+		case mv.to == p.ID && mv.phase == moveLoading && p.Partitions == nil && !covers(restored, mv.r):
+			// The move was committed after the instance was placed: its
+			// restore did not load the slice, so it cannot count as the
+			// load (with it counted, the re-route sent the range to an
+			// instance that did not own it, and every record of it was
+			// dropped there as a stray: seed 135). Restored again, now
+			// with the slice.
+			c.emit(events.RecoveryPlaced, p.Node, string(p.ID), map[string]any{"range": mv.r.String()},
+				"%s restored without %v, moved to it since it was placed: restoring it again with it", p.ID, mv.r)
+			c.place(p.Node, []job.InstanceID{p.ID}, p.Node)
+			return
+		case mv.to == p.ID && mv.phase == moveLoading:
+			c.markLoaded(r, mv, restoredID, p.Node)
+		case mv.from == p.ID && mv.phase == moveReleasing:
 			if mv.pre {
 				c.sendPin(r, mv)
 			}
-			if r.phase == "release" {
+			if r.phase == phaseRelease {
 				c.sendRelease(r, mv)
 			}
 		}
@@ -950,6 +1013,30 @@ func subtract(rs []job.Range, r job.Range) []job.Range {
 }
 
 // union adds r to rs (canonical: sorted, coalesced).
+// covers reports whether rs holds every key group of r.
+func covers(rs []job.Range, r job.Range) bool {
+	for g := r.Lo; g < r.Hi; g++ {
+		if !slices.ContainsFunc(rs, func(x job.Range) bool { return x.Lo <= g && g < x.Hi }) {
+			return false
+		}
+	}
+	return true
+}
+
+// intersect is the key groups in both a and b, in order.
+func intersect(a, b []job.Range) []job.Range {
+	var out []job.Range
+	for _, x := range a {
+		for _, y := range b {
+			if lo, hi := max(x.Lo, y.Lo), min(x.Hi, y.Hi); lo < hi {
+				out = append(out, job.Range{Lo: lo, Hi: hi})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Lo < out[j].Lo })
+	return out
+}
+
 func union(rs []job.Range, r job.Range) []job.Range {
 	out := append(append([]job.Range(nil), rs...), r)
 	sort.Slice(out, func(i, j int) bool { return out[i].Lo < out[j].Lo })

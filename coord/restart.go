@@ -164,11 +164,11 @@ func (c *Coordinator) restartAll(r *restartOp) {
 			continue
 		}
 		node := c.nodes[p.Node]
-		if node == nil || node.state == "lost" || node.state == "exited" {
+		if node == nil || node.gone() {
 			continue // its node's loss restores it
 		}
 		p.Gen++
-		rs := &wire.Restore{Place: *p, Clock: c.pacingClock(p.Node, p.ID)}
+		rs := &wire.Restore{Place: *p, Clock: c.pacingClock(p.Node, p.ID), NextID: c.manifest.nextID(p.ID)}
 		own, _ := c.manifest.restorable(p.ID)
 		if len(own) > 0 {
 			rs.Chain = own[0]

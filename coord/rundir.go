@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +36,65 @@ type RunInfo struct {
 	Complete  bool           `json:"complete"`             // every source partition reported its final position
 	Lag       [][2]int64     `json:"lag_ms,omitempty"`     // paced runs: (ms since the job started, output lag in ms), every heartbeat period
 	NodeCPU   float64        `json:"node_cpu_s,omitempty"` // CPU seconds the node processes used, as last reported
+	// Provenance is what made the run: the binary, the toolchain, the
+	// machine and the command line. WriteRunInfo fills it in the first
+	// time (NewProvenance).
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Version is the version of this binary, as run.json records it; the
+// command line sets it once at start, from the one set at build time.
+var Version = "0.1.0-dev"
+
+// Provenance says which code, toolchain and machine made a run, so that
+// a figure can be traced to them.
+type Provenance struct {
+	Version    string   `json:"version"`
+	Commit     string   `json:"commit,omitempty"`      // vcs.revision of the build, when built from a checkout
+	CommitTime string   `json:"commit_time,omitempty"` // vcs.time
+	Modified   bool     `json:"modified,omitempty"`    // vcs.modified: the checkout had uncommitted changes
+	Go         string   `json:"go"`                    // the toolchain that built the binary
+	OS         string   `json:"os"`
+	Arch       string   `json:"arch"`
+	CPU        string   `json:"cpu,omitempty"` // the model, from /proc/cpuinfo
+	CPUs       int      `json:"cpus"`          // logical CPUs this process may use
+	Args       []string `json:"args"`          // the command line, program name first
+}
+
+// NewProvenance describes this process: Version, the build's vcs
+// settings (runtime/debug.ReadBuildInfo, absent under -buildvcs=false),
+// the Go version, OS and architecture, the CPU model and count, os.Args.
+func NewProvenance() Provenance {
+	p := Provenance{Version: Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPU: cpuModel("/proc/cpuinfo"), CPUs: runtime.NumCPU(), Args: append([]string(nil), os.Args...)}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				p.Commit = kv.Value
+			case "vcs.time":
+				p.CommitTime = kv.Value
+			case "vcs.modified":
+				p.Modified = kv.Value == "true"
+			}
+		}
+	}
+	return p
+}
+
+// cpuModel is the first "model name" of a cpuinfo file ("" if none).
+func cpuModel(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // NewRunID returns a fresh run id: time plus random suffix.
@@ -98,8 +160,13 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// WriteRunInfo writes run.json atomically.
+// WriteRunInfo writes run.json atomically; the first time, it sets
+// ri.Provenance to this process's.
 func WriteRunInfo(dir string, ri *RunInfo) error {
+	if ri.Provenance == nil {
+		p := NewProvenance()
+		ri.Provenance = &p
+	}
 	b, err := json.MarshalIndent(ri, "", "  ")
 	if err != nil {
 		return err

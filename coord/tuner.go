@@ -106,15 +106,15 @@ func (c *Coordinator) tunerInit() error {
 	t.insts = map[job.InstanceID]*tunedInst{}
 	t.fixed = c.cfg.IntervalDuration()
 	t.global = t.fixed
-	t.enabled = c.cfg.FT == "spate"
-	if c.cfg.Interval != "auto" || c.cfg.FT == "none" {
+	t.enabled = c.ft.mode() == wire.FTSpate
+	if c.cfg.Interval != "auto" || c.ft.mode() == wire.FTNone {
 		return nil
 	}
 	tc, err := LiveTunerConfig(c.cfg.Failures)
 	if err != nil {
 		return fmt.Errorf("%w: --failures: %v", ErrUsage, err)
 	}
-	if c.cfg.FT == "global" {
+	if c.ft.mode() == wire.FTGlobal {
 		// One barrier period for the whole job, from the static model
 		// evaluated once on the configured assumptions (a busy job, ρ = 1):
 		// Young's interval with the assumed cost and the prior MTBF.
@@ -161,9 +161,9 @@ func (c *Coordinator) globalInterval() time.Duration {
 // intervalOf is the interval in force for an instance (0 with --ft none).
 func (c *Coordinator) intervalOf(id job.InstanceID) time.Duration {
 	switch {
-	case c.cfg.FT == "none":
+	case c.ft.mode() == wire.FTNone:
 		return 0
-	case c.cfg.FT == "global":
+	case c.ft.mode() == wire.FTGlobal:
 		return c.globalInterval()
 	}
 	if ti := c.tn.insts[id]; ti != nil {
@@ -436,9 +436,9 @@ func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
 		}
 	}
 	switch {
-	case c.cfg.FT == "none":
+	case c.ft.mode() == wire.FTNone:
 		return control.Result{}, errors.New("interval: this run takes no checkpoints (--ft none)")
-	case c.cfg.FT == "global":
+	case c.ft.mode() == wire.FTGlobal:
 		return control.Result{}, errors.New("interval: --ft global has one barrier period for the whole job, not one per instance")
 	case c.plan == nil:
 		return control.Result{}, errors.New("interval: the job is not deployed yet")

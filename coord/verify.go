@@ -3,7 +3,6 @@ package coord
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -89,47 +88,6 @@ func ReadOutput(dir string) (all []job.Result, torn int, err error) {
 		all = append(all, rs...)
 	}
 	return all, torn, nil
-}
-
-// VerifyMain is `spate verify`; it returns the exit code.
-func VerifyMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", "", "run directory (default: the latest run)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	dir, err := ResolveDataDir(*data)
-	if err != nil {
-		fmt.Fprintln(stderr, "spate verify:", err)
-		return 2
-	}
-	rep, err := VerifyRun(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "spate verify:", err)
-		return 2
-	}
-	if ri, err := ReadRunInfo(dir); err == nil && !ri.Complete {
-		fmt.Fprintln(stderr, "spate verify: note: a source instance was lost, so its last position is the one it last reported: counts near the loss may show as wrong")
-	}
-	if rep.Torn > 0 {
-		fmt.Fprintf(stderr, "spate verify: note: %d output file(s) end in a line a kill cut short; it counts as not written\n", rep.Torn)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		fmt.Fprintln(stdout, rep.String())
-		for _, d := range rep.Diffs {
-			fmt.Fprintf(stdout, "  %s %s %s window %d\n", d.Kind, d.ID.Op, d.ID.Key, d.ID.Window)
-		}
-	}
-	if !rep.OK() {
-		return 1
-	}
-	return 0
 }
 
 // checkManifest refuses a checkpoint manifest that belongs to another run

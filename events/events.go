@@ -27,6 +27,7 @@ const (
 	Throughput          Kind = "throughput"
 	SourceEnded         Kind = "source_ended"
 	DrainStarted        Kind = "drain_started"
+	DrainWaiting        Kind = "drain_waiting" // a drain asked for waits for the rescale in flight
 	InstanceDone        Kind = "instance_done"
 	FrameError          Kind = "frame_error"
 	Checkpoint          Kind = "checkpoint"
@@ -43,9 +44,12 @@ const (
 	CheckpointRequested Kind = "checkpoint_requested"
 	CheckpointCompacted Kind = "checkpoint_compacted"
 	CheckpointFallback  Kind = "checkpoint_fallback" // a damaged checkpoint: recovery uses the one before
-	Error               Kind = "error"
-	Interval            Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
-	TunerSummary        Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
+	// CheckpointsForgotten: a restore from an older checkpoint left the
+	// later ones on a dead branch; they are no longer restorable.
+	CheckpointsForgotten Kind = "checkpoints_forgotten"
+	Error                Kind = "error"
+	Interval             Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
+	TunerSummary         Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
 )
 
 // Event is one thing that happened in a run.
@@ -152,14 +156,27 @@ func (b *Bus) Close() {
 	}
 }
 
-// WriteJSONL copies the events of s to w, one JSON object per line, until
-// s is closed. It returns the first write error.
+// SchemaVersion is the version of the events.jsonl line, its "v" field;
+// schemas/events.schema.json in the repository describes it. Adding a
+// field or a kind keeps the version; changing or removing one bumps it.
+const SchemaVersion = 1
+
+// jsonLine is an event as a line of events.jsonl: the schema version,
+// then the event's fields.
+type jsonLine struct {
+	V int `json:"v"`
+	Event
+}
+
+// WriteJSONL copies the events of s to w, one JSON object per line with
+// the schema version in "v", until s is closed. It returns the first
+// write error.
 func WriteJSONL(w io.Writer, s *Sub) error {
 	enc := json.NewEncoder(w)
 	var first error
 	for e := range s.C {
 		if first == nil {
-			first = enc.Encode(e)
+			first = enc.Encode(jsonLine{V: SchemaVersion, Event: e})
 		}
 	}
 	return first

@@ -477,7 +477,7 @@ func (in *instance) finish() {
 
 func (in *instance) reportDone(pos map[int]uint64) {
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlDone, Done: &wire.Done{
-		Instance: in.id, Positions: pos, In: in.nIn.Load(), Out: in.nOut.Load(), Late: in.nLate.Load()}})
+		Instance: in.id, Gen: in.place.Gen, Positions: pos, In: in.nIn.Load(), Out: in.nOut.Load(), Late: in.nLate.Load()}})
 }
 
 // firedReport rate-limits window_fired events to one a second per instance.

@@ -56,7 +56,7 @@ type link struct {
 func (in *instance) buildPorts() error {
 	for _, e := range in.spec.Ops[in.opIdx].Outputs {
 		pt := &port{to: e.To, owner: make([]int, in.spec.Groups), seqs: map[job.Producer][]uint64{}}
-		if in.plan.FT == "spate" && in.kind != job.KindSource {
+		if in.plan.FT == wire.FTSpate && in.kind != job.KindSource {
 			b, err := backup.New(in.backupConfig())
 			if err != nil {
 				return err
@@ -213,9 +213,9 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 	l.err, l.backoff = nil, 0
 	in.markAhead(pi, l, resume)
 	switch {
-	case in.plan.FT == "spate" && in.src != nil: // on a goroutine of its own (replay.go)
+	case in.plan.FT == wire.FTSpate && in.src != nil: // on a goroutine of its own (replay.go)
 		in.src.startReplay(in, l, resume)
-	case in.plan.FT == "spate":
+	case in.plan.FT == wire.FTSpate:
 		in.startBackupReplay(pi, l, resume)
 	case in.src != nil:
 		// Global's barriers go in band on every link, so its sources
@@ -345,7 +345,7 @@ const (
 // as for any other. A connect that fails again waits twice as long,
 // up to linkRetryMax, without another event: the first failure said it.
 func (in *instance) retryLinks(ctx context.Context, now time.Time) {
-	if in.plan.FT != "spate" {
+	if in.plan.FT != wire.FTSpate {
 		return
 	}
 	for pi, pt := range in.ports {
@@ -459,6 +459,17 @@ func (l *link) knownTo(prod job.Producer, kg job.KeyGroup, seq uint64) bool {
 		}
 	}
 	return true
+}
+
+// aheadOf reports whether the downstream of l had, when it connected,
+// records of prod that our numbering has not reached yet.
+func (l *link) aheadOf(prod job.Producer) bool {
+	for _, seq := range l.ahead[prod] {
+		if seq != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // errConnecting marks a link whose stream is not open yet.

@@ -15,7 +15,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
-	"spate/chaos"
+	"spate/internal/chanmu"
+	"spate/netfault"
 	"sync"
 	"syscall"
 	"time"
@@ -112,7 +113,7 @@ type Node struct {
 	peerc  chan struct{}             // closed and replaced whenever peers changes
 	plan   *wire.Deploy
 	store  *faultStore
-	layer  *chaos.Layer    // injected link faults on the peer links (faults.go)
+	layer  *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials  map[string]bool // peers this node dials (and redials)
 	insts  map[job.InstanceID]*instance
 	cancel context.CancelFunc
@@ -120,7 +121,7 @@ type Node struct {
 
 // ctlConn is the control stream; writes are serialised.
 type ctlConn struct {
-	mu sync.Mutex
+	mu chanmu.Mutex // held across a write that may wait for the coordinator
 	w  *wire.Writer
 }
 
@@ -152,13 +153,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	layer, err := chaos.NewLayer(chaos.DefaultConfig())
+	layer, err := netfault.NewLayer(netfault.DefaultConfig())
 	if err != nil {
 		return err
 	}
 	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name, layer: layer,
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
+	defer n.closePeers()
 
 	ln, err := n.tr.Listen(cfg.Listen)
 	if err != nil {
@@ -215,6 +217,17 @@ func Run(ctx context.Context, cfg Config) error {
 			n.stopAll()
 			return nil
 		}
+	}
+}
+
+// closePeers closes the sessions to every peer: a node that stops leaves
+// no link open (a process's exit closes its sockets; an in-process node's
+// must be closed by hand).
+func (n *Node) closePeers() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.peers {
+		s.Close()
 	}
 }
 
@@ -315,6 +328,11 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	}
 	if err == nil && in.src == nil {
 		err = in.restoreSlices(r, answer.ID) // rescale.go
+	}
+	if err == nil {
+		// Ids only grow: after a fallback the checkpoints of the dead
+		// branch keep theirs, and the next one must not take one of them.
+		in.ck.lastID = max(in.ck.lastID, r.NextID-min(r.NextID, 1))
 	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}

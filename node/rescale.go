@@ -129,7 +129,7 @@ func (in *instance) reportFirst() {
 
 // gapHolding reports whether records wait for their predecessors: with
 // --ft spate numbers are dense and every gap fills (by replay at worst).
-func (in *instance) gapHolding() bool { return in.plan.FT == "spate" }
+func (in *instance) gapHolding() bool { return in.plan.FT == wire.FTSpate }
 
 // applyRecord applies one record of an owned key group.
 func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {

@@ -19,7 +19,7 @@ func (r *recorder) Advance(int64, job.Emitter) {}
 
 // testCount builds count#0 (all key groups) of a small windowcount job,
 // its operator replaced by a recorder.
-func testCount(t *testing.T, ft string) (*instance, *recorder) {
+func testCount(t *testing.T, ft wire.FTMode) (*instance, *recorder) {
 	t.Helper()
 	spec := job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0)
 	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(spec.Groups)}}
@@ -56,7 +56,7 @@ func TestGapHoldingReordersTwoStreams(t *testing.T) {
 	const kg = job.KeyGroup(5)
 	cases := []struct {
 		name    string
-		ft      string
+		ft      wire.FTMode
 		batches [][]uint64 // in arrival order
 		want    []int64    // applied, in order
 		held    int64      // left held
@@ -67,7 +67,7 @@ func TestGapHoldingReordersTwoStreams(t *testing.T) {
 		{"three streams", "spate", [][]uint64{{5, 6}, {3, 4}, {1, 2}}, []int64{1, 2, 3, 4, 5, 6}, 0, 0},
 		{"replayed over held", "spate", [][]uint64{{3, 4}, {3}, {1, 2, 3, 4}}, []int64{1, 2, 3, 4}, 0, 3},
 		{"gap never filled", "spate", [][]uint64{{1}, {3, 4}}, []int64{1}, 2, 0},
-		{"no holding without --ft spate", "none", [][]uint64{{3, 4}, {1, 2}}, []int64{3, 4}, 0, 2},
+		{"no holding without --ft spate", wire.FTNone, [][]uint64{{3, 4}, {1, 2}}, []int64{3, 4}, 0, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,7 +112,7 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 		s.parts = append(s.parts, ps)
 	}
 	in.publishPositions()
-	if in.plan.FT != "none" && len(s.parts) > 0 {
+	if in.plan.FT != wire.FTNone && len(s.parts) > 0 {
 		// Replays filter by key group through the generator's table of
 		// key groups: build it now, beside the job, rather than in the
 		// first recovery's replay.
@@ -267,7 +267,7 @@ func (in *instance) runSource(ctx context.Context) {
 		return s.origin + int64(float64(now.Sub(s.start).Milliseconds())*speed)
 	}
 	draining := false
-	spate := in.plan.FT == "spate" // the only one that replays from markers
+	spate := in.plan.FT == wire.FTSpate // the only one that replays from markers
 	for {
 		select {
 		case <-in.drainc:
@@ -293,7 +293,7 @@ func (in *instance) runSource(ctx context.Context) {
 		live, waiting := 0, false
 		nextDue := int64(job.MaxWatermark)
 		for _, ps := range s.parts {
-			if ps.ended || draining && ps.pos >= in.drainTo[ps.p] {
+			if ps.ended || draining && in.drainedTo(ps) {
 				continue
 			}
 			live++
@@ -389,8 +389,30 @@ func (in *instance) runSource(ctx context.Context) {
 // where the drain says it must.
 func (in *instance) drainReached() bool {
 	for _, ps := range in.src.parts {
-		if !ps.ended && ps.pos < in.drainTo[ps.p] {
+		if !ps.ended && !in.drainedTo(ps) {
 			return false
+		}
+	}
+	return true
+}
+
+// drainedTo reports whether partition ps is read as far as the drain
+// needs: to where the drain says, and to where every downstream already
+// is. A downstream can be ahead of this generation's numbering: restored
+// from a checkpoint of records that a generation read and the
+// coordinator never heard of (an isolated node's heartbeats are held, then
+// dropped with it). Ending before it would leave records applied that the
+// final positions do not cover, and verify would find them unexpected.
+func (in *instance) drainedTo(ps *partState) bool {
+	if ps.pos < in.drainTo[ps.p] {
+		return false
+	}
+	prod := job.MakeProducer(in.opIdx, ps.p)
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.aheadOf(prod) {
+				return false
+			}
 		}
 	}
 	return true

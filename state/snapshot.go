@@ -111,6 +111,14 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// The codecs are made when the package is initialised, not at first use:
+// they keep channels, and under testing/synctest a channel made inside
+// one bubble (the first run that checkpoints) is fatal to use in another.
+func init() {
+	b := encoder().EncodeAll([]byte{0}, nil) // its pool is made at the first use
+	_, _ = decoder().DecodeAll(b, nil)
+}
+
 var (
 	encoder = sync.OnceValue(func() *zstd.Encoder {
 		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))

@@ -1,8 +1,8 @@
 package wire
 
 import (
-	"spate/chaos"
 	"spate/job"
+	"spate/netfault"
 )
 
 // Hello is the first frame a dialer sends on a new TCP connection.
@@ -86,8 +86,8 @@ type Control struct {
 // before (CtlFaults). Links are by peer node, on this node's side of each
 // link (the coordinator applies the faults of its own links itself).
 type Faults struct {
-	Links map[string]chaos.LinkFault `json:"links,omitempty"`
-	Store StoreFault                 `json:"store"`
+	Links map[string]netfault.LinkFault `json:"links,omitempty"`
+	Store StoreFault                    `json:"store"`
 	// Corrupt names instances whose latest checkpoint file the node must
 	// damage now (an action, like a link reset).
 	Corrupt []job.InstanceID `json:"corrupt,omitempty"`
@@ -138,6 +138,7 @@ type Restore struct {
 	Chain    []string    `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
 	Fallback []string    `json:"fallback,omitempty"` // the previous complete checkpoint's chain
 	Scratch  bool        `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
+	NextID   uint64      `json:"next_id,omitempty"`  // the id of the restored instance's next checkpoint: past every id reported, so a fallback never reuses one
 	ID       uint64      `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
 	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
 	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
@@ -159,6 +160,15 @@ type PacingClock struct {
 	StartMs int64 `json:"start_ms"`
 }
 
+// FTMode is a run's fault tolerance (`spate up --ft`).
+type FTMode string
+
+const (
+	FTSpate  FTMode = "spate"  // per-instance asynchronous incremental checkpoints, upstream backup, local recovery
+	FTGlobal FTMode = "global" // aligned global checkpoints; any loss rolls the whole job back
+	FTNone   FTMode = "none"   // no checkpoints, no backup: a lost instance is lost
+)
+
 // Deploy is the plan a node runs: the whole job and every instance's place.
 type Deploy struct {
 	Run       string            `json:"run"`
@@ -169,7 +179,7 @@ type Deploy struct {
 	Nodes     map[string]string `json:"nodes"` // node name → peer listen address
 	BatchSize int               `json:"batch_size"`
 	FlushMs   int               `json:"flush_ms"`
-	FT        string            `json:"ft"`          // spate, global or none
+	FT        FTMode            `json:"ft"`          // spate, global or none
 	Interval  int64             `json:"interval_ms"` // checkpoint interval
 	FullEvery int               `json:"full_every"`  // every k-th checkpoint is full
 	// Cost is a simulated processing time per record, in ns, by
@@ -209,6 +219,7 @@ type Placement struct {
 // Done reports a drained instance.
 type Done struct {
 	Instance  job.InstanceID `json:"instance"`
+	Gen       uint64         `json:"gen,omitempty"`       // the generation that drained (an older one's word does not count)
 	Positions map[int]uint64 `json:"positions,omitempty"` // sources: partition → records read
 	In        uint64         `json:"in"`
 	Out       uint64         `json:"out"`

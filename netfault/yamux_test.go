@@ -1,10 +1,9 @@
-package chaos
+package netfault
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"testing"
 	"time"
@@ -194,97 +193,5 @@ func TestYamuxLatencyKeepsOrder(t *testing.T) {
 	}
 	if got := ks.waitLen(t, len(want)); !bytes.Equal(got, want) {
 		t.Fatal("bytes changed under latency, jitter and bandwidth")
-	}
-}
-
-// TestPartitionPlanOverYamux applies plans to a small full mesh (the
-// coordinator and three nodes, one Layer each) and checks that exactly the
-// planned directions stop, and that heal, coordinator first, brings
-// everything through.
-func TestPartitionPlanOverYamux(t *testing.T) {
-	procs := []string{Coord, "n1", "n2", "n3"}
-	for _, tc := range []struct {
-		shape  string
-		groups [][]string
-		oneway bool
-	}{
-		{shape: "one"},
-		{shape: "majority", oneway: true},
-		{shape: "bridge"},
-		{groups: [][]string{{"n1"}, {"n2", Coord}}},
-	} {
-		name := fmt.Sprintf("%s/%v/oneway=%v", tc.shape, tc.groups, tc.oneway)
-		t.Run(name, func(t *testing.T) {
-			layers := map[string]*Layer{}
-			for _, p := range procs {
-				layers[p] = newTestLayer(t, RealClock{}, 0)
-			}
-			// out[a][b] is a's end of a stream to b; in[b][a] is b's end.
-			out := map[string]map[string]net.Conn{}
-			in := map[string]map[string]*collector{}
-			for _, p := range procs {
-				out[p], in[p] = map[string]net.Conn{}, map[string]*collector{}
-			}
-			for i, a := range procs {
-				for _, b := range procs[i+1:] {
-					lk := newLink(t, layers[a], a, layers[b], b)
-					ab, ba := lk.streamPair(t)
-					out[a][b], in[b][a] = ab, collect(ba)
-					out[b][a], in[a][b] = ba, collect(ab)
-				}
-			}
-			cuts, err := PartitionPlan(tc.shape, tc.groups, tc.oneway, procs[1:], rand.New(rand.NewPCG(3, 4)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range procs {
-				for peer, f := range cuts.LinkFaults(p) {
-					mustSet(t, layers[p], peer, f)
-				}
-			}
-			for _, a := range procs {
-				for _, b := range procs {
-					if a != b {
-						if _, err := out[a][b].Write([]byte(a + ">" + b + ";")); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-			}
-			for _, a := range procs {
-				for _, b := range procs {
-					if a == b || cuts.Blocks(a, b) {
-						continue
-					}
-					want := a + ">" + b + ";"
-					if got := in[b][a].waitLen(t, len(want)); string(got) != want {
-						t.Fatalf("%s got %q from %s", b, got, a)
-					}
-				}
-			}
-			for _, a := range procs {
-				for _, b := range procs {
-					if a != b && cuts.Blocks(a, b) {
-						if got := in[b][a].bytes(); len(got) != 0 {
-							t.Fatalf("plan %s: %s got %q from %s across the cut", cuts, b, got, a)
-						}
-					}
-				}
-			}
-			layers[Coord].ClearAll()
-			for _, p := range procs[1:] {
-				layers[p].ClearAll()
-			}
-			for _, a := range procs {
-				for _, b := range procs {
-					if a != b {
-						want := a + ">" + b + ";"
-						if got := in[b][a].waitLen(t, len(want)); string(got) != want {
-							t.Fatalf("after heal %s got %q from %s", b, got, a)
-						}
-					}
-				}
-			}
-		})
 	}
 }

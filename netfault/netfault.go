@@ -1,4 +1,4 @@
-package chaos
+package netfault
 
 // The link fault layer.
 //

@@ -1,0 +1,415 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"spate/events"
+)
+
+// The headless output of `spate up` is a filter over the event stream
+// (coord.Options.Observe): the coordinator hands over every event and the
+// command line chooses what a person reads. events.jsonl always has all.
+
+// frequent are the kinds that come many times a second; everything else
+// is a lifecycle event (nodes, placements, faults, recoveries, rescales,
+// the drain, errors), always printed by default and under --quiet.
+var frequent = map[events.Kind]bool{
+	events.Throughput: true, events.Checkpoint: true, events.WindowFired: true, events.Metrics: true,
+	events.Interval: true, events.CheckpointCompacted: true, "trim": true, "replay": true,
+}
+
+// knownKinds are the event kinds --show checks names against (a name far
+// from all of them is taken as a kind this binary does not know yet).
+var knownKinds = []events.Kind{
+	events.RunStarted, events.NodeSpawned, events.NodeJoined, events.NodeRefused, events.NodeSuspect,
+	events.NodeLost, events.NodeExited, events.InstancePlaced, events.JobStarted, events.WindowFired,
+	events.Throughput, events.SourceEnded, events.DrainStarted, events.InstanceDone, events.FrameError,
+	events.Checkpoint, events.Fenced, events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryDone,
+	events.RunFinished, events.FaultStarted, events.FaultEnded, events.Healed, events.Partition,
+	events.Metrics, events.CheckpointRequested, events.CheckpointCompacted, events.CheckpointFallback,
+	events.Error, events.Interval, events.TunerSummary,
+	"rescale_planned", "rescale_staged", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done",
+	"autoscale", "backup_full", "trim", "replay",
+}
+
+func kindNames() []string {
+	out := make([]string, len(knownKinds))
+	for i, k := range knownKinds {
+		out[i] = string(k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outputMode says what headless `up` prints: by default lifecycle events,
+// throughput, and per-second sums of checkpoints and fired windows;
+// quiet: lifecycle events and the summary; show: exactly those kinds.
+type outputMode struct {
+	quiet    bool
+	show     map[events.Kind]bool
+	prefixes []string // show: kind prefixes (rescale_*)
+}
+
+// parseOutputMode reads --quiet and --show; a kind name close to a known
+// one but not it is a mistake.
+func parseOutputMode(quiet bool, show string) (outputMode, error) {
+	m := outputMode{quiet: quiet}
+	if show == "" {
+		return m, nil
+	}
+	if quiet {
+		return m, fmt.Errorf("--quiet and --show: choose one")
+	}
+	m.show = map[events.Kind]bool{}
+	names := kindNames()
+	for _, k := range strings.Split(show, ",") {
+		k = strings.TrimSpace(k)
+		if p, ok := strings.CutSuffix(k, "*"); ok && p != "" {
+			m.prefixes = append(m.prefixes, p)
+			continue
+		}
+		if k == "" || strings.Trim(k, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			return m, fmt.Errorf("--show: %q is not an event kind (lower-case words joined by _)", k)
+		}
+		known := false
+		for _, n := range names {
+			known = known || n == k
+		}
+		if !known {
+			if s := didYouMean(k, names, ""); s != "" {
+				return m, fmt.Errorf("--show: unknown event kind %q%s", k, s)
+			}
+		}
+		m.show[events.Kind(k)] = true
+	}
+	return m, nil
+}
+
+func (m outputMode) shows(k events.Kind) bool {
+	if m.show[k] {
+		return true
+	}
+	for _, p := range m.prefixes {
+		if strings.HasPrefix(string(k), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// printer writes the headless lines. It is safe for concurrent use.
+type printer struct {
+	mu   sync.Mutex
+	w    io.Writer
+	mode outputMode
+
+	ck checkpointSum
+	wf windowSum
+
+	// for the summary
+	jobStart, end        time.Time
+	in                   float64
+	checkpoints, faults  int
+	recoveries, rescales int
+	finished             bool
+}
+
+func newPrinter(w io.Writer, mode outputMode) *printer { return &printer{w: w, mode: mode} }
+
+// Add takes one event (coord.Options.Observe).
+func (p *printer) Add(e events.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count(e)
+	switch {
+	case p.mode.show != nil || p.mode.prefixes != nil:
+		if p.mode.shows(e.Kind) {
+			p.line(e.Line())
+		}
+		return
+	case p.mode.quiet:
+		if !frequent[e.Kind] {
+			p.line(e.Line())
+		}
+		return
+	}
+	switch e.Kind {
+	case events.Checkpoint:
+		p.flushIfOlder(e.Time)
+		p.ck.add(e)
+	case events.WindowFired:
+		p.flushIfOlder(e.Time)
+		p.wf.add(e)
+	case events.Interval:
+		p.flushIfOlder(e.Time)
+		p.ck.intervals++
+		p.ck.stamp(e.Time)
+	case events.CheckpointCompacted:
+		p.flushIfOlder(e.Time)
+		p.ck.compacted++
+		p.ck.stamp(e.Time)
+	case events.Throughput:
+		p.flush()
+		p.line(e.Line())
+	default:
+		if frequent[e.Kind] {
+			return // metrics, trims, replays: the dashboard's, and events.jsonl's
+		}
+		p.flush()
+		p.line(e.Line())
+	}
+}
+
+// Close prints what is still summed up.
+func (p *printer) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flush()
+}
+
+// Summary prints the run's last line (not under --show).
+func (p *printer) Summary(dir string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode.show != nil || p.mode.prefixes != nil {
+		return
+	}
+	p.line(p.summary(dir))
+}
+
+func (p *printer) summary(dir string) string {
+	var b strings.Builder
+	b.WriteString("summary: ")
+	if !p.jobStart.IsZero() && p.end.After(p.jobStart) {
+		secs := p.end.Sub(p.jobStart).Seconds()
+		fmt.Fprintf(&b, "%s records in %.1fs (%s records/s); ", human(p.in), secs, human(p.in/secs))
+	}
+	fmt.Fprintf(&b, "%d checkpoints, %d faults, %d recoveries", p.checkpoints, p.faults, p.recoveries)
+	if p.rescales > 0 {
+		fmt.Fprintf(&b, ", %d rescales", p.rescales)
+	}
+	if dir != "" {
+		fmt.Fprintf(&b, "; data in %s; check it with: spate verify --data %s", dir, dir)
+	}
+	return b.String()
+}
+
+// Writer is a writer whose lines go out between the printer's, whole.
+func (p *printer) Writer() io.Writer { return lockedWriter{p} }
+
+type lockedWriter struct{ p *printer }
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.w.Write(b)
+}
+
+func (p *printer) line(s string) { fmt.Fprintln(p.w, s) }
+
+func (p *printer) count(e events.Event) {
+	switch e.Kind {
+	case events.JobStarted:
+		if p.jobStart.IsZero() {
+			p.jobStart = e.Time
+		}
+	case events.Throughput:
+		p.in = num(e.Fields["in"])
+		p.end = e.Time
+	case events.Checkpoint:
+		p.checkpoints++
+	case events.FaultStarted:
+		p.faults++
+	case events.RecoveryDone:
+		p.recoveries++
+	case "rescale_done":
+		p.rescales++
+	case events.RunFinished:
+		p.end, p.finished = e.Time, true
+		if n := num(e.Fields["records"]); n > 0 {
+			p.in = n // every record read, the drain's included
+		}
+	}
+}
+
+// flushIfOlder prints the sums if they began a second or more before t.
+func (p *printer) flushIfOlder(t time.Time) {
+	first := p.ck.first
+	if first.IsZero() || (!p.wf.first.IsZero() && p.wf.first.Before(first)) {
+		first = p.wf.first
+	}
+	if !first.IsZero() && t.Sub(first) >= time.Second {
+		p.flush()
+	}
+}
+
+func (p *printer) flush() {
+	wf, ck := p.wf.line(), p.ck.line()
+	if p.ck.last.Before(p.wf.last) {
+		wf, ck = ck, wf // in time order
+	}
+	for _, s := range []string{wf, ck} {
+		if s != "" {
+			p.line(s)
+		}
+	}
+	p.ck, p.wf = checkpointSum{}, windowSum{}
+}
+
+// checkpointSum is the checkpoints completed within a second or so.
+type checkpointSum struct {
+	first, last          time.Time
+	n, full, global      int
+	keys, bytes, raw     float64
+	slowestUs            float64
+	slowest              string
+	compacted, intervals int
+}
+
+func (s *checkpointSum) stamp(t time.Time) {
+	if s.first.IsZero() {
+		s.first = t
+	}
+	s.last = t
+}
+
+func (s *checkpointSum) add(e events.Event) {
+	s.stamp(e.Time)
+	s.n++
+	f := e.Fields
+	if g, _ := f["global"].(bool); g {
+		s.global++
+		if us := num(f["took_ms"]) * 1000; us > s.slowestUs {
+			s.slowestUs, s.slowest = us, "global"
+		}
+		return
+	}
+	if full, _ := f["full"].(bool); full {
+		s.full++
+	}
+	s.keys += num(f["keys"])
+	s.bytes += num(f["bytes"])
+	s.raw += num(f["raw_bytes"])
+	if us := num(f["total_us"]); us > s.slowestUs || s.slowest == "" {
+		s.slowestUs, s.slowest = us, e.Instance
+	}
+}
+
+func (s *checkpointSum) line() string {
+	if s.first.IsZero() {
+		return ""
+	}
+	var b strings.Builder
+	span := s.last.Sub(s.first)
+	if s.n > 0 {
+		fmt.Fprintf(&b, "%d complete", s.n)
+		if span >= 100*time.Millisecond {
+			fmt.Fprintf(&b, " in %.1fs", span.Seconds())
+		}
+		switch {
+		case s.global > 0:
+			fmt.Fprintf(&b, " (global), slowest %s", time.Duration(s.slowestUs*1e3).Round(time.Microsecond*10))
+		default:
+			fmt.Fprintf(&b, " (%d full, %d delta): %s stored of %s, %s keys, slowest %s (%s)", s.full, s.n-s.full,
+				bytesText(s.bytes), bytesText(s.raw), human(s.keys), time.Duration(s.slowestUs*1e3).Round(time.Microsecond*10), s.slowest)
+		}
+	}
+	var more []string
+	if s.compacted > 0 {
+		more = append(more, fmt.Sprintf("%d compacted", s.compacted))
+	}
+	if s.intervals > 0 {
+		more = append(more, fmt.Sprintf("%d interval decisions", s.intervals))
+	}
+	if len(more) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.Join(more, ", "))
+	}
+	return fmt.Sprintf("%s %-15s %s", s.last.Format("15:04:05.000"), events.Checkpoint, b.String())
+}
+
+// windowSum is the windows fired within a second or so.
+type windowSum struct {
+	first, last time.Time
+	n           int
+	results     float64
+	upTo        float64 // the highest watermark, ms
+}
+
+func (s *windowSum) add(e events.Event) {
+	if s.first.IsZero() {
+		s.first = e.Time
+	}
+	s.last = e.Time
+	s.n++
+	s.results += num(e.Fields["results"])
+	s.upTo = max(s.upTo, num(e.Fields["watermark"]))
+}
+
+func (s *windowSum) line() string {
+	if s.n == 0 {
+		return ""
+	}
+	upTo := fmt.Sprintf("up to %.3fs", s.upTo/1000)
+	if s.upTo >= math.MaxInt64/2 {
+		upTo = "at the drain's final watermark"
+	}
+	return fmt.Sprintf("%s %-15s %d instances fired windows %s: %s results", s.last.Format("15:04:05.000"),
+		events.WindowFired, s.n, upTo, human(s.results))
+}
+
+// num is a number field of an event, whatever its Go type (0 if none).
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint32:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case interface{ Float64() (float64, error) }:
+		f, _ := x.Float64()
+		return f
+	}
+	return 0
+}
+
+func human(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func bytesText(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
+}

@@ -1,0 +1,92 @@
+package coord
+
+import (
+	"fmt"
+	"slices"
+
+	"spate/job"
+	"spate/wire"
+)
+
+// This file holds the coordinator's pure bookkeeping of what a restore
+// makes of the checkpoint manifest and of the sinks' output: no I/O, no
+// clock; the handlers in ft.go and global.go carry out what it decides.
+
+// SinkFileName is the output file of generation gen of sink op#index,
+// relative to output/.
+func SinkFileName(op string, index int, gen uint64) string {
+	return fmt.Sprintf("%s-%d-g%d.jsonl", op, index, gen)
+}
+
+// restoreSink bounds the output files of every generation of sink
+// op#index older than gen, the one just restored, to what checkpoint cp
+// had committed (nil: a restore from no checkpoint, which had committed
+// nothing). The file cp was taken with counts up to cp's length, the files
+// of the generations after it count for nothing (the restored generation
+// writes their results again), and the files before it keep the limits
+// set when cp's generation was restored (cp's chain had them). It reports
+// whether a limit changed.
+//
+// Setting only the previous generation's limit, once, was wrong twice
+// over: a restore that fell back to a checkpoint older than the one an
+// earlier restore had used left the earlier limit in place (the results
+// between the two were counted twice), and a generation lost before it
+// reported its restore left its predecessor's file unbounded.
+func (o *OutputManifest) restoreSink(op string, index int, gen uint64, cp *wire.Checkpoint) bool {
+	changed := false
+	set := func(f string, n int64) {
+		if old, ok := o.Limits[f]; !ok || old != n {
+			o.Limits[f] = n
+			changed = true
+		}
+	}
+	for g := uint64(1); g < gen; g++ {
+		f := SinkFileName(op, index, g)
+		switch {
+		case cp == nil || g > cp.Gen:
+			set(f, 0)
+		case g == cp.Gen && cp.SinkFile == f:
+			set(f, cp.SinkLen)
+		case g == cp.Gen:
+			set(f, 0) // the generation had not opened its file at cp
+		}
+	}
+	return changed
+}
+
+// note records that a checkpoint id of inst was reported (complete or
+// not), so that ids are never given out twice.
+func (m *Manifest) note(inst job.InstanceID, id uint64) {
+	if m.high == nil {
+		m.high = map[job.InstanceID]uint64{}
+	}
+	m.high[inst] = max(m.high[inst], id)
+}
+
+// nextID is the id the next checkpoint of inst must take, whatever it was
+// restored from: one past every id it ever reported.
+func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.high[inst] + 1 }
+
+// restoredAt records that inst was restored from checkpoint id (0: from
+// no checkpoint): the complete checkpoints after it belong to a branch
+// that no generation continues (their state is ahead of the output limits
+// the restore set, and their positions ahead of the replay), so they are
+// no longer restorable. Their files are left to collect. Checkpoints in
+// pinned (a moved slice's recovery point) stay known by id, but are not
+// restorable either.
+func (m *Manifest) restoredAt(inst job.InstanceID, id uint64, pinned ...uint64) (forgotten []uint64) {
+	list := m.Instances[inst]
+	kept := list[:0]
+	for _, c := range list {
+		if c.ID <= id {
+			kept = append(kept, c)
+			continue
+		}
+		forgotten = append(forgotten, c.ID)
+		if !slices.Contains(pinned, c.ID) {
+			delete(m.byID[inst], c.ID)
+		}
+	}
+	m.Instances[inst] = kept
+	return forgotten
+}

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The JSON Schema files in schemas/ are checked against the files of a
+// real run. The validator is the subset of JSON Schema 2020-12 the
+// schemas use; a keyword outside it is an error, so that no part of a
+// schema goes unchecked.
+
+type schemaChecker struct {
+	root map[string]any
+}
+
+func loadSchema(t *testing.T, path string) *schemaChecker {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	if err := json.Unmarshal(b, &root); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &schemaChecker{root: root}
+}
+
+// check returns the places where v breaks the schema s.
+func (c *schemaChecker) check(s map[string]any, v any, at string) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, at+": "+fmt.Sprintf(format, args...)) }
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kw := s[k]
+		switch k {
+		case "$schema", "$id", "title", "description", "$defs":
+		case "$ref":
+			ref, _ := kw.(string)
+			name, ok := strings.CutPrefix(ref, "#/$defs/")
+			defs, _ := c.root["$defs"].(map[string]any)
+			sub, _ := defs[name].(map[string]any)
+			if !ok || sub == nil {
+				bad("unresolved $ref %q", ref)
+				continue
+			}
+			errs = append(errs, c.check(sub, v, at)...)
+		case "type":
+			if !hasType(v, kw.(string)) {
+				bad("want %s, got %T %v", kw, v, v)
+			}
+		case "const":
+			if !jsonEqual(v, kw) {
+				bad("want %v, got %v", kw, v)
+			}
+		case "enum":
+			ok := false
+			for _, e := range kw.([]any) {
+				ok = ok || jsonEqual(v, e)
+			}
+			if !ok {
+				bad("%v not one of %v", v, kw)
+			}
+		case "minimum", "maximum", "exclusiveMinimum":
+			n, isNum := v.(json.Number)
+			if !isNum {
+				continue
+			}
+			x, _ := n.Float64()
+			lim := kw.(float64)
+			if (k == "minimum" && x < lim) || (k == "maximum" && x > lim) || (k == "exclusiveMinimum" && x <= lim) {
+				bad("%v breaks %s %v", x, k, lim)
+			}
+		case "pattern":
+			if str, ok := v.(string); ok && !regexp.MustCompile(kw.(string)).MatchString(str) {
+				bad("%q does not match %s", str, kw)
+			}
+		case "format":
+			if str, ok := v.(string); ok && kw == "date-time" {
+				if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
+					bad("%q is not a date-time", str)
+				}
+			}
+		case "required":
+			if obj, ok := v.(map[string]any); ok {
+				for _, r := range kw.([]any) {
+					if _, ok := obj[r.(string)]; !ok {
+						bad("missing %q", r)
+					}
+				}
+			}
+		case "properties":
+			if obj, ok := v.(map[string]any); ok {
+				props := kw.(map[string]any)
+				for name, pv := range obj {
+					if ps, ok := props[name].(map[string]any); ok {
+						errs = append(errs, c.check(ps, pv, at+"."+name)...)
+					}
+				}
+			}
+		case "additionalProperties":
+			if obj, ok := v.(map[string]any); ok {
+				errs = append(errs, c.additional(s, obj, at)...)
+			}
+		case "propertyNames":
+			if obj, ok := v.(map[string]any); ok {
+				for name := range obj {
+					errs = append(errs, c.check(kw.(map[string]any), name, at+" key "+name)...)
+				}
+			}
+		case "items":
+			if arr, ok := v.([]any); ok {
+				for i, it := range arr {
+					errs = append(errs, c.check(kw.(map[string]any), it, fmt.Sprintf("%s[%d]", at, i))...)
+				}
+			}
+		case "minItems", "maxItems":
+			if arr, ok := v.([]any); ok {
+				n := float64(len(arr))
+				if (k == "minItems" && n < kw.(float64)) || (k == "maxItems" && n > kw.(float64)) {
+					bad("%d items breaks %s %v", len(arr), k, kw)
+				}
+			}
+		default:
+			bad("schema keyword %q is not checked by this test", k)
+		}
+	}
+	return errs
+}
+
+// additional checks the properties of obj that properties does not name.
+func (c *schemaChecker) additional(s map[string]any, obj map[string]any, at string) []string {
+	props, _ := s["properties"].(map[string]any)
+	var errs []string
+	for name, pv := range obj {
+		if _, named := props[name]; named {
+			continue
+		}
+		switch ap := s["additionalProperties"].(type) {
+		case bool:
+			if !ap {
+				errs = append(errs, fmt.Sprintf("%s: property %q is not in the schema", at, name))
+			}
+		case map[string]any:
+			errs = append(errs, c.check(ap, pv, at+"."+name)...)
+		}
+	}
+	return errs
+}
+
+func hasType(v any, typ string) bool {
+	switch typ {
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "number":
+		_, ok := v.(json.Number)
+		return ok
+	case "integer":
+		n, ok := v.(json.Number)
+		if !ok {
+			return false
+		}
+		_, err := n.Int64()
+		return err == nil || !strings.ContainsAny(n.String(), ".eE")
+	}
+	return false
+}
+
+func jsonEqual(a, b any) bool {
+	if n, ok := a.(json.Number); ok {
+		x, _ := n.Float64()
+		return reflect.DeepEqual(x, b)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func decodeJSON(t *testing.T, b []byte, what string) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func TestRunFilesMatchTheirSchemas(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errOut := spate(t, "up", "--headless", "--quiet", "--timeout", "10s", "--nodes", "2", "--duration", "2s", "--rate", "20000", "--data", dir)
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
+	}
+
+	runSchema := loadSchema(t, filepath.Join("schemas", "run.schema.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := runSchema.check(runSchema.root, decodeJSON(t, b, "run.json"), "run.json"); len(errs) > 0 {
+		t.Errorf("run.json breaks schemas/run.schema.json:\n%s", strings.Join(errs, "\n"))
+	}
+	var ri struct {
+		Provenance struct {
+			Version, Go, OS, Arch string
+			CPUs                  int
+			Args                  []string
+		}
+	}
+	if err := json.Unmarshal(b, &ri); err != nil {
+		t.Fatal(err)
+	}
+	p := ri.Provenance
+	if p.Go != runtime.Version() || p.OS != runtime.GOOS || p.CPUs < 1 || p.Version == "" || len(p.Args) < 2 || p.Args[1] != "up" {
+		t.Errorf("provenance %+v", p)
+	}
+
+	evSchema := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		at := fmt.Sprintf("events.jsonl:%d", n)
+		if errs := evSchema.check(evSchema.root, decodeJSON(t, sc.Bytes(), at), at); len(errs) > 0 {
+			t.Fatalf("events.jsonl breaks schemas/events.schema.json:\n%s", strings.Join(errs, "\n"))
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d events", n)
+	}
+
+	// --quiet: lifecycle events and the summary, no throughput or
+	// checkpoint lines.
+	if strings.Contains(out, " throughput ") || strings.Contains(out, " checkpoint ") || !strings.Contains(out, "job_started") ||
+		!strings.Contains(out, "summary: ") || !strings.Contains(out, "spate verify --data "+dir) {
+		t.Errorf("--quiet output:\n%s", out)
+	}
+}
+
+func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
+	s := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
+	for _, line := range []string{
+		`{"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,             // no v
+		`{"v":2,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // another version
+		`{"v":1,"seq":0,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // seq from 1
+		`{"v":1,"seq":1,"time":"yesterday","kind":"run_started","text":"x"}`,                  // time
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"Run Started","text":"x"}`,       // kind
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,    // unknown field
+		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,               // seq integer
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`, // fields object
+	} {
+		if errs := s.check(s.root, decodeJSON(t, []byte(line), line), "line"); len(errs) == 0 {
+			t.Errorf("no error for %s", line)
+		}
+	}
+	rs := loadSchema(t, filepath.Join("schemas", "run.schema.json"))
+	noProvenance := `{"run":"20300101-000000-abcdef","started":"2030-01-01T00:00:00Z","complete":false,"config":{},"job":{}}`
+	if errs := rs.check(rs.root, decodeJSON(t, []byte(noProvenance), "run.json"), "run.json"); len(errs) < 3 {
+		t.Errorf("a run.json without provenance, config or job: %q", errs)
+	}
+	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"run_started","node":"n1","text":"x","fields":{"a":1}}`
+	if errs := s.check(s.root, decodeJSON(t, []byte(ok), ok), "line"); len(errs) > 0 {
+		t.Errorf("a good line: %v", errs)
+	}
+}

@@ -1,0 +1,26 @@
+// Package sim is the seeded whole-cluster simulation: the coordinator and
+// every node in one process, on the in-memory transport, checkpoints and
+// output in a run directory, driven by a nemesis that draws a compound
+// fault schedule from a seed, and checked by the oracle.
+//
+//	Plan(seed, cfg)            -> []Step: pure, the same seed gives the same schedule
+//	Run(ctx, seed, cfg, dir)   -> Result: the run and its verdict
+//	Main(args, stdout, stderr) -> `spate sim`
+//
+// How deterministic a replay is: the schedule is a pure function of the
+// seed (and of the nemesis's code), so a replay applies the same faults at
+// the same job times. The cluster's interleaving is not: goroutines,
+// channels and the scheduler decide which message is taken first. Under
+// testing/synctest (TestSeeds) the clock is virtual, so every timer,
+// timeout and fault time is exact and only the scheduling of goroutines
+// between two instants varies; `spate sim` runs on the real clock, where
+// the machine's load moves every time too. A seed that fails once is
+// recorded in sim_test.go's regressions and run by every `go test`.
+//
+// What the in-process twin changes: a kill closes every connection of the
+// node (as the kernel does for a dead process) and cancels its goroutines;
+// a pause is not possible in process, so the nemesis isolates the node
+// instead (its links, the coordinator's included, are held and flow again
+// when the isolation ends); the control API is handed over in process
+// (coord.Options.Control), not served over HTTP.
+package sim

@@ -1,0 +1,303 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"spate/control"
+	"spate/coord"
+	"spate/events"
+	"spate/node"
+	"spate/wire"
+)
+
+// Config is the job every seed runs: small, so that a seed is cheap, and
+// with short intervals and timeouts, so that faults meet checkpoints,
+// trims and detection often.
+type Config struct {
+	Nodes     int
+	Rate      float64 // records/s of the generator
+	Keys      int
+	Duration  time.Duration // until the drain
+	Interval  time.Duration // checkpoint interval
+	Window    time.Duration
+	Timeout   time.Duration // failure detection
+	Heartbeat time.Duration
+	FT        string // spate or global
+}
+
+// DefaultConfig is the configuration of `spate sim`.
+func DefaultConfig() Config {
+	return Config{Nodes: 4, Rate: 3000, Keys: 400, Duration: 8 * time.Second, Interval: 300 * time.Millisecond,
+		Window: 200 * time.Millisecond, Timeout: time.Second, Heartbeat: 100 * time.Millisecond, FT: "spate"}
+}
+
+// Result is one seed's run and verdict.
+type Result struct {
+	Seed       uint64   `json:"seed"`
+	Steps      []string `json:"steps"` // each action and what the cluster answered
+	Windows    int      `json:"windows"`
+	Lost       int      `json:"lost"`
+	Duplicated int      `json:"duplicated"`
+	Wrong      int      `json:"wrong"`
+	Err        string   `json:"error,omitempty"` // the run did not finish or could not be verified
+	Dir        string   `json:"dir"`
+	JobTime    float64  `json:"job_s"` // simulated seconds from the start to the end of the drain
+}
+
+// Failed reports whether the seed broke exactly-once or did not finish.
+func (r Result) Failed() bool { return r.Err != "" || r.Lost+r.Duplicated+r.Wrong > 0 }
+
+// Verdict is one line: the seed, its counts, or what went wrong.
+func (r Result) Verdict() string {
+	if r.Err != "" {
+		return fmt.Sprintf("seed %d: FAIL: %s", r.Seed, r.Err)
+	}
+	v := "ok"
+	if r.Failed() {
+		v = "FAIL"
+	}
+	return fmt.Sprintf("seed %d: %s: %d windows, %d lost, %d duplicated, %d wrong", r.Seed, v, r.Windows, r.Lost, r.Duplicated, r.Wrong)
+}
+
+// Run runs seed's schedule on a whole cluster in this process (the
+// coordinator, and every node as goroutines on the in-memory transport,
+// checkpoints in dir) and verifies the output with the oracle. Time is
+// the process's: under testing/synctest the whole run is on a virtual
+// clock.
+func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
+	res := Result{Seed: seed, Dir: dir}
+	ccfg := coord.DefaultConfig()
+	ccfg.Nodes, ccfg.Local = cfg.Nodes, cfg.Nodes
+	ccfg.Rate, ccfg.Keys, ccfg.Duration, ccfg.Window = cfg.Rate, cfg.Keys, cfg.Duration, cfg.Window
+	ccfg.Interval, ccfg.Timeout, ccfg.Heartbeat = cfg.Interval.String(), cfg.Timeout, cfg.Heartbeat
+	ccfg.FT, ccfg.Seed, ccfg.Data, ccfg.Listen = cfg.FT, int64(seed), dir, "coord:0"
+	ccfg.CheckInvariants = true
+	if err := ccfg.Validate(); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}}
+	backends := make(chan control.Backend, 1)
+	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard,
+		Control: func(b control.Backend) { backends <- b }}
+	upCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	upErr := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := coord.Up(upCtx, ccfg, opt)
+		upErr <- err
+	}()
+	var b control.Backend
+	select {
+	case b = <-backends:
+	case err := <-upErr:
+		res.Err = fmt.Sprintf("the cluster did not start: %v", err)
+		return res
+	}
+	steps := Plan(seed, cfg)
+	logs := make(chan []string, 1)
+	go func() { logs <- drive(upCtx, b, steps) }()
+	err := <-upErr
+	cancel()
+	res.Steps = <-logs
+	mc.wait()
+	res.JobTime = time.Since(start).Seconds()
+	if err != nil {
+		res.Err = fmt.Sprintf("the run did not finish: %v", err)
+		return res
+	}
+	rep, err := coord.VerifyRun(dir)
+	if err != nil {
+		res.Err = fmt.Sprintf("verify: %v", err)
+		return res
+	}
+	res.Windows, res.Lost, res.Duplicated, res.Wrong = rep.Windows, rep.Missing, rep.Duplicated, rep.Wrong
+	return res
+}
+
+// drive waits for the job to start and sends each step at its time; it
+// returns each step with the cluster's answer.
+func drive(ctx context.Context, b control.Backend, steps []Step) []string {
+	past, live, stop := b.Events(0)
+	defer stop()
+	started := false
+	for _, e := range past {
+		started = started || e.Kind == events.JobStarted
+	}
+	for !started {
+		select {
+		case e, ok := <-live:
+			if !ok {
+				return []string{"the run ended before the job started"}
+			}
+			started = e.Kind == events.JobStarted
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	t0 := time.Now()
+	var out []string
+	for _, s := range steps {
+		t := time.NewTimer(time.Until(t0.Add(s.At)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return out
+		}
+		r, err := b.Act(ctx, s.Action)
+		answer := r.Text
+		if err != nil {
+			answer = "refused: " + err.Error()
+		}
+		out = append(out, fmt.Sprintf("%s: %s", s, answer))
+	}
+	return out
+}
+
+// proc is an in-process node: the in-memory twin of a node process. A
+// kill closes every connection it has, as the kernel closes a dead
+// process's sockets, and cancels it.
+type proc struct {
+	cancel context.CancelFunc
+	net    *hostNet
+	done   chan struct{}
+	err    error
+}
+
+func (p *proc) Pid() int    { return os.Getpid() }
+func (p *proc) Wait() error { <-p.done; return p.err }
+func (p *proc) Kill() error { p.net.close(); p.cancel(); return nil }
+func (p *proc) Signal(s os.Signal) error {
+	if s == syscall.SIGKILL {
+		return p.Kill()
+	}
+	return errors.New("an in-process node cannot be paused (the simulation isolates it instead)")
+}
+
+// cluster runs nodes as goroutines on an in-memory network.
+type cluster struct {
+	mem   *wire.Mem
+	mu    sync.Mutex
+	procs map[string]*proc
+	wg    sync.WaitGroup
+}
+
+func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proc{cancel: cancel, net: &hostNet{mem: c.mem}, done: make(chan struct{})}
+	cfg := node.DefaultConfig()
+	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen = name, addr, token, p.net, ""
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(p.done)
+		p.err = node.Run(ctx, cfg)
+	}()
+	c.mu.Lock()
+	c.procs[name] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+// wait stops every node and waits for them.
+func (c *cluster) wait() {
+	c.mu.Lock()
+	for _, p := range c.procs {
+		_ = p.Kill()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// TempRoot makes a directory for the seeds' run directories: in memory
+// (/dev/shm) where the machine has one, since a seed's time goes mostly
+// to writing and syncing checkpoint files, else in the temporary
+// directory. The caller removes it.
+func TempRoot() (string, error) {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "spate-sim-"); err == nil {
+			return d, nil
+		}
+	}
+	return os.MkdirTemp("", "spate-sim-")
+}
+
+// Dir is a fresh directory for seed under root.
+func Dir(root string, seed uint64) string { return filepath.Join(root, fmt.Sprintf("seed-%d", seed)) }
+
+// hostNet is one node's side of the in-memory network: it keeps the
+// node's listeners and connections, so that a kill closes them all.
+type hostNet struct {
+	mem    *wire.Mem
+	mu     sync.Mutex
+	closed bool
+	lns    []net.Listener
+	conns  []net.Conn
+}
+
+func (h *hostNet) keep(c net.Conn) (net.Conn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	h.conns = append(h.conns, c)
+	return c, nil
+}
+
+func (h *hostNet) Listen(addr string) (net.Listener, error) {
+	ln, err := h.mem.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.lns = append(h.lns, ln)
+	h.mu.Unlock()
+	return hostListener{ln, h}, nil
+}
+
+func (h *hostNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	c, err := h.mem.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return h.keep(c)
+}
+
+func (h *hostNet) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, ln := range h.lns {
+		ln.Close()
+	}
+	for _, c := range h.conns {
+		c.Close()
+	}
+	h.lns, h.conns = nil, nil
+}
+
+type hostListener struct {
+	net.Listener
+	h *hostNet
+}
+
+func (l hostListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.h.keep(c)
+}

@@ -261,6 +261,9 @@ func (s *state) marks(start time.Time, step time.Duration, cols int) []rune {
 			return
 		}
 		c := int(t.Sub(start) / step)
+		if c == cols && t.Equal(start.Add(time.Duration(cols)*step)) {
+			c = cols - 1 // at now: the last column
+		}
 		if c < cols && rank[r] > rank[row[c]] {
 			row[c] = r
 		}

@@ -125,6 +125,7 @@ not run.`,
 		a.upCmd(), a.verifyCmd(), a.reportCmd(), a.exportCmd(),
 		a.statusCmd(), a.chaosCmd(), a.scaleCmd(),
 		a.benchCmd(), a.simCmd(), a.tunerCmd(), a.tracesCmd(),
+		a.viewCmd(), a.tourCmd(),
 		a.versionCmd(), a.completionCmd(), a.manCmd(), a.nodeCmd(),
 	)
 	root.SetHelpCommand(a.helpCmd(root))

@@ -73,6 +73,36 @@
 // selected in the dataflow pane. The command line takes VERB [TARGET]
 // [VALUE] [key=value ...]: scale's value is n, interval's is interval.
 //
+// # A recording: spate view
+//
+// View (and ViewMain, its command line) shows a finished run's
+// events.jsonl through the same model: a recording and a live run are the
+// same input. The model's state is always the fold of the recording's
+// first pos events; the transport (space, ←/→, shift+←/→, [ ], + -, g G)
+// moves pos and the header draws it as a bar. The model's clock is the
+// recording's, so ages and charts read as they did live. Actions are
+// refused with a line saying this is a recording.
+//
+// Opening maps the file and indexes every line (start, time, and whether
+// it is a fault, checkpoint or recovery, for [ and ]) without decoding it,
+// on two goroutines; a background fold then decodes everything once and
+// keeps a clone of the state every 16,384 events. A seek clones the
+// snapshot at or before its target and folds what lies between (decoded
+// on two goroutines by decodeEvent, a fast path that is json.Unmarshal
+// for any input); a seek past the background fold waits for it, and the
+// header says so. A line that is not an event is FILE:LINE: found at open
+// for a line cut short or not JSON, else by the fold, which then ends the
+// viewer with the error.
+//
+// # A lesson: spate tour
+//
+// Options.Lesson (ParseLesson reads one from Markdown) shows a step of a
+// guided tour in place of the side pane, stars the panes it talks about,
+// shows the first, and sends its action through Control once; n and p
+// step (p is no longer pause: :pause is). A step that waits for an event
+// says so until one has come (after its action, if it has one).
+// LessonHeadless prints the same steps with their live figures.
+//
 // # Structure
 //
 // One top-level model (model.go, view.go); the state folded from events

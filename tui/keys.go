@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // keyMap is the one keymap: Update matches against it and the help screen
@@ -20,7 +21,23 @@ type keyMap struct {
 	Filter, Command  key.Binding
 	Kill, Pause      key.Binding
 	Isolate, Heal    key.Binding
+
+	// The transport of spate view (recording set).
+	Play               key.Binding
+	StepBack, StepFwd  key.Binding
+	SecBack, SecFwd    key.Binding
+	PrevMark, NextMark key.Binding
+	Slower, Faster     key.Binding
+	Start, End         key.Binding
+	recording          bool
+
+	// The lesson of spate tour (tour set).
+	NextStep, PrevStep key.Binding
+	tour               bool
 }
+
+// keyIs matches k against b.
+func keyIs(k tea.KeyMsg, b key.Binding) bool { return key.Matches(k, b) }
 
 func defaultKeys() keyMap {
 	return keyMap{
@@ -44,6 +61,19 @@ func defaultKeys() keyMap {
 		Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Isolate:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate")),
 		Heal:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal")),
+		Play:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play")),
+		StepBack:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "back one event")),
+		StepFwd:   key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "step")),
+		SecBack:   key.NewBinding(key.WithKeys("shift+left"), key.WithHelp("shift+←", "back one second")),
+		SecFwd:    key.NewBinding(key.WithKeys("shift+right"), key.WithHelp("shift+→", "on one second")),
+		PrevMark:  key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous fault, checkpoint or recovery")),
+		NextMark:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "jump")),
+		Slower:    key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
+		Faster:    key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
+		Start:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start")),
+		End:       key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end")),
+		NextStep:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		PrevStep:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
 	}
 }
 
@@ -66,6 +96,17 @@ var longHelp = map[string]string{
 	"h":      "heal: end every fault",
 }
 
+// viewHelp is longHelp for spate view, where some keys mean more.
+var viewHelp = map[string]string{
+	"space": "play or pause the recording",
+	"→":     "on one event",
+	"]":     "next fault, checkpoint or recovery",
+	"+":     "faster (up to 16x)",
+	"-":     "slower (down to 0.25x)",
+	"g":     "the start of the recording (home: first row)",
+	"G":     "the end of the recording (end: last row)",
+}
+
 // helpGroup is one column of the help screen.
 type helpGroup struct {
 	Title string
@@ -73,6 +114,29 @@ type helpGroup struct {
 }
 
 func (k keyMap) groups() []helpGroup {
+	if k.recording {
+		top, bottom := k.Top, k.Bottom
+		top.SetKeys("home")
+		top.SetHelp("home", "first row")
+		bottom.SetKeys("end")
+		bottom.SetHelp("end", "last row")
+		return []helpGroup{
+			{"transport (a recording)", []key.Binding{k.Play, k.StepFwd, k.StepBack, k.SecFwd, k.SecBack, k.NextMark, k.PrevMark, k.Faster, k.Slower, k.Start, k.End}},
+			{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, top, bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
+			{"other", []key.Binding{k.Filter, k.Command, k.Help, k.Quit, k.ForceQuit}},
+		}
+	}
+	if k.tour {
+		pause := k.Pause
+		pause.SetKeys()
+		pause.SetHelp(":pause", "pause a node (p is the previous step)")
+		return []helpGroup{
+			{"the lesson", []key.Binding{k.NextStep, k.PrevStep}},
+			{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
+			{"act on the cluster", []key.Binding{k.Kill, pause, k.Isolate, k.Heal, k.Command}},
+			{"other", []key.Binding{k.Filter, k.Help, k.Quit, k.ForceQuit}},
+		}
+	}
 	return []helpGroup{
 		{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
 		{"act on the cluster", []key.Binding{k.Kill, k.Pause, k.Isolate, k.Heal, k.Command}},
@@ -82,6 +146,18 @@ func (k keyMap) groups() []helpGroup {
 
 // short is the footer's hint line.
 func (k keyMap) short() []key.Binding {
+	if k.tour {
+		return []key.Binding{k.NextStep, k.PrevStep, k.Help, k.NextPane, k.Enter, k.Kill, k.Command, k.Quit}
+	}
+	if k.recording {
+		step := k.StepFwd
+		step.SetHelp("←/→", "step")
+		jump := k.NextMark
+		jump.SetHelp("[/]", "jump")
+		speed := k.Faster
+		speed.SetHelp("+/-", "speed")
+		return []key.Binding{k.Play, step, jump, speed, k.Help, k.NextPane, k.Enter, k.Filter, k.Quit}
+	}
 	return []key.Binding{k.Help, k.NextPane, k.Enter, k.Filter, k.Command, k.Kill, k.Pause, k.Isolate, k.Heal, k.Quit}
 }
 
@@ -108,9 +184,16 @@ func (k keyMap) helpText(st styles) []string {
 			if l, ok := longHelp[h.Key]; ok {
 				desc = l
 			}
+			if l, ok := viewHelp[h.Key]; ok && k.recording {
+				desc = l
+			}
 			lines = append(lines, "  "+st.key.Render(pad(h.Key, 10))+" "+desc)
 		}
 		lines = append(lines, "")
+	}
+	if k.recording {
+		lines = append(lines, st.title.Render("a recording"), "  the actions (x p i h and : commands) are refused: they would change a cluster", "")
+		return lines
 	}
 	lines = append(lines, st.title.Render("commands"))
 	for _, c := range commandHelp {

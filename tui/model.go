@@ -53,6 +53,9 @@ type model struct {
 	ended   bool   // the event stream is closed
 	acts    int    // actions sent
 
+	rp   *player // spate view: the transport of a recording; nil when live
+	tour *tour   // spate tour: the lesson's progress; nil without one
+
 	logView   []int // filtered log indexes, cached
 	logKey    string
 	logLen    uint64
@@ -83,12 +86,19 @@ func newInput() textinput.Model {
 
 // Init starts the pump and asks for a first status snapshot.
 func (m *model) Init() tea.Cmd {
+	if m.rp != nil {
+		return m.initView()
+	}
 	p, in := m.pump, m.opt.Events
 	start := func() tea.Msg {
 		go p.run(in)
 		return nil
 	}
-	return tea.Batch(start, p.next(nil), m.statusCmd())
+	var first tea.Cmd
+	if m.tour != nil {
+		first = m.enterStep(0)
+	}
+	return tea.Batch(start, p.next(nil), m.statusCmd(), first)
 }
 
 func (m *model) statusCmd() tea.Cmd {
@@ -107,6 +117,12 @@ func (m *model) statusCmd() tea.Cmd {
 // act sends a through the control API. The log shows the request at once
 // and the result when it comes.
 func (m *model) act(a control.Action) tea.Cmd {
+	if m.rp != nil {
+		text := "this is a recording: " + a.String() + " would change a cluster, and spate view only replays"
+		m.note(text, true)
+		m.flash, m.flashOK = text, false
+		return nil
+	}
 	if m.ctl == nil {
 		m.note("read-only: no control API to "+a.String(), true)
 		return nil
@@ -137,6 +153,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case batchMsg:
 		for _, e := range msg.events {
 			m.s.apply(e)
+			if m.tour != nil {
+				m.tour.seen[e.Kind]++
+			}
 		}
 		m.dropped = msg.dropped
 		if msg.closed {
@@ -150,6 +169,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		for _, e := range msg {
 			m.s.apply(e)
+			if m.tour != nil {
+				m.tour.seen[e.Kind]++
+			}
 		}
 		return m, nil
 	case statusMsg:
@@ -163,6 +185,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			m.note(fmt.Sprintf("✗ %s: %v", msg.a, msg.err), true)
 			m.flash, m.flashOK = fmt.Sprintf("✗ %s: %v", msg.a, msg.err), false
+			if m.tour != nil && m.tour.refused(msg.a) {
+				m.flash += " (p then n tries again)"
+			}
 			return m, nil
 		}
 		text := msg.res.Text
@@ -174,6 +199,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.statusCmd()
 	case tea.KeyMsg:
 		return m.key(msg)
+	case playTick:
+		if m.rp != nil {
+			return m, m.onTick()
+		}
 	}
 	return m, nil
 }
@@ -229,6 +258,19 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		// Actions still work from a detail screen.
 	}
 	km := m.keys
+	if m.rp != nil && m.mode != modeHelp {
+		if cmd, ok := m.viewKey(k); ok {
+			return m, cmd
+		}
+	}
+	if m.tour != nil && m.mode != modeHelp {
+		switch {
+		case key.Matches(k, km.NextStep):
+			return m, m.enterStep(m.tour.step + 1)
+		case key.Matches(k, km.PrevStep):
+			return m, m.enterStep(m.tour.step - 1)
+		}
+	}
 	switch {
 	case key.Matches(k, km.Quit):
 		return m, tea.Quit

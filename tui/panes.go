@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -870,7 +871,8 @@ func (s *state) chartStep(now time.Time, cols int) time.Duration {
 
 // series samples the throughput into cols columns of step ending at now
 // (each column shows the latest sample at or before its end, up to 2 s
-// old), and marks the columns inside a fault window.
+// old; NaN where there is none), and marks the columns inside a fault
+// window.
 func (s *state) series(now time.Time, cols int, step time.Duration) (in, out, lag []float64, shade []bool) {
 	in, out, lag = make([]float64, cols), make([]float64, cols), make([]float64, cols)
 	shade = make([]bool, cols)
@@ -881,6 +883,7 @@ func (s *state) series(now time.Time, cols int, step time.Duration) (in, out, la
 		for j < len(s.tput) && !s.tput[j].At.After(end) {
 			j++
 		}
+		in[c], out[c], lag[c] = math.NaN(), math.NaN(), math.NaN()
 		if j > 0 {
 			if p := s.tput[j-1]; end.Sub(p.At) <= 2*time.Second {
 				in[c], out[c], lag[c] = p.In, p.Out, p.Lag
@@ -901,69 +904,106 @@ func (s *state) series(now time.Time, cols int, step time.Duration) (in, out, la
 	return
 }
 
-// charts renders throughput and latency, each h rows plus a title and an
-// axis; side by side when w allows.
+// charts renders the throughput (input and output rates overlaid) and the
+// output lag as line charts over the same time axis, h lines in all; side
+// by side when w allows, else one above the other. Each has a title with
+// the latest figures, a value axis, its plot, a row of checkpoint and
+// recovery marks and the time axis with clock labels; on few lines the
+// labels go first, then the marks.
 func charts(v view, w, h int) []string {
 	if h < 4 || w < 30 {
 		return nil
 	}
 	pair := w >= 100
-	cw := w
+	cw, each := w, h
+	if !pair {
+		each = (h - 1) / 2
+	}
 	if pair {
 		cw = (w - 3) / 2
 	}
-	chartH := h - 2
-	if !pair {
-		chartH = (h - 4) / 2
-	}
-	if chartH < 1 {
+	if each < 4 {
 		return nil
 	}
-	label := 7
+	const label = 7
 	cols := cw - label
 	step := v.s.chartStep(v.now, cols)
+	start := v.now.Add(-time.Duration(cols) * step)
 	in, out, lag, shade := v.s.series(v.now, cols, step)
-	top := 0.0
-	for i := range in {
-		top = max(top, in[i], out[i])
-	}
+	marks := v.s.marks(start, step, cols)
+	axis, times := timeAxis(v.st, start, step, shade)
 	lastIn, lastOut, lastLag := 0.0, 0.0, 0.0
 	if n := len(v.s.tput); n > 0 {
 		p := v.s.tput[n-1]
 		lastIn, lastOut, lastLag = p.In, p.Out, p.Lag
 	}
-	mk := func(title string, vals []float64, top float64, unit func(float64) string, style func(string) string) []string {
-		c := chart(v.st, v.st.bar, vals, shade, chartH, top)
-		if top <= 0 {
-			for _, x := range vals {
-				top = max(top, x)
-			}
+	// The rows under a plot: marks and clock labels when there is room.
+	// Stacked, the upper chart leaves them to the lower one: it is the
+	// same time axis.
+	layoutRows := func(under bool) (rows int, withMarks, withTimes bool) {
+		rows = each - 2 // the title and the axis
+		if !under {
+			return rows, false, false
 		}
-		res := []string{fit(v.st.title.Render(title), cw)}
-		for i, line := range c {
-			lab := ""
-			switch i {
-			case 0:
-				lab = unit(top)
-			case len(c) - 2:
-				lab = "0"
-			}
-			res = append(res, padLeft(lab, label-1)+" "+style(line))
+		if withTimes = rows >= 5; withTimes {
+			rows--
 		}
-		return block(res, cw, chartH+2)
+		if withMarks = rows >= 4; withMarks {
+			rows--
+		}
+		return rows, withMarks, withTimes
 	}
-	id := func(s string) string { return s }
-	tp := mk(fmt.Sprintf("throughput in %s/s, out %s/s  (a column is %s)", fmtRate(lastIn), fmtRate(lastOut), fmtDur(step)), in, top, fmtRate, id)
-	lt := mk(fmt.Sprintf("output lag %s", fmtMs(lastLag)), lag, 0, fmtMs, id)
+	mk := func(title string, ls []line, unit func(float64) string, under bool) []string {
+		rows, withMarks, withTimes := layoutRows(under)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, l := range ls {
+			for _, x := range l.vals {
+				if !math.IsNaN(x) {
+					lo, hi = math.Min(lo, x), math.Max(hi, x)
+				}
+			}
+		}
+		if math.IsInf(lo, 1) {
+			lo, hi = 0, 0
+		}
+		lo, hi, stepV := niceRange(lo, hi, 4)
+		res := []string{fit(title, cw)}
+		// As many rows as put every step of the value axis on a row of
+		// its own; the rest stay blank above.
+		if k := int(math.Round((hi - lo) / stepV)); k > 0 && rows-1 >= k {
+			fitted := (rows-1)/k*k + 1
+			for ; rows > fitted; rows-- {
+				res = append(res, "")
+			}
+		}
+		labels := valueLabels(lo, hi, stepV, rows, label-1, unit)
+		for i, p := range plot(v.st, ls, shade, rows, lo, hi) {
+			res = append(res, v.st.dim.Render(labels[i])+" "+p)
+		}
+		if withMarks {
+			res = append(res, padLeft(v.st.dim.Render("marks"), label-1)+" "+v.st.warn.Render(string(marks)))
+		}
+		res = append(res, strings.Repeat(" ", label)+axis)
+		if withTimes {
+			res = append(res, strings.Repeat(" ", label)+times)
+		}
+		return block(res, cw, each)
+	}
+	inLine := line{vals: in, g: lightLine, style: v.st.bar}
+	outLine := line{vals: out, g: heavyLine, style: v.st.bar2}
+	tpTitle := v.st.title.Render("throughput") + "  " + v.st.bar.Render("─") + " in " + fmtRate(lastIn) + "/s  " +
+		v.st.bar2.Render("━") + " out " + fmtRate(lastOut) + "/s" + v.st.dim.Render("  (a column is "+fmtDur(step)+")")
+	tp := mk(tpTitle, []line{inLine, outLine}, fmtRate, pair)
+	lt := mk(v.st.title.Render("output lag")+"  "+v.st.bar.Render("─")+" "+fmtMs(lastLag), []line{{vals: lag, g: lightLine, style: v.st.bar}}, fmtMs, true)
 	if pair {
-		return sideBySide(tp, lt, " │ ")
+		return sideBySide(tp, lt, v.st.dim.Render(" │ "))
 	}
 	res := append(tp, "")
 	return append(res, lt...)
 }
 
 func (chartsPane) render(v view, w, h int) []string {
-	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  ░ and shading: fault windows (%d)", len(v.s.faults)))
+	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  %s (%d faults)", marksLegend, len(v.s.faults)))
 	out := []string{fit(head, w)}
 	ch := h - 1
 	fl := 0

@@ -191,56 +191,6 @@ type indexedColumn struct {
 // sparkRunes draw one-row charts; the index is the level 0..8.
 var sparkRunes = []rune(" ▁▂▃▄▅▆▇█")
 
-// chart draws series as a bar chart of h rows and len(vals) columns,
-// scaled to top (0: the series' own maximum). shade marks columns that fall
-// in a fault window: they get the fault style, and the axis row under the
-// chart marks them with ░ so the shading survives NO_COLOR.
-func chart(st styles, bar lipgloss.Style, vals []float64, shade []bool, h int, top float64) []string {
-	if top <= 0 {
-		for _, v := range vals {
-			top = math.Max(top, v)
-		}
-	}
-	if top <= 0 {
-		top = 1
-	}
-	rows := make([][]rune, h)
-	for r := range rows {
-		rows[r] = make([]rune, len(vals))
-	}
-	for c, v := range vals {
-		levels := int(math.Round(v / top * float64(h*8)))
-		if v > 0 && levels == 0 {
-			levels = 1
-		}
-		for r := 0; r < h; r++ {
-			fromBottom := h - 1 - r
-			l := levels - fromBottom*8
-			switch {
-			case l >= 8:
-				rows[r][c] = '█'
-			case l <= 0:
-				rows[r][c] = ' '
-			default:
-				rows[r][c] = sparkRunes[l]
-			}
-		}
-	}
-	out := make([]string, 0, h+1)
-	for _, row := range rows {
-		out = append(out, shadeRow(st, bar, row, shade))
-	}
-	axis := make([]rune, len(vals))
-	for i := range axis {
-		axis[i] = '─'
-		if i < len(shade) && shade[i] {
-			axis[i] = '░'
-		}
-	}
-	out = append(out, shadeRow(st, st.dim, axis, shade))
-	return out
-}
-
 // shadeRow styles runs of a row: shaded columns on the fault background.
 func shadeRow(st styles, base lipgloss.Style, row []rune, shade []bool) string {
 	var b strings.Builder

@@ -52,6 +52,10 @@ type Options struct {
 	// BufferLimit bounds the events waiting for the next frame; 0 means
 	// 8192 (plus a quarter more for lifecycle events).
 	BufferLimit int
+	// Lesson, if set, is a guided tour shown beside the dashboard (spate
+	// tour): n and p step through it, and its steps' actions go through
+	// Control.
+	Lesson *Lesson
 }
 
 // actTimeout bounds one control API call.
@@ -116,5 +120,9 @@ func newModel(opt Options) *model {
 		input: newInput(),
 	}
 	m.sel[paneLog] = -1
+	if opt.Lesson != nil && len(opt.Lesson.Steps) > 0 {
+		m.tour = &tour{l: opt.Lesson, seen: map[events.Kind]uint64{}, done: make([]bool, len(opt.Lesson.Steps))}
+		m.keys.tour = true
+	}
 	return m
 }

@@ -26,7 +26,7 @@ const (
 	mainW, mainH     = 60, 16
 	sideW, sideH     = 110, 30
 	fullW, fullH     = 140, 40
-	chartsStripLines = 9
+	chartsStripLines = 11
 )
 
 func layoutFor(w, h int) layout {
@@ -79,13 +79,25 @@ func (m *model) frame(w, h int) []string {
 			bodyH -= len(strip) + 1
 		}
 	}
-	if lay >= layoutSide && m.mode != modeHelp {
+	switch {
+	case lay >= layoutSide && m.mode != modeHelp:
 		sw := min(max(w/3, 40), 60)
 		mw := w - sw - 3
 		main := block(m.body(mw, bodyH), mw, bodyH)
-		side := block(m.side(sw, bodyH), sw, bodyH)
+		var side []string
+		if m.tour != nil {
+			side = block(m.lessonLines(sw, bodyH), sw, bodyH)
+		} else {
+			side = block(m.side(sw, bodyH), sw, bodyH)
+		}
 		out = append(out, sideBySide(main, side, m.st.dim.Render(" │ "))...)
-	} else {
+	case m.tour != nil && m.mode != modeHelp:
+		// No room beside: the lesson above the pane.
+		lh := min(bodyH/2, len(m.lessonLines(w, bodyH/2)))
+		out = append(out, block(m.lessonLines(w, lh), w, lh)...)
+		out = append(out, m.st.dim.Render(strings.Repeat("─", w)))
+		out = append(out, block(m.body(w, bodyH-lh-1), w, bodyH-lh-1)...)
+	default:
 		out = append(out, block(m.body(w, bodyH), w, bodyH)...)
 	}
 	if len(strip) > 0 {
@@ -128,16 +140,24 @@ func (m *model) header(w int, compact bool) string {
 		dropped += m.opt.Dropped()
 	}
 	parts = append(parts, fmt.Sprintf("events %d", s.total))
-	if dropped > 0 || !compact {
+	if m.rp == nil && (dropped > 0 || !compact) {
 		parts = append(parts, fmt.Sprintf("dropped %d", dropped))
 	}
 	if n := m.selectedNode(); n != "" {
 		parts = append(parts, "node "+n)
 	}
+	if m.rp != nil {
+		parts[0] = "spate view"
+	}
 	left := " " + strings.Join(parts, " │ ")
 	right := m.now().Format("15:04:05") + " "
 	if compact {
 		right = ""
+	}
+	if m.rp != nil {
+		// The transport comes first: the run's names give way to it.
+		right = m.transport(max(w/2+10, 20)) + " "
+		left = fit(left, max(w-width(right), 0))
 	}
 	if width(left)+width(right) > w {
 		return m.st.header.Render(fit(left, w))
@@ -151,8 +171,12 @@ func (m *model) tabs(w int) string {
 	full := make([]string, len(panes))
 	short := make([]string, len(panes))
 	for i, p := range panes {
-		full[i] = fmt.Sprintf("%d %s", i+1, p.name())
-		short[i] = fmt.Sprintf("%d", i+1)
+		star := ""
+		if m.highlighted(i) {
+			star = "★"
+		}
+		full[i] = fmt.Sprintf("%s%d %s", star, i+1, p.name())
+		short[i] = fmt.Sprintf("%s%d", star, i+1)
 		if i == m.pane {
 			short[i] = full[i]
 		}
@@ -167,9 +191,12 @@ func (m *model) tabs(w int) string {
 		if i > 0 {
 			b.WriteString("  ")
 		}
-		if i == m.pane {
+		switch {
+		case i == m.pane:
 			b.WriteString(m.st.tabOn.Render("[" + n + "]"))
-		} else {
+		case m.highlighted(i):
+			b.WriteString(m.st.warn.Render(n))
+		default:
 			b.WriteString(m.st.tab.Render(n))
 		}
 	}

@@ -1,0 +1,143 @@
+// Package tour is spate tour: a guided lesson on a live cluster, for
+// someone who has never seen a streaming system fail. It starts a small
+// cluster the way spate up does (coord.Up) and walks through the steps of
+// lesson.md beside the live dashboard (tui.Options.Lesson), or, with
+// --headless, prints them with their live figures. When the lesson ends
+// (q, or the last step headless) the job drains and the tour checks the
+// output with the oracle (coord.VerifyRun).
+package tour
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"spate/control"
+	"spate/coord"
+	"spate/events"
+	"spate/tui"
+)
+
+//go:embed lesson.md
+var lessonText []byte
+
+// Lesson is the tour's lesson, parsed from lesson.md.
+func Lesson() (*tui.Lesson, error) { return tui.ParseLesson("tour/lesson.md", lessonText) }
+
+// Main is spate tour [--headless] [--data DIR] [--nodes N] [--rate R]
+// [--keys K] [--wait D]; headless too when stdout is not a terminal. It returns the exit code: 0 when the run
+// verified, 1 when the cluster failed or the output is wrong, 2 for bad
+// flags.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("spate tour", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	headless := fs.Bool("headless", false, "print the lesson with its live figures instead of the dashboard")
+	data := fs.String("data", "", "the run directory (default ./spate-data/RUN-ID)")
+	nodes := fs.Int("nodes", 3, "worker processes")
+	rate := fs.Int("rate", 20000, "records per second")
+	keys := fs.Int("keys", 2000, "distinct keys")
+	wait := fs.Duration("wait", 30*time.Second, "headless: how long a step waits for its event")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "spate tour: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	lesson, err := Lesson()
+	if err != nil {
+		fmt.Fprintln(stderr, "spate tour:", err)
+		return 2
+	}
+	up := []string{"--nodes", strconv.Itoa(*nodes), "--rate", strconv.Itoa(*rate), "--keys", strconv.Itoa(*keys),
+		"--duration", "0", "--headless",
+		// A failure a minute, for the tuner: intervals short enough that
+		// checkpoints and trims show within a step.
+		"--failures", "poisson:1m"}
+	if *data != "" {
+		up = append(up, "--data", *data)
+	}
+	cfg, err := coord.ParseUp(up, io.Discard)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate tour:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	upCtx, cancelUp := context.WithCancel(ctx)
+	defer cancelUp()
+
+	// The lesson waits for lifecycle events: a deep buffer, and a lossy
+	// send so that the run is never held up by the screen.
+	evc := make(chan events.Event, 1<<16)
+	started := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := coord.Up(upCtx, cfg, coord.Options{
+			Out:     io.Discard,
+			Started: func(dir string) { started <- dir },
+			Observe: func(e events.Event) {
+				select {
+				case evc <- e:
+				default:
+				}
+			},
+		})
+		close(evc)
+		done <- err
+	}()
+	var dir string
+	select {
+	case dir = <-started:
+	case err := <-done:
+		fmt.Fprintln(stderr, "spate tour:", err)
+		return 1
+	}
+	client, err := control.Dial(dir)
+	if err == nil {
+		if *headless || !isTerminal(stdout) {
+			err = tui.LessonHeadless(ctx, lesson, evc, client, stdout, *wait)
+		} else {
+			err = tui.Run(ctx, tui.Options{Events: evc, Control: client, Now: time.Now, In: os.Stdin, Out: stdout,
+				Title: "tour " + filepath.Base(dir), RunDir: dir, Lesson: lesson})
+		}
+	}
+	cancelUp() // the job drains
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "spate tour:", err)
+	}
+	if err := <-done; err != nil {
+		fmt.Fprintln(stderr, "spate tour: the cluster:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "the job drained; data in %s\n", dir)
+	rep, err := coord.VerifyRun(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate tour: verify:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, rep.String())
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -462,10 +462,12 @@ func (l *link) knownTo(prod job.Producer, kg job.KeyGroup, seq uint64) bool {
 }
 
 // aheadOf reports whether the downstream of l had, when it connected,
-// records of prod that our numbering has not reached yet.
-func (l *link) aheadOf(prod job.Producer) bool {
-	for _, seq := range l.ahead[prod] {
-		if seq != 0 {
+// records of prod that our numbering (seqs, by key group) has not reached
+// yet. It compares with the numbering, not with the marks knownTo clears:
+// a mark passed while the link was in a replay is never cleared.
+func (l *link) aheadOf(prod job.Producer, seqs []uint64) bool {
+	for kg, seq := range l.ahead[prod] {
+		if seq != 0 && (kg >= len(seqs) || seqs[kg] < seq) {
 			return true
 		}
 	}

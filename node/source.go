@@ -410,7 +410,7 @@ func (in *instance) drainedTo(ps *partState) bool {
 	prod := job.MakeProducer(in.opIdx, ps.p)
 	for _, pt := range in.ports {
 		for _, l := range pt.links {
-			if l.aheadOf(prod) {
+			if l.aheadOf(prod, pt.seqs[prod]) {
 				return false
 			}
 		}

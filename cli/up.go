@@ -147,7 +147,7 @@ func (a *app) up(cfg coord.Config, mode outputMode) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	useTUI := !cfg.Headless && isTerminal(stdout)
+	useTUI := !cfg.Headless && tui.IsTerminal(stdout)
 	opt := coord.Options{}
 	started := make(chan string, 1)
 	opt.Started = func(dir string) { started <- dir }
@@ -256,16 +256,6 @@ func upExit(err error, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitFail
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // trimUsage drops the "usage: " marker (coord.ErrUsage) from an error's

@@ -104,7 +104,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	client, err := control.Dial(dir)
 	if err == nil {
-		if *headless || !isTerminal(stdout) {
+		if *headless || !tui.IsTerminal(stdout) {
 			err = tui.LessonHeadless(ctx, lesson, evc, client, stdout, *wait)
 		} else {
 			err = tui.Run(ctx, tui.Options{Events: evc, Control: client, Now: time.Now, In: os.Stdin, Out: stdout,
@@ -130,14 +130,4 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -125,4 +126,15 @@ func newModel(opt Options) *model {
 		m.keys.tour = true
 	}
 	return m
+}
+
+// IsTerminal reports whether w is a character device (a terminal): where
+// the dashboard can be drawn.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

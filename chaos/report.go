@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -419,12 +418,12 @@ func (b *builder) add(e events.Event) {
 		if b.faults == nil {
 			b.faults = map[int]int{}
 		}
-		fs := FaultSpan{ID: int(num(f, "id")), Verb: str(f, "verb"), Target: str(f, "target"), Nodes: strs(f, "nodes"), Args: strMap(f, "args"),
+		fs := FaultSpan{ID: int(events.Num(f, "id")), Verb: events.Str(f, "verb"), Target: events.Str(f, "target"), Nodes: strs(f, "nodes"), Args: strMap(f, "args"),
 			Start: e.Time, StartMs: b.at(e.Time), Open: true}
 		b.faults[fs.ID] = len(r.Faults)
 		r.Faults = append(r.Faults, fs)
 	case "fault_ended":
-		if i, ok := b.faults[int(num(f, "id"))]; ok && r.Faults[i].Open {
+		if i, ok := b.faults[int(events.Num(f, "id"))]; ok && r.Faults[i].Open {
 			r.Faults[i].End, r.Faults[i].EndMs, r.Faults[i].Open = e.Time, b.at(e.Time), false
 		}
 	case events.NodeLost:
@@ -437,11 +436,11 @@ func (b *builder) add(e events.Event) {
 			return
 		}
 		if b.ft == "global" {
-			b.start("job", e, str(f, "reason"))
+			b.start("job", e, events.Str(f, "reason"))
 			return
 		}
 		for _, id := range ids {
-			b.start(id, e, str(f, "reason"))
+			b.start(id, e, events.Str(f, "reason"))
 		}
 	case events.RecoveryPlaced:
 		id := e.Instance
@@ -455,8 +454,8 @@ func (b *builder) add(e events.Event) {
 			rc.To = e.Node
 			if id == "job" {
 				rc.To = ""
-				rc.Checkpoint = int64(num(f, "checkpoint"))
-				rc.Replayed += int64(num(f, "records"))
+				rc.Checkpoint = int64(events.Num(f, "checkpoint"))
+				rc.Replayed += int64(events.Num(f, "records"))
 			}
 			rc.Phases = append(rc.Phases, Phase{Name: "place", StartMs: rc.DetectedMs, EndMs: b.at(e.Time)})
 		}
@@ -466,8 +465,8 @@ func (b *builder) add(e events.Event) {
 			id = "job"
 		}
 		if rc := b.open[id]; rc != nil {
-			rc.Checkpoint = int64(num(f, "checkpoint"))
-			rc.Fellback = boolean(f, "fellback")
+			rc.Checkpoint = int64(events.Num(f, "checkpoint"))
+			rc.Fellback = events.Bool(f, "fellback")
 			start := rc.DetectedMs
 			if n := len(rc.Phases); n > 0 {
 				start = rc.Phases[n-1].EndMs
@@ -478,13 +477,13 @@ func (b *builder) add(e events.Event) {
 			}
 		}
 	case "replay":
-		to := str(f, "to")
+		to := events.Str(f, "to")
 		if rc := b.open[to]; rc != nil {
-			rc.Replayed += int64(num(f, "records"))
+			rc.Replayed += int64(events.Num(f, "records"))
 		} else {
 			for i := len(b.recs) - 1; i >= 0; i-- {
 				if b.recs[i].Instance == to {
-					b.recs[i].Replayed += int64(num(f, "records"))
+					b.recs[i].Replayed += int64(events.Num(f, "records"))
 					break
 				}
 			}
@@ -498,42 +497,42 @@ func (b *builder) add(e events.Event) {
 			rc.Phases = append(rc.Phases, Phase{Name: "catch_up", StartMs: start, EndMs: b.at(e.Time)})
 			total := -1.0
 			if _, ok := f["total_ms"]; ok {
-				total = num(f, "total_ms")
+				total = events.Num(f, "total_ms")
 			}
 			b.done(rc, e.Time, total)
 		}
 	case events.Checkpoint:
 		b.checkpoint(e)
 	case events.Throughput:
-		p := RatePoint{Ms: b.at(e.Time), InRps: num(f, "in_rps"), OutRps: num(f, "out_rps")}
+		p := RatePoint{Ms: b.at(e.Time), InRps: events.Num(f, "in_rps"), OutRps: events.Num(f, "out_rps")}
 		r.Series.Throughput = append(r.Series.Throughput, p)
 		b.in, b.out = append(b.in, p.InRps), append(b.out, p.OutRps)
-		b.lastIn = uint64(num(f, "in"))
+		b.lastIn = uint64(events.Num(f, "in"))
 	case events.RunFinished:
 		r.LostInstances = strs(f, "lost")
 	case events.Error:
 		r.Notes = append(r.Notes, fmt.Sprintf("%.1fs: %s", b.at(e.Time)/1000, e.Text))
 	case "trim":
-		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "trim", Held: int64(num(f, "held_bytes"))})
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "trim", Held: int64(events.Num(f, "held_bytes"))})
 	case "backup_spill":
-		m, sp := int64(num(f, "mem_bytes")), int64(num(f, "spill_bytes"))
-		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "spill", Held: m + sp, Mem: m, Spill: sp, Spilling: boolean(f, "spilling")})
+		m, sp := int64(events.Num(f, "mem_bytes")), int64(events.Num(f, "spill_bytes"))
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "spill", Held: m + sp, Mem: m, Spill: sp, Spilling: events.Bool(f, "spilling")})
 	case "backup_full":
-		p := BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "full", PausedMs: num(f, "paused_ms")}
-		if boolean(f, "full") {
-			p.Mem, p.Spill = int64(num(f, "mem_bytes")), int64(num(f, "spill_bytes"))
+		p := BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "full", PausedMs: events.Num(f, "paused_ms")}
+		if events.Bool(f, "full") {
+			p.Mem, p.Spill = int64(events.Num(f, "mem_bytes")), int64(events.Num(f, "spill_bytes"))
 			p.Held = p.Mem + p.Spill
 		} else {
 			p.Kind = "unblocked"
 		}
 		r.Series.Backup = append(r.Series.Backup, p)
 	case events.Interval:
-		id := str(f, "instance")
+		id := events.Str(f, "instance")
 		if id == "" {
 			id = e.Instance
 		}
-		r.Series.Intervals = append(r.Series.Intervals, IntervalPoint{Ms: b.at(e.Time), Instance: id, IntervalMs: num(f, "interval_ms"),
-			OptimumMs: num(f, "optimum_ms"), Changed: boolean(f, "changed"), Reason: str(f, "reason")})
+		r.Series.Intervals = append(r.Series.Intervals, IntervalPoint{Ms: b.at(e.Time), Instance: id, IntervalMs: events.Num(f, "interval_ms"),
+			OptimumMs: events.Num(f, "optimum_ms"), Changed: events.Bool(f, "changed"), Reason: events.Str(f, "reason")})
 	case "rescale_planned", "rescale_staged", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done":
 		b.rescale(e)
 	}
@@ -542,7 +541,7 @@ func (b *builder) add(e events.Event) {
 // rescale folds one rescale_* event into its rescale.
 func (b *builder) rescale(e events.Event) {
 	f := e.Fields
-	id := int64(num(f, "id"))
+	id := int64(events.Num(f, "id"))
 	name := string(e.Kind)[len("rescale_"):]
 	var rs *Rescale
 	for i := range b.r.Rescales {
@@ -551,21 +550,21 @@ func (b *builder) rescale(e events.Event) {
 		}
 	}
 	if rs == nil || name == "planned" {
-		mode := str(f, "mode")
+		mode := events.Str(f, "mode")
 		if mode == "" {
 			mode = "eds"
 		}
-		b.r.Rescales = append(b.r.Rescales, Rescale{ID: id, Op: str(f, "op"), From: int(num(f, "from")), To: int(num(f, "to")), Mode: mode,
-			Why: str(f, "why"), PlannedMs: b.at(e.Time), DoneMs: -1})
+		b.r.Rescales = append(b.r.Rescales, Rescale{ID: id, Op: events.Str(f, "op"), From: int(events.Num(f, "from")), To: int(events.Num(f, "to")), Mode: mode,
+			Why: events.Str(f, "why"), PlannedMs: b.at(e.Time), DoneMs: -1})
 		rs = &b.r.Rescales[len(b.r.Rescales)-1]
 	}
-	st := RescaleStep{Name: name, Ms: b.at(e.Time), Instance: e.Instance, Range: str(f, "range")}
+	st := RescaleStep{Name: name, Ms: b.at(e.Time), Instance: e.Instance, Range: events.Str(f, "range")}
 	if name != "done" {
-		st.Bytes = int64(num(f, "bytes"))
+		st.Bytes = int64(events.Num(f, "bytes"))
 	}
 	rs.Steps = append(rs.Steps, st)
 	if name == "done" {
-		rs.DoneMs, rs.PauseMs, rs.Bytes = b.at(e.Time), num(f, "pause_ms"), int64(num(f, "bytes"))
+		rs.DoneMs, rs.PauseMs, rs.Bytes = b.at(e.Time), events.Num(f, "pause_ms"), int64(events.Num(f, "bytes"))
 	}
 }
 
@@ -622,28 +621,28 @@ func (b *builder) checkpoint(e events.Event) {
 	st := &b.r.Checkpoints
 	st.Count++
 	end := b.at(e.Time)
-	if boolean(f, "global") {
+	if events.Bool(f, "global") {
 		st.Global++
 		st.Full++
-		took := num(f, "took_ms")
+		took := events.Num(f, "took_ms")
 		b.tot = append(b.tot, took*1000)
-		b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: "global", ID: int64(num(f, "id")), Full: true, StartMs: end - took, CaptureMs: end - took, EndMs: end})
+		b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: "global", ID: int64(events.Num(f, "id")), Full: true, StartMs: end - took, CaptureMs: end - took, EndMs: end})
 		return
 	}
-	full := boolean(f, "full")
+	full := events.Bool(f, "full")
 	if full {
 		st.Full++
 	} else {
 		st.Delta++
 	}
-	st.RawBytes += int64(num(f, "raw_bytes"))
-	st.StoredBytes += int64(num(f, "bytes"))
-	capUs, perUs, totUs := num(f, "capture_us"), num(f, "persist_us"), num(f, "total_us")
+	st.RawBytes += int64(events.Num(f, "raw_bytes"))
+	st.StoredBytes += int64(events.Num(f, "bytes"))
+	capUs, perUs, totUs := events.Num(f, "capture_us"), events.Num(f, "persist_us"), events.Num(f, "total_us")
 	b.cap, b.per, b.tot = append(b.cap, capUs), append(b.per, perUs), append(b.tot, totUs)
 	start := end - totUs/1000
-	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(num(f, "id")), Full: full,
+	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(events.Num(f, "id")), Full: full,
 		StartMs: round3(start), CaptureMs: round3(start + capUs/1000), EndMs: end,
-		Keys: int64(num(f, "keys")), RawBytes: int64(num(f, "raw_bytes")), Bytes: int64(num(f, "bytes"))})
+		Keys: int64(events.Num(f, "keys")), RawBytes: int64(events.Num(f, "raw_bytes")), Bytes: int64(events.Num(f, "bytes"))})
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -721,38 +720,6 @@ func latencySummary(lag [][2]int64) LatencySummary {
 
 // Field readers: events arrive as decoded JSON, so numbers are float64
 // and lists are []any; anything else reads as zero.
-
-func num(f map[string]any, k string) float64 {
-	switch v := f[k].(type) {
-	case float64:
-		return v
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	case uint64:
-		return float64(v)
-	case json.Number:
-		x, _ := v.Float64()
-		return x
-	case string:
-		x, _ := strconv.ParseFloat(v, 64)
-		return x
-	}
-	return 0
-}
-
-func str(f map[string]any, k string) string {
-	if s, ok := f[k].(string); ok {
-		return s
-	}
-	return ""
-}
-
-func boolean(f map[string]any, k string) bool {
-	b, _ := f[k].(bool)
-	return b
-}
 
 func strs(f map[string]any, k string) []string {
 	switch v := f[k].(type) {

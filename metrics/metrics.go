@@ -2,11 +2,9 @@ package metrics
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -117,13 +115,13 @@ func (x *Exporter) Observe(e events.Event) {
 	f := e.Fields
 	switch e.Kind {
 	case events.Throughput:
-		x.inRate.Set(num(f, "in_rps"))
-		x.outRate.Set(num(f, "out_rps"))
+		x.inRate.Set(events.Num(f, "in_rps"))
+		x.outRate.Set(events.Num(f, "out_rps"))
 		if _, ok := f["lag_ms"]; ok {
-			x.lag.Set(num(f, "lag_ms") / 1000)
+			x.lag.Set(events.Num(f, "lag_ms") / 1000)
 		}
 		x.mu.Lock()
-		in, out := num(f, "in"), num(f, "out")
+		in, out := events.Num(f, "in"), events.Num(f, "out")
 		if in > x.lastIn {
 			x.readTotal.Add(in - x.lastIn)
 			x.lastIn = in
@@ -135,44 +133,44 @@ func (x *Exporter) Observe(e events.Event) {
 		x.mu.Unlock()
 	case events.Metrics:
 		if e.Instance != "" {
-			x.instIn.WithLabelValues(e.Instance).Set(num(f, "in_rate"))
-			x.instBacklog.WithLabelValues(e.Instance).Set(num(f, "backlog"))
+			x.instIn.WithLabelValues(e.Instance).Set(events.Num(f, "in_rate"))
+			x.instBacklog.WithLabelValues(e.Instance).Set(events.Num(f, "backlog"))
 		}
 	case events.Checkpoint:
 		kind := "delta"
 		switch {
-		case boolean(f, "global"):
+		case events.Bool(f, "global"):
 			kind = "global"
-			x.ckptDur.WithLabelValues(kind).Observe(num(f, "took_ms") / 1000)
-		case boolean(f, "full"):
+			x.ckptDur.WithLabelValues(kind).Observe(events.Num(f, "took_ms") / 1000)
+		case events.Bool(f, "full"):
 			kind = "full"
 		}
 		x.ckpts.WithLabelValues(kind).Inc()
 		if kind != "global" {
-			x.ckptDur.WithLabelValues(kind).Observe(num(f, "total_us") / 1e6)
-			x.ckptCapture.Observe(num(f, "capture_us") / 1e6)
-			x.ckptBytes.WithLabelValues(kind).Observe(num(f, "bytes"))
-			x.ckptBytesTotal.Add(num(f, "bytes"))
+			x.ckptDur.WithLabelValues(kind).Observe(events.Num(f, "total_us") / 1e6)
+			x.ckptCapture.Observe(events.Num(f, "capture_us") / 1e6)
+			x.ckptBytes.WithLabelValues(kind).Observe(events.Num(f, "bytes"))
+			x.ckptBytesTotal.Add(events.Num(f, "bytes"))
 		}
 	case "trim":
-		x.backupHeld.WithLabelValues(e.Instance).Set(num(f, "held_bytes"))
+		x.backupHeld.WithLabelValues(e.Instance).Set(events.Num(f, "held_bytes"))
 	case "backup_spill":
-		x.backupHeld.WithLabelValues(e.Instance).Set(num(f, "mem_bytes") + num(f, "spill_bytes"))
+		x.backupHeld.WithLabelValues(e.Instance).Set(events.Num(f, "mem_bytes") + events.Num(f, "spill_bytes"))
 		v := 0.0
-		if boolean(f, "spilling") {
+		if events.Bool(f, "spilling") {
 			v = 1
 		}
 		x.backupSpilling.WithLabelValues(e.Instance).Set(v)
 	case "backup_full":
-		if boolean(f, "full") {
+		if events.Bool(f, "full") {
 			x.backupPauses.WithLabelValues(e.Instance).Inc()
 		}
 	case events.Interval:
-		id := str(f, "instance")
+		id := events.Str(f, "instance")
 		if id == "" {
 			id = e.Instance
 		}
-		x.interval.WithLabelValues(id).Set(num(f, "interval_ms") / 1000)
+		x.interval.WithLabelValues(id).Set(events.Num(f, "interval_ms") / 1000)
 	case events.NodeLost:
 		x.lost.Inc()
 	case events.RecoveryPlaced:
@@ -192,13 +190,13 @@ func (x *Exporter) Observe(e events.Event) {
 			x.finish("job", -1)
 		}
 	case events.RecoveryDone:
-		x.finish(e.Instance, num(f, "total_ms"))
+		x.finish(e.Instance, events.Num(f, "total_ms"))
 	case events.FaultStarted, events.FaultEnded:
 		x.mu.Lock()
 		if e.Kind == events.FaultStarted {
-			x.faultsOn[num(f, "id")] = true
+			x.faultsOn[events.Num(f, "id")] = true
 		} else {
-			delete(x.faultsOn, num(f, "id"))
+			delete(x.faultsOn, events.Num(f, "id"))
 		}
 		x.faults.Set(float64(len(x.faultsOn)))
 		x.mu.Unlock()
@@ -261,44 +259,4 @@ func Serve(ctx context.Context, addr string, x *Exporter) (*Server, error) {
 		<-served
 	}()
 	return s, nil
-}
-
-// Field readers: in-process events carry Go numbers of any width, events
-// read back from JSON carry float64.
-func num(f map[string]any, k string) float64 {
-	switch v := f[k].(type) {
-	case float64:
-		return v
-	case float32:
-		return float64(v)
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	case int32:
-		return float64(v)
-	case uint64:
-		return float64(v)
-	case uint32:
-		return float64(v)
-	case uint:
-		return float64(v)
-	case json.Number:
-		x, _ := v.Float64()
-		return x
-	case string:
-		x, _ := strconv.ParseFloat(v, 64)
-		return x
-	}
-	return 0
-}
-
-func str(f map[string]any, k string) string {
-	s, _ := f[k].(string)
-	return s
-}
-
-func boolean(f map[string]any, k string) bool {
-	b, _ := f[k].(bool)
-	return b
 }

@@ -277,7 +277,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		err = in.file.f.Sync() // the committed prefix must be durable first
 	}
 	if err == nil && !snap.Full {
-		err = in.scrubParent(snap, pc.parent)
+		err = in.scrubFile(snap, pc.parent, false)
 	}
 	if err == nil && !snap.Full && pc.base != "" {
 		// The base too: the latest two complete checkpoints share it, so a
@@ -286,10 +286,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// checkpoint, off the instance's goroutine. A base collected
 		// since (a compaction folded the chain into a file of its own) is
 		// no longer what restores it.
-		if f, oerr := in.n.store.Open(pc.base); oerr == nil {
-			f.Close()
-			err = in.scrubParent(snap, pc.base)
-		}
+		err = in.scrubFile(snap, pc.base, true)
 	}
 	t1 := time.Now()
 	var parts [][]byte
@@ -320,15 +317,18 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	return nil
 }
 
-// scrubParent re-reads the file a delta builds on and checks its checksum:
-// a delta on a damaged file would be unrestorable, so it fails instead
-// (and the chain starts anew with a full checkpoint). One file per
-// checkpoint, read back from the page cache: about a millisecond per
-// megabyte, streamed through a buffer kept for it. Damage to older files
-// of a chain shows at restore, where the previous complete checkpoint is
-// the fallback.
-func (in *instance) scrubParent(snap *state.Snapshot, name string) error {
+// scrubFile re-reads a file a delta builds on (its parent, and the
+// chain's base) and checks its checksum: a delta on a damaged file would
+// be unrestorable, so it fails instead (and a full checkpoint is taken at
+// once). Read back from the page cache, streamed through a buffer kept
+// for it. Damage to the chain's middle files shows at restore, where the
+// previous complete checkpoint is the fallback. A file that may be gone
+// (a base a compaction folded away) is not checked when it is.
+func (in *instance) scrubFile(snap *state.Snapshot, name string, mayBeGone bool) error {
 	f, err := in.n.store.Open(name)
+	if mayBeGone && errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
 	if err == nil {
 		if in.ck.scrub == nil {
 			in.ck.scrub = make([]byte, 256<<10)

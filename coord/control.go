@@ -404,7 +404,10 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 			continue
 		}
 		switch a.Verb {
+		case "kill":
+			ns.killed = true
 		case "restart":
+			ns.killed = true
 			c.restarts[name] = true // respawned when its loss is seen
 		case "pause":
 			c.paused[name] = true

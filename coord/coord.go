@@ -72,6 +72,7 @@ type nodeState struct {
 	// respawnedAt is when it was spawned in place of a lost node (zero:
 	// at the start), for the crash-loop limit.
 	respawnedAt time.Time
+	killed      bool // signalled to die by an action: its death is no crash
 	proc        Process
 	stats       map[job.InstanceID]wire.InstanceStats
 	cpu         float64 // CPU seconds, from the last heartbeat
@@ -662,9 +663,11 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 }
 
 // A crash loop is a respawned node that dies within crashLoopLife of its
-// spawn, crashLoopRuns times in a row: then no more are respawned. Nodes
-// lost to faults now and then are always replaced (a limit on respawns
-// per run, then per minute, shrank the 10-minute soak to no node at all).
+// spawn, crashLoopRuns times in a row: then no more are respawned. A node
+// killed by an action is not counted (chaos may kill every new node in
+// turn). Nodes lost to faults now and then are always replaced (a limit
+// on respawns per run, then per minute, shrank the 10-minute soak to no
+// node at all).
 const (
 	crashLoopLife = 5 * time.Second
 	crashLoopRuns = 3
@@ -679,9 +682,11 @@ func (c *Coordinator) respawn(lost string) string {
 		return ""
 	}
 	now := c.opt.Now()
-	if old := c.nodes[lost]; old != nil && old.respawnedAt != (time.Time{}) && now.Sub(old.respawnedAt) < crashLoopLife {
+	switch old := c.nodes[lost]; {
+	case old != nil && old.killed:
+	case old != nil && old.respawnedAt != (time.Time{}) && now.Sub(old.respawnedAt) < crashLoopLife:
 		c.quickDeaths++
-	} else {
+	default:
 		c.quickDeaths = 0
 	}
 	if c.quickDeaths >= crashLoopRuns {

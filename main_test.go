@@ -218,7 +218,7 @@ func TestKilledWorkerWithoutFaultToleranceIsDetected(t *testing.T) {
 		victim = findEvent(evs, events.NodeJoined, "n3")
 		return victim != nil && findEvent(evs, events.WindowFired, "") != nil, fmt.Sprintf("%d events", len(evs))
 	})
-	pid := int(victim.Fields["pid"].(float64))
+	pid := victim.Fields.(events.NodeJoinedFields).PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestMalformedFrameClosesOneStream(t *testing.T) {
 		joined = findEvent(evs, events.NodeJoined, "n2")
 		return joined != nil && findEvent(evs, events.JobStarted, "") != nil, fmt.Sprintf("%d events", len(evs))
 	})
-	conn, err := net.Dial("tcp", joined.Fields["listen"].(string))
+	conn, err := net.Dial("tcp", joined.Fields.(events.NodeJoinedFields).Listen)
 	if err != nil {
 		t.Fatal(err)
 	}

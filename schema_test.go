@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"spate/events"
 )
 
 // The JSON Schema files in schemas/ are checked against the files of a
@@ -241,24 +243,12 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		t.Errorf("provenance %+v", p)
 	}
 
-	evSchema := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		at := fmt.Sprintf("events.jsonl:%d", n)
-		if errs := evSchema.check(evSchema.root, decodeJSON(t, sc.Bytes(), at), at); len(errs) > 0 {
-			t.Fatalf("events.jsonl breaks schemas/events.schema.json:\n%s", strings.Join(errs, "\n"))
+	kinds := checkEvents(t, dir)
+	for _, k := range []events.Kind{events.RunStarted, events.NodeJoined, events.InstancePlaced, events.Checkpoint,
+		events.WindowFired, events.Throughput, events.InstanceDone, events.RunFinished} {
+		if kinds[k] == 0 {
+			t.Errorf("the run has no %s event", k)
 		}
-	}
-	if n < 10 {
-		t.Errorf("only %d events", n)
 	}
 
 	// --quiet: lifecycle events and the summary, no throughput or
@@ -267,6 +257,109 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		!strings.Contains(out, "summary: ") || !strings.Contains(out, "spate verify --data "+dir) {
 		t.Errorf("--quiet output:\n%s", out)
 	}
+}
+
+// checkEvents checks every line of a run's events.jsonl against
+// schemas/events.schema.json and against the payload types (each kind
+// known, its fields decoding into its type with none the type lacks, the
+// line written again the very same bytes: events.CheckLine), and returns
+// the kinds it holds.
+func checkEvents(t *testing.T, dir string) map[events.Kind]int {
+	t.Helper()
+	evSchema := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	kinds := map[events.Kind]int{}
+	n, bad := 0, 0
+	for sc.Scan() {
+		n++
+		at := fmt.Sprintf("events.jsonl:%d", n)
+		if errs := evSchema.check(evSchema.root, decodeJSON(t, sc.Bytes(), at), at); len(errs) > 0 {
+			t.Fatalf("events.jsonl breaks schemas/events.schema.json:\n%s", strings.Join(errs, "\n"))
+		}
+		if err := events.CheckLine(sc.Bytes()); err != nil {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: %v\n%s", at, err, sc.Bytes())
+			}
+		}
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
+			kinds[e.Kind]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Errorf("only %d events", n)
+	}
+	return kinds
+}
+
+// TestFaultyRunsFitThePayloads: the events of runs with faults, a live
+// rescale, a restart rescale and a global rollback (the kinds with more
+// than one shape) decode into their payload types and are written back
+// as the same bytes.
+func TestFaultyRunsFitThePayloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos runs")
+	}
+	seen := map[events.Kind]int{}
+	for _, sc := range []struct{ name, yaml string }{
+		{"spate", `name: every shape, spate
+cluster: {nodes: 4, rate: 30000, keys: 2000, duration: 12s, ft: spate, interval: auto, timeout: 2s, backup-mem: 1MiB}
+schedule:
+  - {at: 1500ms, fault: scale, op: count, n: 3}
+  - {at: 3500ms, fault: link, target: n2, latency: 20ms, for: 1s}
+  - {at: 4s, fault: store, target: count/0, corrupt: true}
+  - {at: 4500ms, fault: kill, target: count/0}
+  - {at: 7s, fault: pause, target: n1, for: 500ms}
+  - {at: 8s, fault: partition, shape: majority, for: 1s}
+  - {at: 10s, fault: heal}
+checks: [exactly_once]
+`},
+		{"global", `name: every shape, global
+cluster: {nodes: 4, rate: 30000, keys: 2000, duration: 9s, ft: global, interval: 500ms, timeout: 2s}
+schedule:
+  - {at: 4s, fault: kill, target: count/1}
+checks: [exactly_once]
+`},
+		{"restart", `name: every shape, a restart rescale
+cluster: {nodes: 3, rate: 30000, keys: 2000, duration: 8s, rescale: restart, timeout: 2s}
+schedule:
+  - {at: 2s, fault: scale, op: count, n: 3}
+checks: [exactly_once]
+`},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			code, out, dir := chaosRun(t, sc.yaml)
+			if code != 0 {
+				t.Fatalf("chaos run: exit %d\n%s", code, out)
+			}
+			for k, n := range checkEvents(t, dir) {
+				seen[k] += n
+			}
+		})
+	}
+	for _, k := range []events.Kind{events.RescalePlanned, events.RescaleCaptured, events.RescaleDone, events.NodeLost,
+		events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryDone, events.FaultStarted, events.FaultEnded,
+		events.Partition, events.Interval, events.Metrics, events.TunerSummary, events.CheckpointCorrupted} {
+		if seen[k] == 0 {
+			t.Errorf("no %s event in the runs", k)
+		}
+	}
+	var never []string
+	for _, k := range events.Kinds() {
+		if seen[k] == 0 {
+			never = append(never, string(k))
+		}
+	}
+	t.Logf("kinds these runs did not have: %s", strings.Join(never, " "))
 }
 
 func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {

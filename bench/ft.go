@@ -42,22 +42,22 @@ func (r *run) observe(e events.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {
-	case "replay", events.RecoveryPlaced:
-		if n, ok := e.Fields["records"].(uint64); ok {
-			r.replayed += n
-		} else if f, ok := e.Fields["records"].(float64); ok {
-			r.replayed += uint64(f)
-		}
+	case events.Replay:
+		f, _ := e.Fields.(events.ReplayFields)
+		r.replayed += f.Records
+	case events.RecoveryPlaced:
+		f, _ := e.Fields.(events.RecoveryPlacedFields)
+		r.replayed += f.Records // a global rollback's; 0 for an instance's
 	case events.Checkpoint:
-		b, _ := e.Fields["bytes"].(int)
-		k, _ := e.Fields["keys"].(int)
+		f, _ := e.Fields.(events.CheckpointFields)
+		b, k := f.Bytes, f.Keys
 		if b == 0 || !strings.HasPrefix(e.Instance, "count#") {
 			break
 		}
 		if r.lastFull == nil {
 			r.lastFull = map[string][2]float64{}
 		}
-		if full, _ := e.Fields["full"].(bool); full {
+		if f.Full {
 			r.lastFull[e.Instance] = [2]float64{float64(b), float64(k)}
 		} else if f, ok := r.lastFull[e.Instance]; ok && f[1] > 0 {
 			r.deltaFull = append(r.deltaFull, float64(b)/f[0])
@@ -112,8 +112,8 @@ func clusterRun(ctx context.Context, cfg coord.Config, kill time.Duration, victi
 		defer mu.Unlock()
 		switch e.Kind {
 		case events.NodeSpawned:
-			if f, ok := e.Fields["pid"].(int); ok {
-				pids[e.Node] = f
+			if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
+				pids[e.Node] = f.PID
 			}
 		case events.InstancePlaced:
 			hosts[e.Instance] = e.Node
@@ -481,8 +481,8 @@ func untouched(r *run, recoveryS float64) Untouched {
 				restarted[e.Instance] = true
 			}
 		case e.Kind == events.Metrics && e.Instance != "" && e.Time.After(warm) && e.Time.Before(kill):
-			if v, ok := e.Fields["in_rate"].(float64); ok {
-				before[e.Instance] = append(before[e.Instance], v)
+			if f, ok := e.Fields.(events.MetricsFields); ok {
+				before[e.Instance] = append(before[e.Instance], f.InRate)
 			}
 		}
 	}
@@ -491,9 +491,9 @@ func untouched(r *run, recoveryS float64) Untouched {
 		if e.Kind != events.Metrics || e.Instance == "" || restarted[e.Instance] || !e.Time.After(kill) || e.Time.After(end) {
 			continue
 		}
-		v, ok := e.Fields["in_rate"].(float64)
+		m, ok := e.Fields.(events.MetricsFields)
 		if b := before[e.Instance]; ok && len(b) > 0 && median(b) > 0 {
-			if f := v / median(b); u.MinRate < 0 || f < u.MinRate {
+			if f := m.InRate / median(b); u.MinRate < 0 || f < u.MinRate {
 				u.MinRate = f
 			}
 		}

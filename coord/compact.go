@@ -113,6 +113,6 @@ func (c *Coordinator) compacted(r compaction) {
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{version: c.mw.version, drop: drop})
 	c.writeManifest()
-	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), map[string]any{"id": r.cp.ID, "files": r.files, "bytes": r.bytes, "ms": r.took.Milliseconds()},
+	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), events.CheckpointCompactedFields{ID: r.cp.ID, Files: r.files, Bytes: r.bytes, Ms: r.took.Milliseconds()},
 		"chain of %d files up to checkpoint %d of %s compacted into one (%s) in %v", r.files, r.cp.ID, r.cp.Instance, bytesText(r.bytes), r.took.Round(time.Millisecond))
 }

@@ -185,7 +185,7 @@ func (c *Coordinator) handleCtl(r ctlReq) {
 	res, err := c.act(*r.act)
 	if err != nil {
 		res = control.Result{Text: err.Error()}
-		c.emit(events.Error, "", "", map[string]any{"action": r.act.String()}, "control: %s: %v", r.act, err)
+		c.emit(events.Error, "", "", events.ErrorFields{Action: r.act.String()}, "control: %s: %v", r.act, err)
 	} else {
 		res.OK = true
 	}
@@ -340,7 +340,7 @@ func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 			_ = ns.send(wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
 		}
 	}
-	c.emit(events.CheckpointRequested, "", "", map[string]any{"instances": ids}, "checkpoint requested of %d instances", len(ids))
+	c.emit(events.CheckpointRequested, "", "", events.CheckpointRequestedFields{Instances: ids}, "checkpoint requested of %d instances", len(ids))
 	return control.Result{Text: fmt.Sprintf("checkpoint requested of %d instances", len(ids))}, nil
 }
 
@@ -449,7 +449,7 @@ func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Dura
 			}
 		})
 	}
-	c.emit(events.FaultStarted, "", "", map[string]any{"id": f.id, "verb": a.Verb, "target": a.Target, "nodes": nodes, "args": a.Args},
+	c.emit(events.FaultStarted, "", "", events.FaultStartedFields{ID: f.id, Verb: a.Verb, Target: a.Target, Nodes: nodes, Args: a.Args},
 		"fault %d: %s on %s", f.id, a, strings.Join(nodes, ","))
 	return f
 }
@@ -460,7 +460,7 @@ func (c *Coordinator) endFault(f *fault) {
 		f.timer.Stop()
 	}
 	delete(c.faults, f.id)
-	c.emit(events.FaultEnded, "", "", map[string]any{"id": f.id, "verb": f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
+	c.emit(events.FaultEnded, "", "", events.FaultEndedFields{ID: f.id, Verb: f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
 }
 
 // partitioned reports whether an active partition cuts node name off.
@@ -560,6 +560,6 @@ func (c *Coordinator) healTarget(target string) (control.Result, error) {
 	if target != "" {
 		what = " on " + strings.Join(only, ",")
 	}
-	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids), "target": target}, "healed%s: %d faults lifted", what, len(ids))
+	c.emit(events.Healed, "", "", events.HealedFields{Faults: len(ids), Target: target}, "healed%s: %d faults lifted", what, len(ids))
 	return control.Result{Text: fmt.Sprintf("healed %d faults%s", len(ids), what), Nodes: only}, nil
 }

@@ -303,7 +303,7 @@ func (c *Coordinator) startLogs() (wait func() error, err error) {
 	return func() error { wg.Wait(); return errors.Join(errs...) }, nil
 }
 
-func (c *Coordinator) emit(kind events.Kind, node, inst string, fields map[string]any, format string, args ...any) {
+func (c *Coordinator) emit(kind events.Kind, node, inst string, fields events.Payload, format string, args ...any) {
 	c.bus.Publish(events.Event{Kind: kind, Node: node, Instance: inst, Text: fmt.Sprintf(format, args...), Fields: fields})
 }
 
@@ -320,7 +320,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}
-	c.emit(events.RunStarted, "", "", map[string]any{"dir": c.dir, "coord": addr},
+	c.emit(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
 		"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
 	if c.cfg.Local < c.cfg.Nodes {
 		c.emit(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
@@ -349,7 +349,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		}
 		ns := &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 		c.nodes[name] = ns
-		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
+		c.emit(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
 		go func() { _ = proc.Wait(); c.exitc <- name }()
 	}
 	err = c.loop(ctx)
@@ -384,7 +384,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				return wire.Welcome{Node: name, Run: c.run}, nil
 			})
 			if err != nil {
-				c.emit(events.NodeRefused, "", "", map[string]any{"remote": conn.RemoteAddr().String()},
+				c.emit(events.NodeRefused, "", "", events.NodeRefusedFields{Remote: conn.RemoteAddr().String()},
 					"refused connection from %s: %v", conn.RemoteAddr(), err)
 				conn.Close()
 				return
@@ -539,7 +539,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 					waiting = append(waiting, string(p.ID))
 				}
 			}
-			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
+			c.emit(events.Error, "", "", events.ErrorFields{Waiting: waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
 		if c.cfg.CheckInvariants {
@@ -596,7 +596,7 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			}
 		case wire.CtlEvent:
 			if e := m.ctl.Event; e != nil {
-				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
+				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), events.FieldsOf(events.Kind(e.Kind), e.Fields), "%s", e.Text)
 			}
 		}
 	}
@@ -632,7 +632,7 @@ func (c *Coordinator) join(ns *nodeState) error {
 	}
 	ns.state, ns.lastBeat = nodeJoined, c.opt.Now()
 	c.nodes[ns.name] = ns
-	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
+	c.emit(events.NodeJoined, ns.name, "", events.NodeJoinedFields{PID: ns.pid, Listen: ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
 	return nil
 }
 
@@ -657,7 +657,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			d.Nodes[name] = n.listen
 		}
 	}
-	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen, "late": true},
+	c.emit(events.NodeJoined, ns.name, "", events.NodeJoinedFields{PID: ns.pid, Listen: ns.listen, Late: true},
 		"node %s joined the running job (pid %d); it hosts the next recoveries", ns.name, ns.pid)
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
@@ -700,7 +700,7 @@ func (c *Coordinator) respawn(lost string) string {
 		return ""
 	}
 	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid(), respawnedAt: now}
-	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
+	c.emit(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid(), Replaces: lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
 	return name
@@ -731,7 +731,7 @@ func (c *Coordinator) deploy() error {
 		if p.Partitions != nil {
 			what = fmt.Sprintf("partitions %v", p.Partitions)
 		}
-		c.emit(events.InstancePlaced, p.Node, string(p.ID), map[string]any{"op": p.Op, "ranges": p.Ranges, "partitions": p.Partitions},
+		c.emit(events.InstancePlaced, p.Node, string(p.ID), events.InstancePlacedFields{Op: p.Op, Ranges: p.Ranges, Partitions: p.Partitions},
 			"%s placed on %s: %s", p.ID, p.Node, what)
 	}
 	for _, name := range c.order {
@@ -853,7 +853,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		}
 	}
 	if c.plan == nil {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why}, "node %s lost before the job was deployed: %s", ns.name, why)
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why}, "node %s lost before the job was deployed: %s", ns.name, why)
 		return
 	}
 	c.ft.lost(c, ns, ids, fresh, why)
@@ -872,11 +872,11 @@ func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why 
 		return !c.isSource(c.placeOf[id].Op)
 	})
 	if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids, Awaiting: fresh},
 			"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
 		c.awaitRespawn(ns.name, ids, fresh)
 	} else {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 			"node %s lost: %s; recovering %v", ns.name, why, ids)
 		c.recover(ns.name, ids, "")
 	}
@@ -889,7 +889,7 @@ func (c *Coordinator) noneLost(ns *nodeState, ids []job.InstanceID, why string) 
 	for _, id := range ids {
 		c.lost[id] = true
 	}
-	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
 	for _, name := range c.order {
 		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
@@ -907,7 +907,7 @@ func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
 		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d
-	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
+	c.emit(events.InstanceDone, ns.name, string(d.Instance), events.InstanceDoneFields{In: d.In, Out: d.Out, Late: d.Late},
 		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
 }
 
@@ -971,10 +971,11 @@ func (c *Coordinator) throughput() {
 	if wm != job.NoWatermark && wm != job.MaxWatermark {
 		wmText = fmt.Sprintf("%.1fs", float64(wm)/1000)
 	}
-	fields := map[string]any{"in_rps": rin, "out_rps": rout, "in": in, "out": out, "watermark": wm}
+	fields := events.ThroughputFields{InRps: rin, OutRps: rout, In: in, Out: out, Watermark: wm}
 	lagText := ""
 	if n := len(c.info.Lag); n > 0 {
-		fields["lag_ms"] = c.info.Lag[n-1][1]
+		lag := c.info.Lag[n-1][1]
+		fields.LagMs = &lag
 		lagText = fmt.Sprintf(", output lag %dms", c.info.Lag[n-1][1])
 	}
 	c.emit(events.Throughput, "", "", fields,
@@ -1012,15 +1013,15 @@ func (c *Coordinator) metrics(dt float64) {
 			}
 			c.lastStats[id] = s
 			nin, nout, backlog = nin+rin, nout+rout, backlog+s.Backlog
-			c.emit(events.Metrics, name, string(id), map[string]any{"in_rate": rin, "out_rate": rout, "backlog": s.Backlog,
-				"backpressure": pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
+			c.emit(events.Metrics, name, string(id), events.MetricsFields{InRate: rin, OutRate: rout, Backlog: s.Backlog,
+				Backpressure: pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
 		}
 		cpu := 0.0
 		if ns.lastCPU > 0 && ns.cpu >= ns.lastCPU {
 			cpu = 100 * (ns.cpu - ns.lastCPU) / dt
 		}
 		ns.lastCPU = ns.cpu
-		c.emit(events.Metrics, name, "", map[string]any{"cpu": cpu, "rss": ns.rss, "in_rate": nin, "out_rate": nout, "backlog": backlog},
+		c.emit(events.Metrics, name, "", events.MetricsFields{CPU: cpu, RSS: ns.rss, InRate: nin, OutRate: nout, Backlog: backlog},
 			"node %s: cpu %.0f%%, rss %s, %s in/s, %s out/s", name, cpu, bytesText(int(ns.rss)), human(nin), human(nout))
 	}
 }
@@ -1139,7 +1140,7 @@ func (c *Coordinator) finish() error {
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}
-	c.emit(events.RunFinished, "", "", map[string]any{"records": total, "lost": lost}, "%s", msg)
+	c.emit(events.RunFinished, "", "", events.RunFinishedFields{Records: total, Lost: lost}, "%s", msg)
 	return nil
 }
 

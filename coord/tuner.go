@@ -121,8 +121,8 @@ func (c *Coordinator) tunerInit() error {
 		p := tuner.Params{Rate: 1, Capacity: 1, Cost: tc.Cost, FailureRate: 1 / tc.PriorMTBF.Seconds(),
 			Detect: tc.Detect, Restart: tc.Restart, Load: tc.Load, Persist: tc.Persist}
 		t.global = p.Optimal(tc.Min, tc.Max)
-		c.emit(events.Interval, "", "", map[string]any{"instance": "global", "interval_ms": t.global.Milliseconds(),
-			"reason": "static model at start (--ft global: one barrier period for the job)", "inputs": inputFields(p, 0)},
+		c.emit(events.Interval, "", "", events.IntervalFields{Instance: "global", IntervalMs: t.global.Milliseconds(),
+			Reason: "static model at start (--ft global: one barrier period for the job)", Inputs: inputFields(p, 0)},
 			"global checkpoint period %v: the static model once at start, on the assumed cost %v and prior MTBF %v", t.global, tc.Cost.Base, tc.PriorMTBF)
 		return nil
 	}
@@ -245,22 +245,23 @@ func (c *Coordinator) sendInterval(id job.InstanceID) {
 }
 
 // inputFields are a decision's model inputs as event fields.
-func inputFields(p tuner.Params, interval time.Duration) map[string]any {
+func inputFields(p tuner.Params, interval time.Duration) events.IntervalInputs {
 	mtbf := math.Inf(1)
 	if p.FailureRate > 0 {
 		mtbf = 1 / p.FailureRate
 	}
-	f := map[string]any{
-		"rate": p.Rate, "capacity": p.Capacity, "util": p.Util(),
-		"cost_base_ms": ms(p.Cost.Base), "cost_per_key_us": p.Cost.PerKey * 1e6, "state_keys": p.Cost.StateKeys,
-		"failure_rate": p.FailureRate, "detect_ms": ms(p.Detect), "restart_ms": ms(p.Restart), "load_ms": ms(p.Load),
-		"persist_ms": ms(p.Persist),
+	f := events.IntervalInputs{
+		Rate: p.Rate, Capacity: p.Capacity, Util: p.Util(),
+		CostBaseMs: ms(p.Cost.Base), CostPerKeyUs: p.Cost.PerKey * 1e6, StateKeys: p.Cost.StateKeys,
+		FailureRate: p.FailureRate, DetectMs: ms(p.Detect), RestartMs: ms(p.Restart), LoadMs: ms(p.Load),
+		PersistMs: ms(p.Persist),
 	}
 	if !math.IsInf(mtbf, 1) {
-		f["mtbf_s"] = mtbf
+		f.MTBFS = &mtbf
 	}
 	if interval > 0 {
-		f["checkpoint_cost_ms"] = p.Cost.Seconds(p.Rate*interval.Seconds()) * 1000
+		cost := p.Cost.Seconds(p.Rate*interval.Seconds()) * 1000
+		f.CheckpointCostMs = &cost
 	}
 	return f
 }
@@ -274,14 +275,14 @@ func (c *Coordinator) emitDecision(d tuner.Decision) {
 		node = p.Node
 	}
 	reason := d.Reason()
-	f := map[string]any{
-		"instance": string(d.Instance), "interval_ms": d.Interval.Milliseconds(), "reason": reason,
-		"inputs": inputFields(d.Inputs, d.Interval), "previous_ms": d.Previous.Milliseconds(),
-		"optimum_ms": d.Optimum.Milliseconds(), "changed": d.Changed, "why": d.Why.String(),
-		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds(),
-		"own_failures": d.Own, "own_exposure_s": d.OwnExp.Seconds()}
-	if !math.IsInf(d.Weight, 1) {
-		f["prior_weight"] = d.Weight // absent: the pooled rate
+	f := events.IntervalFields{
+		Instance: string(d.Instance), IntervalMs: d.Interval.Milliseconds(), Reason: reason,
+		Inputs: inputFields(d.Inputs, d.Interval), PreviousMs: d.Previous.Milliseconds(),
+		OptimumMs: d.Optimum.Milliseconds(), Changed: d.Changed, Why: d.Why.String(),
+		PredictedEfficiency: d.Efficiency, Failures: d.Failures, ExposureS: d.Exposure.Seconds(),
+		OwnFailures: d.Own, OwnExposureS: d.OwnExp.Seconds()}
+	if w := d.Weight; !math.IsInf(w, 1) {
+		f.PriorWeight = &w // absent: the pooled rate
 	}
 	c.emit(events.Interval, node, string(d.Instance), f, "%s interval %s", d.Instance, reason)
 }
@@ -401,7 +402,7 @@ func (c *Coordinator) tunerFinish() {
 		accts = append(accts, a)
 	}
 	policy := c.cfg.Interval
-	c.emit(events.TunerSummary, "", "", map[string]any{"interval": policy, "instances": accts},
+	c.emit(events.TunerSummary, "", "", events.TunerSummaryFields{Interval: policy, Instances: eventAccounts(accts)},
 		"interval tuner summary (--interval %s): %s", policy, summaryText(accts))
 }
 
@@ -480,8 +481,8 @@ func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
 		if p := c.placeOf[id]; p != nil {
 			node = p.Node
 		}
-		c.emit(events.Interval, node, string(id), map[string]any{"instance": string(id), "interval_ms": ti.iv.Milliseconds(),
-			"previous_ms": prev.Milliseconds(), "reason": reason, "pinned": ti.pinned, "inputs": map[string]any{}},
+		c.emit(events.Interval, node, string(id), events.IntervalFields{Instance: string(id), IntervalMs: ti.iv.Milliseconds(),
+			PreviousMs: prev.Milliseconds(), Reason: reason, Pinned: ti.pinned, Inputs: events.IntervalInputs{}},
 			"%s interval %v -> %v: %s", id, prev, ti.iv, reason)
 	}
 	what := v
@@ -489,4 +490,13 @@ func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
 		what = d.String()
 	}
 	return control.Result{Text: fmt.Sprintf("interval %s for %s", what, strings.Join(names, ","))}, nil
+}
+
+// eventAccounts are accts as the tuner_summary event carries them.
+func eventAccounts(accts []TunerAccount) []events.TunerAccount {
+	out := make([]events.TunerAccount, len(accts))
+	for i, a := range accts {
+		out[i] = events.TunerAccount(a)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spate/backup"
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -180,7 +181,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		if pt.backup != nil {
 			if st := pt.backup.Stats(); st.Spilling != in.ck.spilling {
 				in.ck.spilling = st.Spilling
-				in.n.event("backup_spill", in.id, map[string]any{"spilling": st.Spilling, "mem_bytes": st.MemBytes, "spill_bytes": st.SpillBytes},
+				in.n.event(events.BackupSpill, in.id, events.BackupSpillFields{Spilling: st.Spilling, MemBytes: st.MemBytes, SpillBytes: st.SpillBytes},
 					"upstream backup spilling to disk: %v (%d bytes in memory, %d spilled)", st.Spilling, st.MemBytes, st.SpillBytes)
 			}
 			// The mark points into the backup's chunks, pinned until the
@@ -194,7 +195,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 				err = pt.backup.MarkInParts(mp)
 			}
 			if err != nil {
-				in.n.event("error", in.id, nil, "backup: %v", err)
+				in.n.event(events.Error, in.id, nil, "backup: %v", err)
 			}
 			if snap.Pieces == nil {
 				snap.Pieces = map[string][][]byte{}
@@ -307,7 +308,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		pc.bytes += len(p)
 	}
 	if err != nil {
-		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
+		in.n.event(events.CheckpointFailed, in.id, events.CheckpointFailedFields{ID: snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err
 	}
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
@@ -337,7 +338,7 @@ func (in *instance) scrubFile(snap *state.Snapshot, name string, mayBeGone bool)
 		f.Close()
 	}
 	if err != nil {
-		in.n.event("checkpoint_chain_broken", in.id, map[string]any{"id": snap.ID, "parent": snap.Parent, "error": err.Error()},
+		in.n.event(events.CheckpointChainBroken, in.id, events.CheckpointChainBrokenFields{ID: snap.ID, Parent: snap.Parent, Error: err.Error()},
 			"checkpoint %d of %s not taken: its parent %s is unreadable (%v); a full one is taken now", snap.ID, in.id, name, err)
 		return fmt.Errorf("parent %s: %w: %w", name, errChainBroken, err)
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/traces"
@@ -318,7 +320,7 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	if err == nil {
 		answer.ID, err = in.restore(r.Chain)
 		if err != nil && (len(r.Fallback) > 0 || r.Scratch) {
-			n.event("checkpoint_fallback", r.Place.ID, map[string]any{"error": err.Error()},
+			n.event(events.CheckpointFallback, r.Place.ID, events.CheckpointFallbackFields{Error: err.Error()},
 				"latest checkpoint of %s unusable (%v); falling back to the previous one", r.Place.ID, err)
 			if in, err = newInstance(n, n.plan, &r.Place); err == nil {
 				answer.ID, err = in.restore(r.Fallback)
@@ -396,13 +398,22 @@ func (n *Node) stopAll() {
 }
 
 // event sends an event to the coordinator; it never blocks the caller for
-// long: events are small and the control stream is otherwise idle.
-func (n *Node) event(kind string, id job.InstanceID, fields map[string]any, format string, args ...any) {
+// long: events are small and the control stream is otherwise idle. fields
+// is the kind's payload, or nil.
+func (n *Node) event(kind events.Kind, id job.InstanceID, fields events.Payload, format string, args ...any) {
 	if n.ctl == nil {
 		return
 	}
+	text := fmt.Sprintf(format, args...)
+	var raw json.RawMessage
+	if fields != nil {
+		var err error
+		if raw, err = json.Marshal(fields); err != nil { // a NaN: the text still says what happened
+			raw, text = nil, text+" (fields: "+err.Error()+")"
+		}
+	}
 	_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlEvent,
-		Event: &wire.Event{Kind: kind, Instance: id, Text: fmt.Sprintf(format, args...), Fields: fields}})
+		Event: &wire.Event{Kind: string(kind), Instance: id, Text: text, Fields: raw}})
 }
 
 func (n *Node) heartbeats(ctx context.Context) {
@@ -583,7 +594,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 			})
 			if err != nil {
 				n.log.Printf("refused peer connection from %s: %v", c.RemoteAddr(), err)
-				n.event("node_refused", "", map[string]any{"remote": c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
+				n.event(events.NodeRefused, "", events.NodeRefusedFields{Remote: c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
 				c.Close()
 				return
 			}
@@ -615,7 +626,7 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 	r := wire.NewReader(st, 0)
 	fail := func(id job.InstanceID, err error) {
 		n.log.Printf("stream from %s: %v", peer, err)
-		n.event("frame_error", id, map[string]any{"peer": peer}, "stream from %s closed: %v", peer, err)
+		n.event(events.FrameError, id, events.FrameErrorFields{Peer: peer}, "stream from %s closed: %v", peer, err)
 	}
 	t, p, err := r.ReadFrame()
 	if err != nil {

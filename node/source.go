@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"spate/events"
 	"spate/job"
 	"spate/traces"
 	"spate/wire"
@@ -301,7 +302,7 @@ func (in *instance) runSource(ctx context.Context) {
 				if !ps.held {
 					rec, ok, err := ps.r.Next()
 					if err != nil {
-						in.n.event("error", in.id, map[string]any{"partition": ps.p}, "source partition %d: %v", ps.p, err)
+						in.n.event(events.Error, in.id, events.ErrorFields{Partition: &ps.p}, "source partition %d: %v", ps.p, err)
 						ps.ended = true
 						break
 					}
@@ -346,7 +347,7 @@ func (in *instance) runSource(ctx context.Context) {
 			return
 		}
 		if live == 0 {
-			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
+			in.n.event(events.SourceEnded, in.id, nil, "all partitions read to the end")
 			in.endSource()
 			return
 		}

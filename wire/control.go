@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/json"
+
 	"spate/job"
 	"spate/netfault"
 )
@@ -228,10 +230,10 @@ type Done struct {
 
 // Event is a node's event; the coordinator stamps and logs it.
 type Event struct {
-	Kind     string         `json:"kind"`
-	Instance job.InstanceID `json:"instance,omitempty"`
-	Text     string         `json:"text"`
-	Fields   map[string]any `json:"fields,omitempty"`
+	Kind     string          `json:"kind"`
+	Instance job.InstanceID  `json:"instance,omitempty"`
+	Text     string          `json:"text"`
+	Fields   json.RawMessage `json:"fields,omitempty"` // the kind's payload (events), encoded
 }
 
 // Heartbeat is sent by a node on its control stream every heartbeat period.

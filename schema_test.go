@@ -64,8 +64,16 @@ func (c *schemaChecker) check(s map[string]any, v any, at string) []string {
 			}
 			errs = append(errs, c.check(sub, v, at)...)
 		case "type":
-			if !hasType(v, kw.(string)) {
-				bad("want %s, got %T %v", kw, v, v)
+			types, ok := kw.([]any)
+			if !ok {
+				types = []any{kw}
+			}
+			match := false
+			for _, typ := range types {
+				match = match || hasType(v, typ.(string))
+			}
+			if !match {
+				bad("want %v, got %T %v", kw, v, v)
 			}
 		case "const":
 			if !jsonEqual(v, kw) {
@@ -180,6 +188,8 @@ func hasType(v any, typ string) bool {
 	case "boolean":
 		_, ok := v.(bool)
 		return ok
+	case "null":
+		return v == nil
 	case "number":
 		_, ok := v.(json.Number)
 		return ok
@@ -243,6 +253,7 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		t.Errorf("provenance %+v", p)
 	}
 
+	checkReport(t, dir)
 	kinds := checkEvents(t, dir)
 	for _, k := range []events.Kind{events.RunStarted, events.NodeJoined, events.InstancePlaced, events.Checkpoint,
 		events.WindowFired, events.Throughput, events.InstanceDone, events.RunFinished} {
@@ -256,6 +267,19 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 	if strings.Contains(out, " throughput ") || strings.Contains(out, " checkpoint ") || !strings.Contains(out, "job_started") ||
 		!strings.Contains(out, "summary: ") || !strings.Contains(out, "spate verify --data "+dir) {
 		t.Errorf("--quiet output:\n%s", out)
+	}
+}
+
+// checkReport checks a run's report.json against schemas/report.schema.json.
+func checkReport(t *testing.T, dir string) {
+	t.Helper()
+	s := loadSchema(t, filepath.Join("schemas", "report.schema.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.check(s.root, decodeJSON(t, b, "report.json"), "report.json"); len(errs) > 0 {
+		t.Errorf("report.json breaks schemas/report.schema.json:\n%s", strings.Join(errs, "\n"))
 	}
 }
 
@@ -341,6 +365,7 @@ checks: [exactly_once]
 			if code != 0 {
 				t.Fatalf("chaos run: exit %d\n%s", code, out)
 			}
+			checkReport(t, dir)
 			for k, n := range checkEvents(t, dir) {
 				seen[k] += n
 			}
@@ -382,6 +407,15 @@ func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 	noProvenance := `{"run":"20300101-000000-abcdef","started":"2030-01-01T00:00:00Z","complete":false,"config":{},"job":{}}`
 	if errs := rs.check(rs.root, decodeJSON(t, []byte(noProvenance), "run.json"), "run.json"); len(errs) < 3 {
 		t.Errorf("a run.json without provenance, config or job: %q", errs)
+	}
+	rp := loadSchema(t, filepath.Join("schemas", "report.schema.json"))
+	for _, bad := range []string{
+		`{"scenario":"","run":"20300101-000000-abcdef"}`, // no v, and most fields missing
+		`{"v":1,"scenario":"","run":"20300101-000000-abcdef","dir":"d","verdict":"maybe","windows":1,"lost":0,"duplicated":0,"wrong":0,"records":1,"job_started":"2030-01-01T00:00:00Z","finished":"2030-01-01T00:00:00Z","duration_ms":1,"checks":[],"faults":[],"recoveries":[],"checkpoints":{},"throughput":{},"latency":{},"series":{"throughput":null,"lag":null,"checkpoints":null}}`,
+	} {
+		if errs := rp.check(rp.root, decodeJSON(t, []byte(bad), "report.json"), "report.json"); len(errs) < 2 {
+			t.Errorf("a broken report.json passes: %q", errs)
+		}
 	}
 	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"run_started","node":"n1","text":"x","fields":{"a":1}}`
 	if errs := s.check(s.root, decodeJSON(t, []byte(ok), ok), "line"); len(errs) > 0 {

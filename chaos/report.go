@@ -17,9 +17,15 @@ import (
 	"spate/events"
 )
 
+// ReportSchemaVersion is report.json's "v"; schemas/report.schema.json in
+// the repository describes it. Adding a field keeps the version; changing
+// or removing one bumps it.
+const ReportSchemaVersion = 1
+
 // Report is report.json: the verdict of a scenario run and what happened
 // in it. Times *_ms are milliseconds since the job started.
 type Report struct {
+	V             int               `json:"v"` // ReportSchemaVersion
 	Scenario      string            `json:"scenario"`
 	File          string            `json:"file,omitempty"`
 	Run           string            `json:"run"`
@@ -295,7 +301,7 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
+	r := &Report{V: ReportSchemaVersion, Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
 		Faults: []FaultSpan{}, Recoveries: []Recovery{}, Checks: []CheckResult{}}
 	if note != "" {
 		r.Notes = append(r.Notes, note)

@@ -128,6 +128,39 @@ func TestShowPrintsExactlyTheChosenKinds(t *testing.T) {
 	}
 }
 
+// TestEventsIsKindsOrAFile: --events names kinds when all its words are
+// kinds (or prefix*), a file otherwise; a word close to a kind, or a list
+// with a word that is none, is a mistake.
+func TestEventsIsKindsOrAFile(t *testing.T) {
+	for _, c := range []struct {
+		v     string
+		kinds bool
+		err   string
+	}{
+		{"", false, ""},
+		{"checkpoint", true, ""},
+		{"checkpoint, recovery_done,rescale_*", true, ""},
+		{"rescale_*", true, ""},
+		{"/tmp/run/copy.jsonl", false, ""},
+		{"copy.jsonl", false, ""},
+		{"./checkpoint", false, ""},
+		{"mylog", false, ""},
+		{"zz*", false, ""},
+		{"errors", false, "did you mean error?"},
+		{"checkpoint,mylog", false, `"mylog" is not an event kind`},
+	} {
+		kinds, err := eventsFlag(c.v)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error with %q", c.v, err, c.err)
+			}
+		case err != nil || kinds != c.kinds:
+			t.Errorf("%q: kinds %v, %v; want %v", c.v, kinds, err, c.kinds)
+		}
+	}
+}
+
 func TestWithoutFlagsDropsTheCommandLinesOwnFlags(t *testing.T) {
 	got := withoutFlags([]string{"--nodes", "3", "--quiet", "--show", "checkpoint", "--show=x", "--quiet=false", "--", "--quiet"},
 		map[string]bool{"quiet": false, "show": true})

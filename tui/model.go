@@ -199,6 +199,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.statusCmd()
 	case tea.KeyMsg:
 		return m.key(msg)
+	case compareMsg:
+		if m.tour != nil {
+			return m, m.onComparison(msg)
+		}
 	case playTick:
 		if m.rp != nil {
 			return m, m.onTick()

@@ -572,7 +572,9 @@ func (s *state) apply(e events.Event) {
 		t.Inputs = f.Inputs
 		t.At = e.Time
 		t.Points = appendBounded(t.Points, tunerPoint{At: e.Time, Interval: t.Interval}, maxTunerPts)
-		s.inst(id).Interval = t.Interval
+		if in, ok := s.insts[id]; ok { // not "global", --ft global's barrier period
+			in.Interval = t.Interval
+		}
 	case events.Trim:
 		f, _ := e.Fields.(events.TrimFields)
 		s.applyTrim(e, f)

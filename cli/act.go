@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -246,12 +248,29 @@ checkpoint and restarts it with the new parallelism.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.act(cmd, "spate scale", v, args)
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		// OP from the running cluster's keyed operators (count and rollup
+		// without one); N around OP's parallelism there.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			data, _ := cmd.Flags().GetString("data")
+			ops := keyedOps(data)
 			switch len(args) {
 			case 0:
-				return []string{"count", "rollup"}, cobra.ShellCompDirectiveNoFileComp
+				names := []string{"count", "rollup"}
+				if len(ops) > 0 {
+					names = slices.Sorted(maps.Keys(ops))
+				}
+				return prefixed(names, toComplete), cobra.ShellCompDirectiveNoFileComp
 			case 1:
-				return []string{"1", "2", "3", "4", "6", "8"}, cobra.ShellCompDirectiveNoFileComp
+				ns := []string{"1", "2", "3", "4", "6", "8"}
+				if n := ops[args[0]]; n > 0 {
+					ns = nil
+					for _, k := range []int{n + 1, n * 2, n - 1} {
+						if k >= 1 && k != n {
+							ns = append(ns, strconv.Itoa(k))
+						}
+					}
+				}
+				return prefixed(ns, toComplete), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},

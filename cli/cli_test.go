@@ -189,7 +189,9 @@ func fakeRun(t *testing.T) string {
 func fakeRunWith(t *testing.T) (string, *control.Fake) {
 	t.Helper()
 	f := control.NewFake(control.Status{Run: "r1", Nodes: []control.Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}},
-		Instances: []control.Instance{{ID: "count#0", Op: "count", Node: "n1"}, {ID: "sink#1", Op: "sink", Node: "n3"}}})
+		Instances: []control.Instance{{ID: "count#0", Op: "count", Node: "n1", KeyGroups: []int{0, 1}}, {ID: "count#1", Op: "count", Node: "n2", KeyGroups: []int{2}},
+			{ID: "rollup#0", Op: "rollup", Node: "n2", KeyGroups: []int{0, 1, 2}}, {ID: "source#0", Op: "source", Node: "n1"},
+			{ID: "sink#1", Op: "sink", Node: "n3", KeyGroups: []int{0, 1, 2}}}})
 	srv, err := control.Listen("127.0.0.1:0", "secret", f)
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +234,20 @@ func TestCompletionNamesTheRunningClustersNodesAndInstances(t *testing.T) {
 	}
 	if got := complete(t, "scale", ""); !slices.Equal(got, []string{"count", "rollup"}) {
 		t.Errorf("scale <TAB>: %q", got)
+	}
+	// From the running cluster: its keyed operators, N around their
+	// parallelism, and KEY= values (peer= its nodes).
+	if got := complete(t, "scale", "--data", dir, ""); !slices.Equal(got, []string{"count", "rollup"}) {
+		t.Errorf("scale <TAB> on the cluster: %q", got)
+	}
+	if got := complete(t, "scale", "count", "--data", dir, ""); !slices.Equal(got, []string{"3", "4", "1"}) {
+		t.Errorf("scale count <TAB> (2 instances): %q", got)
+	}
+	if got := complete(t, "chaos", "link", "n1", "--data", dir, "peer="); !slices.Equal(got, []string{"peer=n1", "peer=n2", "peer=n3"}) {
+		t.Errorf("chaos link n1 peer=<TAB>: %q", got)
+	}
+	if got := complete(t, "chaos", "partition", "--data", dir, "shape=m"); !slices.Equal(got, []string{"shape=majority"}) {
+		t.Errorf("chaos partition shape=m<TAB>: %q", got)
 	}
 }
 

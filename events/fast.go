@@ -70,12 +70,13 @@ func (c *cursor) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := c.i
+	var high byte // the OR of the bytes: ASCII when below 0x80
 	for c.i < len(c.b) {
 		switch b := c.b[c.i]; {
 		case b == '"':
 			s := c.b[start:c.i]
 			c.i++
-			if !utf8.Valid(s) {
+			if high >= 0x80 && !utf8.Valid(s) {
 				c.i = at
 				return nil, false
 			}
@@ -83,6 +84,8 @@ func (c *cursor) rawString() ([]byte, bool) {
 		case b == '\\' || b < 0x20:
 			c.i = at
 			return nil, false
+		default:
+			high |= b
 		}
 		c.i++
 	}

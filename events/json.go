@@ -65,6 +65,23 @@ func TypeOf(k Kind) (reflect.Type, bool) {
 	return t, ok
 }
 
+// InternBytes is b as a Kind: the constant itself when b names a known
+// kind, so that decoding a kind allocates nothing.
+func InternBytes(b []byte) Kind {
+	if k, ok := interned[string(b)]; ok {
+		return k
+	}
+	return Kind(b)
+}
+
+var interned = func() map[string]Kind {
+	m := make(map[string]Kind, len(payloads))
+	for _, p := range payloads {
+		m[string(p.Kind())] = p.Kind()
+	}
+	return m
+}()
+
 // Known says whether k is a kind this version knows.
 func Known(k Kind) bool {
 	_, ok := types[k]

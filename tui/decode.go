@@ -110,9 +110,20 @@ func fastEvent(line []byte) (events.Event, bool) {
 			}
 			e.Time = time.Unix(0, ns).UTC()
 		case "kind", "node", "instance", "text":
-			s, ok := d.str()
-			if !ok {
-				return e, false
+			var s string
+			d.ws()
+			at := d.i
+			if raw, ok := d.rawString(); ok {
+				if string(key) == "kind" {
+					e.Kind, bit = events.InternBytes(raw), 4 // a known kind's constant: nothing allocated
+					break
+				}
+				s = string(raw)
+			} else {
+				d.i = at
+				if s, ok = d.str(); !ok {
+					return e, false
+				}
 			}
 			switch string(key) {
 			case "kind":
@@ -188,16 +199,18 @@ func (d *dec) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := d.i
+	var high byte // the OR of the bytes: ASCII when below 0x80
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
 			s := d.b[start:d.i]
 			d.i++
-			return s, utf8.Valid(s)
+			return s, high < 0x80 || utf8.Valid(s)
 		case c == '\\' || c < 0x20:
 			return nil, false
 		}
+		high |= c
 		d.i++
 	}
 	return nil, false

@@ -464,6 +464,14 @@ func (r *recording) progress() (int, bool, error) {
 	return n, r.foldDone, r.foldErr
 }
 
+// frontier is the position of the background fold's latest snapshot: the
+// farthest a seek lands without folding more than a snapshot's distance.
+func (r *recording) frontier() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return (len(r.snaps) - 1) * r.every
+}
+
 // stateAt builds the state after events [0, pos) from the nearest
 // snapshot at or before pos. ok is false when the background fold has not
 // reached that snapshot yet.

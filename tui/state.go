@@ -962,10 +962,14 @@ func pressure(backlog float64) string {
 	return "HIGH"
 }
 
+// appendBounded appends x to xs and keeps the last n. It slides the
+// slice's window along its array instead of moving n-1 elements down at
+// every append; append moves them into a new array once the old one is
+// used up, about every n/4 appends. A state's slices are never shared
+// (clone copies them), so the array is xs's alone.
 func appendBounded[T any](xs []T, x T, n int) []T {
 	if len(xs) >= n {
-		k := copy(xs, xs[len(xs)-n+1:])
-		xs = xs[:k]
+		xs = xs[len(xs)-n+1:]
 	}
 	return append(xs, x)
 }

@@ -20,13 +20,32 @@ import (
 // of: a repeated key, a key in other case, a time with an offset, a
 // number out of range, bad syntax, fields that do not decode. A string
 // with escapes is unquoted by encoding/json itself.
-func decodeEvent(line []byte) (events.Event, error) {
-	if e, ok := fastEvent(line); ok {
+func decodeEvent(line []byte) (events.Event, error) { return decodeNamed(line, nil) }
+
+// decodeNamed is decodeEvent keeping node and instance names in n.
+func decodeNamed(line []byte, n names) (events.Event, error) {
+	if e, ok := fastEvent(line, n); ok {
 		return e, nil
 	}
 	var e events.Event
 	err := json.Unmarshal(line, &e)
 	return e, err
+}
+
+// names keeps one copy of each node and instance name a decoder meets: a
+// recording names a handful of them millions of times. A nil names makes
+// a copy each time. Not safe for concurrent use: one per goroutine.
+type names map[string]string
+
+func (n names) get(b []byte) string {
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n != nil && len(n) < 1<<12 {
+		n[s] = s
+	}
+	return s
 }
 
 // dec is a cursor over one line.
@@ -63,7 +82,7 @@ func (d *dec) peek() byte {
 	return 0
 }
 
-func fastEvent(line []byte) (events.Event, bool) {
+func fastEvent(line []byte, n names) (events.Event, bool) {
 	var e events.Event
 	var fields []byte
 	decoded := false
@@ -110,30 +129,40 @@ func fastEvent(line []byte) (events.Event, bool) {
 			}
 			e.Time = time.Unix(0, ns).UTC()
 		case "kind", "node", "instance", "text":
-			var s string
+			// Without escapes (the coordinator's lines), from the line's
+			// bytes: a kind is its constant, a name one copy (n).
 			d.ws()
 			at := d.i
-			if raw, ok := d.rawString(); ok {
-				if string(key) == "kind" {
-					e.Kind, bit = events.InternBytes(raw), 4 // a known kind's constant: nothing allocated
-					break
-				}
-				s = string(raw)
-			} else {
+			raw, plain := d.rawString()
+			var str string
+			if !plain {
 				d.i = at
-				if s, ok = d.str(); !ok {
+				var ok bool
+				if str, ok = d.str(); !ok {
 					return e, false
 				}
 			}
 			switch string(key) {
 			case "kind":
-				bit, e.Kind = 4, events.Kind(s)
+				bit, e.Kind = 4, events.Kind(str)
+				if plain {
+					e.Kind = events.InternBytes(raw)
+				}
 			case "node":
-				bit, e.Node = 8, s
+				bit, e.Node = 8, str
+				if plain {
+					e.Node = n.get(raw)
+				}
 			case "instance":
-				bit, e.Instance = 16, s
+				bit, e.Instance = 16, str
+				if plain {
+					e.Instance = n.get(raw)
+				}
 			default:
-				bit, e.Text = 32, s
+				bit, e.Text = 32, str
+				if plain {
+					e.Text = string(raw)
+				}
 			}
 		case "fields":
 			bit = 64

@@ -61,7 +61,7 @@ func TestDecodeEventTakesTheFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range [][]byte{b, append([]byte(`{"v":1,`), b[1:]...)} {
-			got, ok := fastEvent(line)
+			got, ok := fastEvent(line, names{})
 			if !ok {
 				t.Errorf("the fast path gave up on %s", line)
 				continue

@@ -296,8 +296,11 @@ func (r *recording) line(i int) []byte {
 }
 
 // event decodes event i.
-func (r *recording) event(i int) (events.Event, error) {
-	e, err := decodeEvent(r.line(i))
+func (r *recording) event(i int) (events.Event, error) { return r.eventNamed(i, nil) }
+
+// eventNamed is event keeping node and instance names in n.
+func (r *recording) eventNamed(i int, n names) (events.Event, error) {
+	e, err := decodeNamed(r.line(i), n)
 	if err != nil {
 		return e, fmt.Errorf("%s:%d: %v", r.path, r.lineAt(int(r.offs[i])), err)
 	}
@@ -347,8 +350,9 @@ func (r *recording) decodeRange(from, to int) ([]events.Event, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			n := names{}
 			for i := rg[0]; i < rg[1]; i++ {
-				e, err := r.event(i)
+				e, err := r.eventNamed(i, n)
 				if err != nil {
 					errs[h] = err
 					return

@@ -1094,7 +1094,7 @@ func logLine(st styles, le logEntry) string {
 		return st.bad.Render(l)
 	case le.Local:
 		return st.key.Render(l)
-	case le.E.Kind == events.NodeLost || le.E.Kind == events.NodeSuspect || le.E.Kind == "fault_started":
+	case le.E.Kind == events.NodeLost || le.E.Kind == events.NodeSuspect || le.E.Kind == events.FaultStarted:
 		return st.warn.Render(l)
 	case strings.HasPrefix(string(le.E.Kind), "recovery_"):
 		return st.ok.Render(l)

@@ -60,9 +60,9 @@ const (
 
 func classOf(k []byte) uint8 {
 	switch string(k) {
-	case "fault_started", string(events.NodeLost), string(events.NodeSuspect), "partition", "node_paused":
+	case string(events.FaultStarted), string(events.NodeLost), string(events.NodeSuspect), string(events.Partition), string(kindNodePaused):
 		return classFault
-	case "fault_ended", "node_resumed", string(events.Healed):
+	case string(events.FaultEnded), string(kindNodeResumed), string(events.Healed):
 		return classFaultEnd
 	case string(events.Checkpoint), string(events.CheckpointFallback):
 		return classCheckpoint

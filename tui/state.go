@@ -10,6 +10,16 @@ import (
 	"spate/events"
 )
 
+// Kinds the dashboard knows that no engine component emits: a pause is a
+// fault_started (verb pause), but a recording made by hand may say
+// node_paused and node_resumed; and the log's own lines (an action sent,
+// its result).
+const (
+	kindNodePaused  events.Kind = "node_paused"
+	kindNodeResumed events.Kind = "node_resumed"
+	kindNote        events.Kind = "tui"
+)
+
 // state is everything the dashboard knows, folded from the event stream
 // (and seeded by control.Status). It is pure: apply takes an event and
 // changes only the state; no clocks, no I/O. Every history is bounded.
@@ -415,9 +425,9 @@ func (s *state) apply(e events.Event) {
 		}
 	case events.NodeRefused:
 		// a join refused: the log says it
-	case "node_paused": // no such event yet: a pause is a fault_started
+	case kindNodePaused:
 		s.setNode(s.node(e.Node), "paused", e.Time)
-	case "node_resumed":
+	case kindNodeResumed:
 		s.setNode(s.node(e.Node), "alive", e.Time)
 	case events.Partition:
 		f, _ := e.Fields.(events.PartitionFields)

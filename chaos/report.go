@@ -263,14 +263,15 @@ func ReadEvents(path string) ([]events.Event, string, error) {
 	}
 	var out []events.Event
 	var note string
+	names := events.Names{}
 	lines := bytes.Split(data, []byte("\n"))
 	for i, raw := range lines {
 		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
-		var e events.Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := events.DecodeLine(b, names)
+		if err != nil {
 			if i == len(lines)-1 { // no newline after it: cut short
 				note = fmt.Sprintf("%s:%d: a cut-short last line was dropped", path, i+1)
 				break

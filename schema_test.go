@@ -230,14 +230,7 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
 	}
 
-	runSchema := loadSchema(t, filepath.Join("schemas", "run.schema.json"))
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := runSchema.check(runSchema.root, decodeJSON(t, b, "run.json"), "run.json"); len(errs) > 0 {
-		t.Errorf("run.json breaks schemas/run.schema.json:\n%s", strings.Join(errs, "\n"))
-	}
+	b := checkFile(t, dir, "run.json", "run.schema.json")
 	var ri struct {
 		Provenance struct {
 			Version, Go, OS, Arch string
@@ -271,16 +264,21 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 }
 
 // checkReport checks a run's report.json against schemas/report.schema.json.
-func checkReport(t *testing.T, dir string) {
+func checkReport(t *testing.T, dir string) { checkFile(t, dir, "report.json", "report.schema.json") }
+
+// checkFile checks the file name of run directory dir against
+// schemas/schema, and returns it.
+func checkFile(t *testing.T, dir, name, schema string) []byte {
 	t.Helper()
-	s := loadSchema(t, filepath.Join("schemas", "report.schema.json"))
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	s := loadSchema(t, filepath.Join("schemas", schema))
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := s.check(s.root, decodeJSON(t, b, "report.json"), "report.json"); len(errs) > 0 {
-		t.Errorf("report.json breaks schemas/report.schema.json:\n%s", strings.Join(errs, "\n"))
+	if errs := s.check(s.root, decodeJSON(t, b, name), name); len(errs) > 0 {
+		t.Errorf("%s breaks schemas/%s:\n%s", name, schema, strings.Join(errs, "\n"))
 	}
+	return b
 }
 
 // checkEvents checks every line of a run's events.jsonl against

@@ -1,13 +1,11 @@
 package events
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -337,30 +335,15 @@ var addedSince = map[Kind][]string{
 // fields added since the recording was made.
 func TestRecordedRunsRoundTrip(t *testing.T) {
 	kinds := map[Kind]bool{}
-	for _, path := range recordings {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
+	for _, l := range recordedLines(t, false) {
+		var e Event
+		if err := json.Unmarshal(l.line, &e); err != nil {
+			t.Errorf("%s: %v", l.at, err)
+			continue
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		n := 0
-		for sc.Scan() {
-			n++
-			line := sc.Bytes()
-			var e Event
-			if err := json.Unmarshal(line, &e); err != nil {
-				t.Errorf("%s:%d: %v", path, n, err)
-				continue
-			}
-			kinds[e.Kind] = true
-			if err := CheckLine(line); err != nil && !onlyAdded(t, line, e) {
-				t.Errorf("%s:%d: %v", path, n, err)
-			}
-		}
-		f.Close()
-		if n == 0 {
-			t.Errorf("%s: no events", path)
+		kinds[e.Kind] = true
+		if err := CheckLine(l.line); err != nil && !onlyAdded(t, l.line, e) {
+			t.Errorf("%s: %v", l.at, err)
 		}
 	}
 	if len(kinds) < 25 {

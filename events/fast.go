@@ -251,24 +251,17 @@ func buildDecoder(t reflect.Type, building map[reflect.Type]bool) valueDec {
 		return decBool
 	case reflect.String:
 		return decString
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return decInt
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return decUint
-	case reflect.Float32, reflect.Float64:
-		return decFloat
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return decNumber
 	case reflect.Pointer:
 		elem := buildDecoder(t.Elem(), building)
 		if elem == nil {
 			return nil
 		}
 		return func(c *cursor, v reflect.Value, depth int) bool {
-			if c.peek() == 'n' {
-				if !c.lit("null") {
-					return false
-				}
-				v.SetZero()
-				return true
+			if isNull, ok := null(c, v); isNull || !ok {
+				return ok
 			}
 			p := reflect.New(t.Elem())
 			if !elem(c, p.Elem(), depth) {
@@ -289,12 +282,8 @@ func buildDecoder(t reflect.Type, building map[reflect.Type]bool) valueDec {
 			if depth > 64 {
 				return false
 			}
-			if c.peek() == 'n' {
-				if !c.lit("null") {
-					return false
-				}
-				v.SetZero()
-				return true
+			if isNull, ok := null(c, v); isNull || !ok {
+				return ok
 			}
 			if !c.eat('[') {
 				return false
@@ -329,12 +318,8 @@ func buildDecoder(t reflect.Type, building map[reflect.Type]bool) valueDec {
 			if depth > 64 {
 				return false
 			}
-			if c.peek() == 'n' {
-				if !c.lit("null") {
-					return false
-				}
-				v.SetZero()
-				return true
+			if isNull, ok := null(c, v); isNull || !ok {
+				return ok
 			}
 			if !c.eat('{') {
 				return false
@@ -366,6 +351,19 @@ func buildDecoder(t reflect.Type, building map[reflect.Type]bool) valueDec {
 		return buildStruct(t, building)
 	}
 	return nil
+}
+
+// null reads a null into v, as its zero (nil for a pointer, slice or
+// map); isNull false: the value is not a null.
+func null(c *cursor, v reflect.Value) (isNull, ok bool) {
+	if c.peek() != 'n' {
+		return false, true
+	}
+	if !c.lit("null") {
+		return true, false
+	}
+	v.SetZero()
+	return true, true
 }
 
 func buildStruct(t reflect.Type, building map[reflect.Type]bool) valueDec {
@@ -479,7 +477,9 @@ func decString(c *cursor, v reflect.Value, _ int) bool {
 	return ok
 }
 
-func decInt(c *cursor, v reflect.Value, _ int) bool {
+// decNumber decodes a number into v's kind of number as encoding/json
+// does: an integer kind takes only a whole number that fits.
+func decNumber(c *cursor, v reflect.Value, _ int) bool {
 	if c.peek() == 'n' {
 		return c.lit("null")
 	}
@@ -487,43 +487,26 @@ func decInt(c *cursor, v reflect.Value, _ int) bool {
 	if !ok {
 		return false
 	}
-	n, err := strconv.ParseInt(string(tok), 10, 64)
-	if err != nil || v.OverflowInt(n) {
-		return false
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(string(tok), 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return false
+		}
+		v.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(string(tok), 10, 64)
+		if err != nil || v.OverflowUint(n) {
+			return false
+		}
+		v.SetUint(n)
+	default:
+		n, err := strconv.ParseFloat(string(tok), v.Type().Bits())
+		if err != nil || v.OverflowFloat(n) {
+			return false
+		}
+		v.SetFloat(n)
 	}
-	v.SetInt(n)
-	return true
-}
-
-func decUint(c *cursor, v reflect.Value, _ int) bool {
-	if c.peek() == 'n' {
-		return c.lit("null")
-	}
-	tok, ok := c.number()
-	if !ok {
-		return false
-	}
-	n, err := strconv.ParseUint(string(tok), 10, 64)
-	if err != nil || v.OverflowUint(n) {
-		return false
-	}
-	v.SetUint(n)
-	return true
-}
-
-func decFloat(c *cursor, v reflect.Value, _ int) bool {
-	if c.peek() == 'n' {
-		return c.lit("null")
-	}
-	tok, ok := c.number()
-	if !ok {
-		return false
-	}
-	n, err := strconv.ParseFloat(string(tok), v.Type().Bits())
-	if err != nil || v.OverflowFloat(n) {
-		return false
-	}
-	v.SetFloat(n)
 	return true
 }
 

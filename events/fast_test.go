@@ -1,10 +1,8 @@
 package events
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 )
@@ -13,20 +11,11 @@ import (
 // value json.Unmarshal gives into the kind's type, or gives up; and
 // DecodeFields as a whole errs exactly where json.Unmarshal does.
 func FuzzFastFields(f *testing.F) {
-	for _, path := range recordings {
-		fh, err := os.Open(path)
-		if err != nil {
-			f.Fatal(err)
+	for _, l := range recordedLines(f, false) {
+		var env envelope
+		if json.Unmarshal(l.line, &env) == nil && len(env.Fields) > 0 {
+			f.Add(string(env.Kind), []byte(env.Fields))
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var env envelope
-			if json.Unmarshal(sc.Bytes(), &env) == nil && len(env.Fields) > 0 {
-				f.Add(string(env.Kind), []byte(env.Fields))
-			}
-		}
-		fh.Close()
 	}
 	for _, s := range []struct{ kind, raw string }{
 		{"trim", `{"slice":[{"hi":64,"lo":0}],"to":"a\u0062","up_to":18446744073709551615}`},
@@ -75,28 +64,19 @@ func FuzzFastFields(f *testing.F) {
 // the recorded runs itself (but for the kinds with their own UnmarshalJSON).
 func TestFastPathTakesTheRecordedLines(t *testing.T) {
 	n := 0
-	for _, path := range recordings {
-		fh, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
+	for _, l := range recordedLines(t, false) {
+		var env envelope
+		if json.Unmarshal(l.line, &env) != nil || len(env.Fields) == 0 {
+			continue
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var env envelope
-			if json.Unmarshal(sc.Bytes(), &env) != nil || len(env.Fields) == 0 {
-				continue
-			}
-			typ, _ := TypeOf(env.Kind)
-			if decoderOf(typ) == nil {
-				continue
-			}
-			n++
-			if _, ok := fastFields(typ, env.Fields); !ok {
-				t.Errorf("%s: the fast path gave up on %s", path, env.Fields)
-			}
+		typ, _ := TypeOf(env.Kind)
+		if decoderOf(typ) == nil {
+			continue
 		}
-		fh.Close()
+		n++
+		if _, ok := fastFields(typ, env.Fields); !ok {
+			t.Errorf("%s: the fast path gave up on %s", l.at, env.Fields)
+		}
 	}
 	if n < 500 {
 		t.Errorf("only %d lines", n)

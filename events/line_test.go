@@ -3,27 +3,43 @@ package events
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
 )
 
-// recordedLines are the lines of the recordings in testdata, and of the
-// dashboard's hand-written future events.
-func recordedLines(tb testing.TB) [][]byte {
+// recordedLine is one line of a recording in testdata.
+type recordedLine struct {
+	at   string // PATH:LINE
+	line []byte
+}
+
+// recordedLines are the lines of the recordings in testdata (and, with
+// future, of the dashboard's hand-written future events).
+func recordedLines(tb testing.TB, future bool) []recordedLine {
 	tb.Helper()
-	var out [][]byte
-	for _, path := range append(recordings, "../tui/testdata/future.jsonl") {
+	paths := recordings
+	if future {
+		paths = append(append([]string(nil), recordings...), "../tui/testdata/future.jsonl")
+	}
+	var out []recordedLine
+	for _, path := range paths {
 		fh, err := os.Open(path)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(nil, 1<<20)
+		n, before := 0, len(out)
 		for sc.Scan() {
-			out = append(out, append([]byte(nil), sc.Bytes()...))
+			n++
+			out = append(out, recordedLine{fmt.Sprintf("%s:%d", path, n), append([]byte(nil), sc.Bytes()...)})
 		}
 		fh.Close()
+		if len(out) == before {
+			tb.Fatalf("%s: no events", path)
+		}
 	}
 	return out
 }
@@ -31,8 +47,8 @@ func recordedLines(tb testing.TB) [][]byte {
 // FuzzDecodeLine: DecodeLine is json.Unmarshal into an Event, for any
 // input: the same event, or an error where it errs.
 func FuzzDecodeLine(f *testing.F) {
-	for _, l := range recordedLines(f) {
-		f.Add(l)
+	for _, l := range recordedLines(f, true) {
+		f.Add(l.line)
 	}
 	for _, s := range []string{
 		`{}`, `{"seq":1}`, `{"Seq":1}`, `{"seq":1,"seq":2}`, `{"seq":-1}`, `{"seq":1e3}`, `{"seq":1.5}`,
@@ -64,7 +80,8 @@ func FuzzDecodeLine(f *testing.F) {
 // schema version or without, do not fall back to encoding/json.
 func TestDecodeLineTakesTheFastPath(t *testing.T) {
 	n := 0
-	for _, l := range recordedLines(t) {
+	for _, rl := range recordedLines(t, true) {
+		l := rl.line
 		var e Event
 		if err := json.Unmarshal(l, &e); err != nil {
 			t.Fatal(err)
@@ -93,11 +110,11 @@ func TestDecodeLineTakesTheFastPath(t *testing.T) {
 // BenchmarkDecodeLine: the lines of the recordings, by DecodeLine and by
 // json.Unmarshal.
 func BenchmarkDecodeLine(b *testing.B) {
-	lines := recordedLines(b)
+	lines := recordedLines(b, true)
 	b.Run("fast", func(b *testing.B) {
 		names := Names{}
 		for i := 0; i < b.N; i++ {
-			if _, err := DecodeLine(lines[i%len(lines)], names); err != nil {
+			if _, err := DecodeLine(lines[i%len(lines)].line, names); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -105,7 +122,7 @@ func BenchmarkDecodeLine(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			var e Event
-			if err := json.Unmarshal(lines[i%len(lines)], &e); err != nil {
+			if err := json.Unmarshal(lines[i%len(lines)].line, &e); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -92,30 +92,13 @@ func (c *comparisons) run(ctx context.Context, flags []string, age time.Duration
 	last.Figures["cmp_dir"] = dir
 	send("starting, with "+what, nil, false)
 
-	// The lossy hand-over the tour's own cluster uses: the run is never
-	// held up by the comparison.
-	evc := make(chan events.Event, 1<<16)
-	started := make(chan string, 1)
-	done := make(chan error, 1)
 	upCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() {
-		_, err := coord.Up(upCtx, cfg, coord.Options{
-			Out:     io.Discard,
-			Started: func(dir string) { started <- dir },
-			Observe: func(e events.Event) {
-				select {
-				case evc <- e:
-				default:
-				}
-			},
-		})
-		close(evc)
-		done <- err
-	}()
+	cl := start(upCtx, cfg)
+	evc, done := cl.events, cl.done
 	var ctl *control.Client
 	select {
-	case d := <-started:
+	case d := <-cl.started:
 		if ctl, err = control.Dial(d); err != nil {
 			stop()
 			<-done

@@ -70,32 +70,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
 
-	// The lesson waits for lifecycle events: a deep buffer, and a lossy
-	// send so that the run is never held up by the screen.
-	evc := make(chan events.Event, 1<<16)
-	started := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := coord.Up(upCtx, cfg, coord.Options{
-			Out:     io.Discard,
-			Started: func(dir string) { started <- dir },
-			Observe: func(e events.Event) {
-				select {
-				case evc <- e:
-				default:
-				}
-			},
-		})
-		close(evc)
-		done <- err
-	}()
+	cl := start(upCtx, cfg)
 	var dir string
 	select {
-	case dir = <-started:
-	case err := <-done:
+	case dir = <-cl.started:
+	case err := <-cl.done:
 		fmt.Fprintln(stderr, "spate tour:", err)
 		return 1
 	}
+	evc, done := cl.events, cl.done
 	cmp := &comparisons{base: base, dir: dir, kill: killOf(lesson)}
 	client, err := control.Dial(dir)
 	if err == nil {
@@ -137,4 +120,36 @@ func killOf(l *tui.Lesson) control.Action {
 		}
 	}
 	return control.Action{Verb: "kill", Target: "count#0"}
+}
+
+// cluster is a cluster the tour started: its events (closed when it has
+// drained), its run directory once it runs, and coord.Up's error.
+type cluster struct {
+	events  <-chan events.Event
+	started <-chan string
+	done    <-chan error
+}
+
+// start starts a cluster as spate up does, until ctx ends. The lesson
+// and a comparison wait for lifecycle events: a deep buffer, and a lossy
+// hand-over so that the run is never held up by them.
+func start(ctx context.Context, cfg coord.Config) cluster {
+	evc := make(chan events.Event, 1<<16)
+	started := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := coord.Up(ctx, cfg, coord.Options{
+			Out:     io.Discard,
+			Started: func(dir string) { started <- dir },
+			Observe: func(e events.Event) {
+				select {
+				case evc <- e:
+				default:
+				}
+			},
+		})
+		close(evc)
+		done <- err
+	}()
+	return cluster{events: evc, started: started, done: done}
 }

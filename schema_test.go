@@ -63,6 +63,17 @@ func (c *schemaChecker) check(s map[string]any, v any, at string) []string {
 				continue
 			}
 			errs = append(errs, c.check(sub, v, at)...)
+		case "allOf":
+			for _, sub := range kw.([]any) {
+				errs = append(errs, c.check(sub.(map[string]any), v, at)...)
+			}
+		case "if":
+			if len(c.check(kw.(map[string]any), v, at)) == 0 {
+				if then, ok := s["then"].(map[string]any); ok {
+					errs = append(errs, c.check(then, v, at)...)
+				}
+			}
+		case "then": // with its if
 		case "type":
 			types, ok := kw.([]any)
 			if !ok {
@@ -396,6 +407,10 @@ func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,    // unknown field
 		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,               // seq integer
 		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`, // fields object
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"id":"x"}}`,      // a field's type
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"idd":1}}`,       // not a checkpoint's field
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"job_started","text":"x","fields":{"a":1}}`,        // a kind without fields
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"trim","text":"x","fields":{"slice":[{"lo":-1}]}}`, // nested
 	} {
 		if errs := s.check(s.root, decodeJSON(t, []byte(line), line), "line"); len(errs) == 0 {
 			t.Errorf("no error for %s", line)
@@ -415,7 +430,7 @@ func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 			t.Errorf("a broken report.json passes: %q", errs)
 		}
 	}
-	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"run_started","node":"n1","text":"x","fields":{"a":1}}`
+	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"a_kind_of_later","node":"n1","text":"x","fields":{"a":1}}`
 	if errs := s.check(s.root, decodeJSON(t, []byte(ok), ok), "line"); len(errs) > 0 {
 		t.Errorf("a good line: %v", errs)
 	}

@@ -399,14 +399,14 @@ checks: [exactly_once]
 func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 	s := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
 	for _, line := range []string{
-		`{"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,             // no v
-		`{"v":2,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // another version
-		`{"v":1,"seq":0,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // seq from 1
-		`{"v":1,"seq":1,"time":"yesterday","kind":"run_started","text":"x"}`,                  // time
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"Run Started","text":"x"}`,       // kind
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,    // unknown field
-		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,               // seq integer
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`, // fields object
+		`{"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                               // no v
+		`{"v":2,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                         // another version
+		`{"v":1,"seq":0,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                         // seq from 1
+		`{"v":1,"seq":1,"time":"yesterday","kind":"run_started","text":"x"}`,                                    // time
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"Run Started","text":"x"}`,                         // kind
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,                      // unknown field
+		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,                                 // seq integer
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`,                   // fields object
 		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"id":"x"}}`,      // a field's type
 		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"idd":1}}`,       // not a checkpoint's field
 		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"job_started","text":"x","fields":{"a":1}}`,        // a kind without fields

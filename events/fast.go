@@ -487,20 +487,36 @@ func decNumber(c *cursor, v reflect.Value, _ int) bool {
 	if !ok {
 		return false
 	}
+	neg, mag, whole := wholeNumber(tok)
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, err := strconv.ParseInt(string(tok), 10, 64)
-		if err != nil || v.OverflowInt(n) {
+		if !whole || mag > 1<<63 || (!neg && mag == 1<<63) {
+			return false // not a whole number, or out of int64: encoding/json errs
+		}
+		n := int64(mag)
+		if neg {
+			n = -n // -1<<63 too: its magnitude wraps to itself
+		}
+		if v.OverflowInt(n) {
 			return false
 		}
 		v.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := strconv.ParseUint(string(tok), 10, 64)
-		if err != nil || v.OverflowUint(n) {
+		if !whole || neg || v.OverflowUint(mag) { // strconv.ParseUint takes no sign, not even -0
 			return false
 		}
-		v.SetUint(n)
+		v.SetUint(mag)
 	default:
+		if whole && mag <= 1<<53 { // exactly a float64: what ParseFloat gives
+			f := float64(mag)
+			if neg {
+				f = -f
+			}
+			if !v.OverflowFloat(f) {
+				v.SetFloat(f)
+				return true
+			}
+		}
 		n, err := strconv.ParseFloat(string(tok), v.Type().Bits())
 		if err != nil || v.OverflowFloat(n) {
 			return false
@@ -508,6 +524,25 @@ func decNumber(c *cursor, v reflect.Value, _ int) bool {
 		v.SetFloat(n)
 	}
 	return true
+}
+
+// wholeNumber reads a number token of digits only, with a minus or not:
+// its magnitude; whole false for a fraction, an exponent or more than
+// 19 digits (then strconv decides).
+func wholeNumber(tok []byte) (neg bool, mag uint64, whole bool) {
+	if len(tok) > 0 && tok[0] == '-' {
+		neg, tok = true, tok[1:]
+	}
+	if len(tok) == 0 || len(tok) > 19 {
+		return neg, 0, false
+	}
+	for _, c := range tok {
+		if c < '0' || c > '9' {
+			return neg, 0, false
+		}
+		mag = mag*10 + uint64(c-'0')
+	}
+	return neg, mag, true
 }
 
 // fastFields decodes raw into a new value of payload type t; false: the

@@ -29,6 +29,9 @@ func FuzzFastFields(f *testing.F) {
 		{"checkpoint", `{"full":1}`}, {"checkpoint", `{"id":-1}`}, {"checkpoint", `{"id":1} x`}, {"checkpoint", ` { } `},
 		{"rescale_planned", `{"moves":3}`}, {"partition", `{"groups":[["n1"],["n2","n3"]]}`}, {"mystery", `{"a":1}`},
 		{"window_fired", `{"watermark":9223372036854776000}`}, {"error", `{"partition":0}`},
+		{"trim", `{"up_to":-0}`}, {"trim", `{"up_to":18446744073709551615}`}, {"trim", `{"up_to":18446744073709551616}`},
+		{"throughput", `{"watermark":-9223372036854775808}`}, {"throughput", `{"watermark":9223372036854775808}`},
+		{"throughput", `{"lag_ms":-0,"in_rps":-0}`}, {"throughput", `{"in_rps":9007199254740993}`}, {"throughput", `{"in_rps":12345678901234567890123}`},
 	} {
 		f.Add(s.kind, []byte(s.raw))
 	}

@@ -113,6 +113,14 @@ func (c *Coordinator) compacted(r compaction) {
 	c.mw.version++
 	c.mw.acks = append(c.mw.acks, manifestAck{version: c.mw.version, drop: drop})
 	c.writeManifest()
+	// The instance's next deltas build on the compacted file, so they
+	// scrub it as they scrub a base (a damaged one found late left no
+	// restorable chain: seed 680).
+	if p := c.placeOf[r.cp.Instance]; p != nil && p.Gen == r.cp.Gen {
+		if ns := c.nodes[p.Node]; ns.live() {
+			_ = ns.send(wire.Control{Kind: wire.CtlCompacted, Checkpoint: &wire.Checkpoint{Instance: r.cp.Instance, Gen: r.cp.Gen, ID: r.cp.ID, Compacted: r.file}})
+		}
+	}
 	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), map[string]any{"id": r.cp.ID, "files": r.files, "bytes": r.bytes, "ms": r.took.Milliseconds()},
 		"chain of %d files up to checkpoint %d of %s compacted into one (%s) in %v", r.files, r.cp.ID, r.cp.Instance, bytesText(r.bytes), r.took.Round(time.Millisecond))
 }

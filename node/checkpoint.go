@@ -517,3 +517,15 @@ func (r *backupsRestore) discard() {
 		}
 	}
 }
+
+// onCompacted runs when the coordinator has folded the chain up to
+// checkpoint id into file, one full snapshot: if the current chain
+// extends that checkpoint, the file is its base from now on, what
+// restores every later checkpoint, and what each delta scrubs before it
+// builds on it. A compaction of an older chain (finished after a restore
+// or a full checkpoint began a new one) changes nothing.
+func (in *instance) onCompacted(id uint64, file string) {
+	if in.ck.base != 0 && in.ck.base <= id && id <= in.ck.parent {
+		in.ck.baseFile = file
+	}
+}

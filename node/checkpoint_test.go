@@ -326,3 +326,36 @@ func TestNextCheckpointKeepsToTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// A compacted chain is the base of the deltas that follow it: damaged, the
+// next delta finds it (and is not taken, so a full one follows), as it
+// finds a damaged base of its own. Seed 680 of the simulation lost
+// rollup#1 for good: its compacted file was damaged, the deltas went on
+// building on it, and the restore found every chain unreadable.
+func TestDeltaScrubsTheCompactedFileItBuildsOn(t *testing.T) {
+	f := newChain(t, 500, []chainStep{{lo: 400, hi: 600}, {lo: 100, hi: 200}})
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	compacted := state.FileName("count#0", 1, 3, true)
+	if err := f.n.store.Put(compacted, []byte("a compacted chain, damaged")); err != nil {
+		t.Fatal(err)
+	}
+	in.onCompacted(3, compacted)
+	in.onCompacted(1, "count#0/stale") // an older compaction, finished late: not the chain's base
+	if in.ck.baseFile != compacted {
+		t.Fatalf("base file %q after the compactions, want %q", in.ck.baseFile, compacted)
+	}
+	r.feed(300, 350, 43_500)
+	pc := in.capture(4, false)
+	err := in.persist(pc)
+	in.persisted(pc, err)
+	if !errors.Is(err, errChainBroken) {
+		t.Fatalf("a delta on a damaged compacted chain: %v, want the chain broken", err)
+	}
+	if !in.ck.wantFull(in.plan) {
+		t.Fatal("the checkpoint after a broken chain is not full")
+	}
+}

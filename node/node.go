@@ -259,6 +259,12 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 				in.do(func() { in.onCompleted(c.ID) })
 			}
 		}
+	case wire.CtlCompacted:
+		if c := m.Checkpoint; c != nil {
+			if in := n.instance(c.Instance); in != nil && in.place.Gen == c.Gen {
+				in.do(func() { in.onCompacted(c.ID, c.Compacted) })
+			}
+		}
 	case wire.CtlRestore:
 		if m.Restore != nil {
 			n.restoreInstance(ctx, m.Restore)

@@ -932,6 +932,11 @@ func (n *Node) startStaged(ctx context.Context, r *wire.Rescale, reply func(wire
 	if r.Place != nil {
 		n.setPlacement(*r.Place)
 	}
+	// Its links were made from the plan at the stage: instances moved
+	// since (a recovery's reroute reaches running instances only) would
+	// be looked for where they were for ever (seed 491: a sink restored
+	// elsewhere waited on the new count for ever).
+	in.adoptPlacements(n.plan.Instances)
 	in.rs.hold, in.rs.fresh = true, true
 	in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: st.ranges, want: wantOf(st.ranges), since: time.Now()}
 	answer.Gen, answer.After, answer.Ranges = in.place.Gen, in.ck.lastID, st.ranges

@@ -253,3 +253,37 @@ func TestAlignmentCompletesWhenAnInputEnds(t *testing.T) {
 		t.Fatalf("checkpoint files %q, want checkpoint 5's", names)
 	}
 }
+
+// An instance made before a downstream moved (a pre-copy's staged
+// instance, which no reroute reaches) looks for it where it went once
+// it adopts the plan of its start, and counts only the new generation
+// of a restored input.
+func TestStagedInstanceAdoptsThePlacementsOfItsStart(t *testing.T) {
+	f := newChain(t, 100, nil)
+	in := f.instance(t)
+	plan := slices.Clone(f.d.Instances)
+	for i := range plan {
+		switch plan[i].ID {
+		case "sink#0", "source#1":
+			plan[i].Node, plan[i].Gen = "n5", 2
+		}
+	}
+	in.adoptPlacements(plan)
+	found := false
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.place.ID == "sink#0" {
+				found = true
+				if l.place.Node != "n5" || l.place.Gen != 2 {
+					t.Fatalf("link to sink#0 at %s generation %d, want n5 generation 2", l.place.Node, l.place.Gen)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("count#0 has no link to sink#0")
+	}
+	if g := in.inputGen[in.inputIndex["source#1"]]; g != 2 {
+		t.Fatalf("source#1's generation at count#0: %d, want 2", g)
+	}
+}

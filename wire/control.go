@@ -51,6 +51,7 @@ const (
 
 	CtlCheckpointed = "checkpointed" // node → coordinator: a checkpoint is durable
 	CtlCompleted    = "completed"    // coordinator → node: the checkpoint is complete; trims may follow
+	CtlCompacted    = "compacted"    // coordinator → node: the chain up to the checkpoint is folded into Checkpoint.Compacted
 	CtlRestore      = "restore"      // coordinator → node: host a failed instance, restored from its checkpoint
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
@@ -126,9 +127,9 @@ type Checkpoint struct {
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
 	SinkLen   int64          `json:"sink_len,omitempty"`  // sinks: its committed length
 	Positions map[int]uint64 `json:"positions,omitempty"` // sources: partition → records read at the checkpoint
-	// Compacted, in the coordinator's manifest only: one full snapshot
-	// equal to the chain up to this checkpoint, written in the background;
-	// a restore reads it instead of the chain.
+	// Compacted, in the coordinator's manifest (and CtlCompacted): one
+	// full snapshot equal to the chain up to this checkpoint, written in
+	// the background; a restore reads it instead of the chain.
 	Compacted string `json:"compacted,omitempty"`
 }
 

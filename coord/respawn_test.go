@@ -1,0 +1,50 @@
+package coord
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"spate/events"
+)
+
+type fakeProc struct{ pid int }
+
+func (p fakeProc) Pid() int               { return p.pid }
+func (p fakeProc) Wait() error            { select {} }
+func (p fakeProc) Kill() error            { return nil }
+func (p fakeProc) Signal(os.Signal) error { return nil }
+
+// A node that dies on its own soon after its spawn, three times in a row,
+// is a crash loop and is not replaced; nodes killed by actions are
+// replaced however soon they die (chaos may kill every new node in turn).
+func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
+	now := time.Unix(1000, 0)
+	newCoord := func() *Coordinator {
+		c := &Coordinator{cfg: Config{Respawn: true}, ft: spateFT{}, coordAddr: "coord:1",
+			nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeLost}}, restarts: map[string]bool{}}
+		c.bus = events.NewBus(func() time.Time { return now })
+		c.opt.Now = func() time.Time { return now }
+		c.opt.Spawn = func(name, _, _, _ string) (Process, error) { return fakeProc{pid: 1}, nil }
+		c.joinSeq.Store(1)
+		c.exitc = make(chan string, 16)
+		return c
+	}
+	for _, killed := range []bool{true, false} {
+		c := newCoord()
+		lost, spawned := "n1", 0
+		for range 5 {
+			c.nodes[lost].killed = killed
+			name := c.respawn(lost)
+			if name == "" {
+				break
+			}
+			spawned++
+			now = now.Add(time.Second) // dies a second after its spawn
+			lost = name
+		}
+		if want := map[bool]int{true: 5, false: 3}[killed]; spawned != want {
+			t.Errorf("killed by an action %v: %d respawns of 5 quick deaths, want %d", killed, spawned, want)
+		}
+	}
+}

@@ -588,6 +588,10 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			if m.ctl.Checkpoint != nil {
 				c.onCheckpointed(m.node, m.ctl.Checkpoint)
 			}
+		case wire.CtlDamaged:
+			if m.ctl.Checkpoint != nil {
+				c.onDamaged(m.node, m.ctl.Checkpoint)
+			}
 		case wire.CtlRestored:
 			c.onRestored(m.node, m.ctl)
 		case wire.CtlRescale:

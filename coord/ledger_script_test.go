@@ -24,6 +24,8 @@ var updateScripts = flag.Bool("update-scripts", false, "rewrite coord/testdata/l
 //	checkpoint INST gen=G id=N [full] [parent=P] [sink=LEN]   a complete checkpoint
 //	restore INST gen=G from=N [pinned=ID,...]                 generation G reports it restored N (0: none)
 //	collect INST                                              the manifest's garbage collection
+//	compacted INST id=N                                       the chain up to N is folded into INST/cN-compacted
+//	damaged INST FILE                                         a scrub found FILE damaged
 //	# ...                                                     a comment, echoed
 func TestLedgerScripts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "ledger", "*.txt"))
@@ -121,6 +123,15 @@ func runLedgerScript(script string) (string, error) {
 			}
 		case "collect":
 			fmt.Fprintf(&out, "deleted %v\n", m.collect(inst))
+		case "compacted":
+			if !m.compacted(inst, num("id"), fmt.Sprintf("%s/c%d-compacted", inst, num("id"))) {
+				return "", fmt.Errorf("%d: no checkpoint %d of %s", n+1, num("id"), inst)
+			}
+		case "damaged":
+			if len(words) != 3 {
+				return "", fmt.Errorf("%d: want damaged INSTANCE FILE", n+1)
+			}
+			fmt.Fprintf(&out, "forgotten %v\n", m.damaged(inst, words[2]))
 		default:
 			return "", fmt.Errorf("%d: unknown step %q", n+1, verb)
 		}

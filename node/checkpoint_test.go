@@ -359,3 +359,50 @@ func TestDeltaScrubsTheCompactedFileItBuildsOn(t *testing.T) {
 		t.Fatal("the checkpoint after a broken chain is not full")
 	}
 }
+
+// A scrub that finds the newest complete checkpoint's file damaged, under
+// a delta (which is not taken) or beside a full one (which is), forgets
+// that checkpoint for the trims: the next trims keep what the one before
+// it needs, the fallback now. A full checkpoint did not look at the file
+// before it, and seed 677 lost sink#0 for good: its latest two files
+// damaged, the trims gone past what the older of them needed.
+func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		f := newChain(t, 300, nil)
+		in := f.instance(t)
+		if _, err := in.restore(f.files); err != nil {
+			t.Fatal(err)
+		}
+		r := f.drive(t, in)
+		r.feed(0, 100, 42_000)
+		r.checkpoint(2, false)
+		in.onCompleted(2)
+		r.feed(100, 200, 43_000)
+		r.checkpoint(3, false)
+		in.onCompleted(3)
+		if len(in.ck.done) != 2 {
+			t.Fatalf("%d complete checkpoints remembered, want 2", len(in.ck.done))
+		}
+		second := in.ck.done[0].pos
+		if slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+			t.Fatal("the fixture's two checkpoints have the same positions")
+		}
+		damaged := f.files[len(f.files)-1]
+		if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
+			t.Fatal(err)
+		}
+		r.feed(200, 300, 44_000)
+		pc := in.capture(4, full)
+		err := in.persist(pc)
+		in.persisted(pc, err)
+		if full != (err == nil) {
+			t.Fatalf("full %v: persist: %v", full, err)
+		}
+		if pc.damaged != damaged || pc.damagedID != 3 {
+			t.Fatalf("full %v: found %q (checkpoint %d) damaged, want %q (3)", full, pc.damaged, pc.damagedID, damaged)
+		}
+		if !slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+			t.Fatalf("full %v: the next trims keep what checkpoint 3 needed, not checkpoint 2", full)
+		}
+	}
+}

@@ -52,6 +52,7 @@ const (
 	CtlCheckpointed = "checkpointed" // node → coordinator: a checkpoint is durable
 	CtlCompleted    = "completed"    // coordinator → node: the checkpoint is complete; trims may follow
 	CtlCompacted    = "compacted"    // coordinator → node: the chain up to the checkpoint is folded into Checkpoint.Compacted
+	CtlDamaged      = "damaged"      // node → coordinator: a scrub found Checkpoint.File (holding checkpoint ID) damaged
 	CtlRestore      = "restore"      // coordinator → node: host a failed instance, restored from its checkpoint
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it

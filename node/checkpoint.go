@@ -16,22 +16,22 @@ import (
 // checkpointer is an instance's checkpoint bookkeeping; the instance
 // goroutine owns it.
 type checkpointer struct {
-	lastID   uint64 // the last checkpoint taken (ids only grow, across generations and fallbacks)
-	parent   uint64 // the checkpoint the next delta builds on: the newest of the chain
-	base     uint64 // the full checkpoint the current chain starts at (0: none)
-	inflight bool
-	next     time.Time
-	pending  map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
-	prev     [][]wire.Position            // positions of the latest completed checkpoint
-	spilling bool                         // the backup is spilling (reported)
-	chain    state.ChainState             // the current chain's sizes: when a full one pays
-	lastFile string                       // the newest file of the chain, what the next delta builds on
-	baseFile string                       // the chain's first file (a full checkpoint, or a compacted chain)
-	lastFileID, baseFileID uint64         // the checkpoints those two files hold
-	bases    map[uint64]uint64            // checkpoint id → the base of its chain, until it is complete
-	done     []doneCheckpoint             // the latest complete checkpoints, newest last
-	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
-	marks    []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
+	lastID                 uint64 // the last checkpoint taken (ids only grow, across generations and fallbacks)
+	parent                 uint64 // the checkpoint the next delta builds on: the newest of the chain
+	base                   uint64 // the full checkpoint the current chain starts at (0: none)
+	inflight               bool
+	next                   time.Time
+	pending                map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
+	prev                   [][]wire.Position            // positions of the latest completed checkpoint
+	spilling               bool                         // the backup is spilling (reported)
+	chain                  state.ChainState             // the current chain's sizes: when a full one pays
+	lastFile               string                       // the newest file of the chain, what the next delta builds on
+	baseFile               string                       // the chain's first file (a full checkpoint, or a compacted chain)
+	lastFileID, baseFileID uint64                       // the checkpoints those two files hold
+	bases                  map[uint64]uint64            // checkpoint id → the base of its chain, until it is complete
+	done                   []doneCheckpoint             // the latest complete checkpoints, newest last
+	override               time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
+	marks                  []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
 	// What persist reuses from one checkpoint to the next (one is
 	// persisted at a time): storage for the encoding, and for the scrub.
 	scratch state.Scratch
@@ -138,10 +138,10 @@ type pendingCheckpoint struct {
 	damaged     string
 	damagedID   uint64
 	damagedBase bool
-	t0       time.Time
-	capture  time.Duration
-	in       uint64              // records processed at the capture
-	marks    []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
+	t0          time.Time
+	capture     time.Duration
+	in          uint64              // records processed at the capture
+	marks       []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
 }
 
 // release lets the backups reuse the chunks the checkpoint's marks point

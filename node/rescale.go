@@ -989,7 +989,18 @@ func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
 		if len(chain) == 0 {
 			chain = []string{s.File}
 		}
-		if err := in.loadSliceChain(chain, s.Ranges, fresh); err != nil {
+		err := in.loadSliceChain(chain, s.Ranges, fresh)
+		if err != nil && len(s.Fallback) > 0 {
+			// The old owner's checkpoint before the base: the upstreams'
+			// backup of the range is whole from its positions (no trim of
+			// it was ordered past them before the pin), and what the old
+			// owner emitted after them is regenerated with the same
+			// numbers, dropped downstream as duplicates.
+			in.n.event("checkpoint_fallback", in.id, map[string]any{"error": err.Error(), "ranges": s.Ranges},
+				"the pre-copy base of %v is unusable (%v); falling back to its owner's checkpoint before it", s.Ranges, err)
+			err = in.loadSliceChain(s.Fallback, s.Ranges, fresh)
+		}
+		if err != nil {
 			return err
 		}
 	}

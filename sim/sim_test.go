@@ -25,7 +25,6 @@ var (
 var knownFailing = map[uint64]string{
 	11:  "fails about 1 run in 15 (1 lost, 1 duplicated, 8 wrong after a scale-out and a kill); not reproduced alone",
 	223: "a pre-copy base damaged and the old owner falls back below it: the moved range's outputs between the two are in neither backup",
-	585: "20 windows lost",
 }
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
@@ -50,6 +49,7 @@ var regressions = []uint64{
 	135, // a move committed while its new owner was being restored: strays
 	460, // a compacted chain damaged and built on: the instance was lost for good, the drain hung
 	491, // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
+	585, // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
 	677, // the latest two files of sink#0 damaged, the older under a full checkpoint: lost for good
 	680, // the same as 460, with kills of a source and a count node around the drain
 	797, // a draining source read on for ever: a downstream mark passed in a replay was never cleared

@@ -61,6 +61,10 @@ type Rescale struct {
 type SliceLoad struct {
 	File   string      `json:"file"`
 	Chain  []string    `json:"chain,omitempty"` // instead of File: a checkpoint's chain (full, then deltas)
+	// Fallback is the old owner's chain before Chain's, for a restore
+	// that finds Chain damaged: the upstreams' backup of the range is
+	// whole from its positions on.
+	Fallback []string `json:"fallback,omitempty"`
 	Ranges []job.Range `json:"ranges"`
 	After  uint64      `json:"after"`
 }

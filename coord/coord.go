@@ -156,6 +156,10 @@ type Coordinator struct {
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
+	lastJudged      time.Time                         // the last heartbeat judgement (checkHeartbeats)
+	stall           *fault                            // a pause of the coordinator itself, pending (stallSelf)
+	endedAt         map[job.InstanceID]map[int]uint64 // sources recovered after they had drained: where they ended
+	stallFor        time.Duration
 	sinkWM          map[job.InstanceID]int64 // each sink's watermark as last reported, kept while it is not reporting
 	lagClock        *wire.PacingClock        // the sources' pacing clock, once one has reported it
 
@@ -513,6 +517,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
+			c.stallNow()
 		case id := <-c.liftc:
 			c.lift(id)
 		case r := <-c.compactc:
@@ -682,7 +687,7 @@ const (
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.finished() || c.coordAddr == "" {
 		return ""
 	}
 	now := c.opt.Now()
@@ -816,6 +821,20 @@ func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time)
 
 func (c *Coordinator) checkHeartbeats() {
 	now := c.opt.Now()
+	// A gap between two judgements longer than a few heartbeats is the
+	// coordinator's own stall (its loop paused: a GC pause, SIGSTOP, a
+	// slow disk), not the nodes' silence: the nodes' last heartbeats move
+	// on by it, and the timeout counts only time the coordinator ran.
+	// Judged as silence, every node was lost at once after a pause.
+	if gap := now.Sub(c.lastJudged); !c.lastJudged.IsZero() && gap > 3*c.cfg.Heartbeat {
+		stall := gap - c.cfg.Heartbeat
+		for _, ns := range c.nodes {
+			if ns.live() {
+				ns.lastBeat = minTime(ns.lastBeat.Add(stall), now)
+			}
+		}
+	}
+	c.lastJudged = now
 	for _, name := range c.order {
 		ns := c.nodes[name]
 		if !ns.live() {
@@ -825,6 +844,13 @@ func (c *Coordinator) checkHeartbeats() {
 			c.nodeLost(ns, fmt.Sprintf("no heartbeat for %v", gap.Round(time.Millisecond)))
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // nodeLost marks a node dead. With --ft spate its instances are restored
@@ -851,7 +877,25 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	var ids []job.InstanceID
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
-			if p.Node == ns.name && c.done[p.ID] == nil && !c.lost[p.ID] {
+			if p.Node != ns.name || c.lost[p.ID] {
+				continue
+			}
+			if c.done[p.ID] != nil && c.ft.mode() == wire.FTSpate && c.downstreamRunning(p.Op) {
+				// Drained, but a downstream is not: it may be restored yet
+				// and need a replay from it (seed 65: count#1, restored
+				// after source#0 had drained and was lost, waited for
+				// ever). Restored, it drains again; a source reads
+				// exactly as far as it had, where the downstreams that
+				// drained saw it end.
+				if c.isSource(p.Op) {
+					if c.endedAt == nil {
+						c.endedAt = map[job.InstanceID]map[int]uint64{}
+					}
+					c.endedAt[p.ID] = c.done[p.ID].Positions
+				}
+				delete(c.done, p.ID)
+			}
+			if c.done[p.ID] == nil {
 				ids = append(ids, p.ID)
 			}
 		}
@@ -913,6 +957,21 @@ func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
 		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+}
+
+// downstreamRunning reports whether an instance of an operator op feeds
+// has not drained yet.
+func (c *Coordinator) downstreamRunning(op string) bool {
+	i := c.spec.Op(op)
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] != nil || c.lost[p.ID] {
+			continue
+		}
+		if slices.Contains(c.spec.Inputs(c.spec.Op(p.Op)), i) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Coordinator) finished() bool {

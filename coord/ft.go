@@ -434,7 +434,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id)}
+		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id), EndAt: c.endedAt[id]}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]

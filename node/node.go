@@ -340,6 +340,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 		// branch keep theirs, and the next one must not take one of them.
 		in.ck.lastID = max(in.ck.lastID, r.NextID-min(r.NextID, 1))
 	}
+	if err == nil {
+		in.endAt = r.EndAt
+	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
 	}

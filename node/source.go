@@ -307,6 +307,13 @@ func (in *instance) runSource(ctx context.Context) {
 					ps.ended = true
 					break
 				}
+				if draining && k > 0 && in.drainedTo(ps) {
+					// Checked at every record while draining, not at
+					// every chunk: a restored generation stops where its
+					// downstreams are, not up to a chunk past it, which a
+					// downstream that had drained already would never get.
+					break
+				}
 				if !ps.held {
 					rec, ok, err := ps.r.Next()
 					if err != nil {

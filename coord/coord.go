@@ -887,16 +887,23 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 				// ever). Restored, it drains again; a source reads
 				// exactly as far as it had, where the downstreams that
 				// drained saw it end.
-				if c.isSource(p.Op) {
-					if c.endedAt == nil {
-						c.endedAt = map[job.InstanceID]map[int]uint64{}
-					}
-					c.endedAt[p.ID] = c.done[p.ID].Positions
-				}
-				delete(c.done, p.ID)
+				c.reopen(p)
 			}
 			if c.done[p.ID] == nil {
 				ids = append(ids, p.ID)
+			}
+		}
+		// An instance recovered so may need a drained upstream that was
+		// lost earlier, when nothing downstream of it ran any more (seed
+		// 37: count#1 restored after source#1's node was lost).
+		for again := len(ids) > 0 && c.ft.mode() == wire.FTSpate; again; {
+			again = false
+			for _, p := range c.plan.Instances {
+				if d := c.done[p.ID]; d != nil && !c.lost[p.ID] && c.nodes[p.Node].gone() && c.downstreamRunning(p.Op) {
+					c.reopen(p)
+					ids = append(ids, p.ID)
+					again = true
+				}
 			}
 		}
 	}
@@ -957,6 +964,18 @@ func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
 		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+}
+
+// reopen forgets that instance p drained, for its recovery: a source
+// keeps where it ended, which its restore reads exactly to.
+func (c *Coordinator) reopen(p wire.Placement) {
+	if c.isSource(p.Op) {
+		if c.endedAt == nil {
+			c.endedAt = map[job.InstanceID]map[int]uint64{}
+		}
+		c.endedAt[p.ID] = c.done[p.ID].Positions
+	}
+	delete(c.done, p.ID)
 }
 
 // downstreamRunning reports whether an instance of an operator op feeds

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,8 +63,11 @@ type nodeState struct {
 	pid      int
 	listen   string
 	sess     *yamux.Session
-	ctl      *wire.Writer
-	ctlMu    chanmu.Mutex // held across a write that may wait for the node
+	// out is the node's control messages on their way: the event loop
+	// queues them and never waits for the node; the connection's writer
+	// (writeControl) writes them in order. outErr is why it stopped.
+	out      chan wire.Control
+	outErr   atomic.Pointer[error]
 	lastBeat time.Time
 	state    nodeStatus
 	late     bool // joined the running job (a respawn): has not built the generator's key table
@@ -96,19 +98,47 @@ func (n *nodeState) gone() bool { return n.state == nodeLost || n.state == nodeE
 
 // live reports whether n is a joined node that is neither lost nor exited.
 func (n *nodeState) live() bool {
-	return n != nil && !n.gone() && n.sess != nil
+	return n != nil && !n.gone() && n.out != nil
 }
 
+// outboxSize bounds a node's queue of control messages: a node that
+// reads none of thousands is judged by its heartbeats, not waited for.
+const outboxSize = 1 << 14
+
+// send queues a control message for the node; it never blocks.
 func (n *nodeState) send(m wire.Control) error {
-	n.ctlMu.Lock()
-	defer n.ctlMu.Unlock()
-	if n.ctl == nil {
+	if n.out == nil {
 		return errors.New("no control stream")
 	}
-	if err := n.ctl.WriteJSON(wire.TControl, m); err != nil {
-		return err
+	if err := n.outErr.Load(); err != nil {
+		return *err
 	}
-	return n.ctl.Flush()
+	select {
+	case n.out <- m:
+		return nil
+	default:
+		return fmt.Errorf("%d control messages queued: the node reads none", outboxSize)
+	}
+}
+
+// writeControl writes the node's queued control messages to its control
+// stream, in order, until the stream fails or its session closes.
+func (n *nodeState) writeControl(w *wire.Writer, closed <-chan struct{}) {
+	for {
+		select {
+		case m := <-n.out:
+			err := w.WriteJSON(wire.TControl, m)
+			if err == nil && len(n.out) == 0 {
+				err = w.Flush()
+			}
+			if err != nil {
+				n.outErr.Store(&err)
+				return
+			}
+		case <-closed:
+			return
+		}
+	}
 }
 
 // nodeMsg is what a node's reader goroutine hands the event loop.
@@ -197,6 +227,25 @@ type Coordinator struct {
 	compactc   chan compaction
 }
 
+// newCoordinator is a coordinator's state before anything of its I/O
+// exists: no run directory, store, listener or fault layer yet.
+func newCoordinator(cfg Config, opt Options, token string) *Coordinator {
+	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: token,
+		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
+		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
+		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
+	c.joinSeq.Store(int64(cfg.Local))
+	c.ft = ftFor(wire.FTMode(cfg.FT))
+	c.run = NewRunID(opt.Now())
+	c.manifest = newManifest(c.run, c.spec.Name)
+	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
+	c.bus = events.NewBus(opt.Now)
+	return c
+}
+
 // Up runs `spate up` with cfg until the job drains. It returns the run
 // directory.
 func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
@@ -217,29 +266,17 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if _, err := traces.Open(cfg.Source, cfg.SourceOptions()); err != nil {
 		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
 	}
-	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: NewToken(),
-		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
-		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
-		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
-		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
-		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
-	c.joinSeq.Store(int64(cfg.Local))
-	c.ft = ftFor(wire.FTMode(cfg.FT))
+	c := newCoordinator(cfg, opt, NewToken())
 	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
 		return "", err
 	}
-	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
-	c.manifest = newManifest(c.run, c.spec.Name)
-	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
 	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
 		return c.dir, fmt.Errorf("checkpoint store: %w", err)
 	}
-	c.bus = events.NewBus(opt.Now)
 	logDone, err := c.startLogs()
 	if err != nil {
 		return c.dir, err
@@ -404,7 +441,8 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
-			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
+			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan wire.Control, outboxSize)}
+			go ns.writeControl(wire.NewWriter(st), sess.CloseChan())
 			select {
 			case c.joinc <- ns:
 			case <-ctx.Done():

@@ -59,10 +59,10 @@ type Process interface {
 
 // nodeState is the coordinator's view of a node.
 type nodeState struct {
-	name     string
-	pid      int
-	listen   string
-	sess     *yamux.Session
+	name   string
+	pid    int
+	listen string
+	sess   *yamux.Session
 	// out is the node's control messages on their way: the event loop
 	// queues them and never waits for the node; the connection's writer
 	// (writeControl) writes them in order. outErr is why it stopped.

@@ -1,14 +1,12 @@
 package coord
 
 import (
-	"net"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/yamux"
-
 	"spate/events"
+	"spate/wire"
 )
 
 type fakeProc struct{ pid int }
@@ -57,15 +55,8 @@ func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
 // judged after it count only the time the coordinator was running.
 func TestACoordinatorStallIsNotTheNodesSilence(t *testing.T) {
 	now := time.Unix(1000, 0)
-	a, b := net.Pipe()
-	defer b.Close()
-	sess, err := yamux.Client(a, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
 	c := &Coordinator{cfg: Config{Heartbeat: 100 * time.Millisecond, Timeout: time.Second}, ft: spateFT{},
-		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, sess: sess}}, order: []string{"n1"}}
+		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, out: make(chan wire.Control, 16)}}, order: []string{"n1"}}
 	c.bus = events.NewBus(func() time.Time { return now })
 	c.opt.Now = func() time.Time { return now }
 	c.checkHeartbeats()

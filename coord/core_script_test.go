@@ -39,38 +39,7 @@ import (
 //	tick D [stall]                               D passes, judged every heartbeat period (stall: judged once, at its end: the loop stood still)
 //	show                                         placements, done and lost instances, restorable checkpoints
 //	# ...                                        a comment, echoed
-func TestCoreScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "core", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in testdata/core (%v)", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := runCoreScript(t, string(b))
-			if err != nil {
-				t.Fatalf("%s:%v", f, err)
-			}
-			golden := strings.TrimSuffix(f, ".txt") + ".golden"
-			if *updateScripts {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update-scripts to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("%s: the transcript differs from %s (-update-scripts rewrites it after a check):\n--- got\n%s\n--- want\n%s", f, golden, got, want)
-			}
-		})
-	}
-}
+func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
 
 // coreHarness is a coordinator driven by a script.
 type coreHarness struct {

@@ -47,6 +47,9 @@ type Options struct {
 	// serving it over HTTP on loopback (the simulation, which has no
 	// sockets).
 	Control func(control.Backend)
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory. The nodes must see the same one.
+	Store state.Store
 }
 
 // Process is a spawned node process.
@@ -274,8 +277,10 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
-	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
-		return c.dir, fmt.Errorf("checkpoint store: %w", err)
+	if c.store = opt.Store; c.store == nil {
+		if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
+			return c.dir, fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
 	logDone, err := c.startLogs()
 	if err != nil {

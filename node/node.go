@@ -38,6 +38,10 @@ type Config struct {
 	Heartbeat time.Duration  // heartbeat period
 	Transport wire.Transport // nil: TCP
 	Log       *log.Logger
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory (the product's). The simulation hands every node and the
+	// coordinator one in-memory store.
+	Store state.Store
 }
 
 // DefaultConfig returns the defaults of a node.
@@ -449,9 +453,12 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
-	store, err := state.NewDirStore(filepath.Join(d.DataDir, "checkpoints"))
-	if err != nil {
-		return fmt.Errorf("checkpoint store: %w", err)
+	store := n.cfg.Store
+	if store == nil {
+		var err error
+		if store, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
+			return fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
 	n.mu.Lock()
 	n.plan = d

@@ -62,6 +62,11 @@ func (c *checkpointer) markParts(pi int) *backup.MarkParts {
 
 func markSection(pi int) string { return fmt.Sprintf("backup.%d", pi) }
 
+// jumpSection is the section of port pi's backup jumps (backup.JumpRec,
+// JSON): every checkpoint writes them all, since only the last file's
+// sections are read at a restore.
+func jumpSection(pi int) string { return fmt.Sprintf("jumps.%d", pi) }
+
 // wantFull decides whether the next checkpoint is a full one: every k-th,
 // when the chain is broken, or when its deltas cost more than a base.
 func (c *checkpointer) wantFull(d *wire.Deploy) bool {
@@ -224,6 +229,14 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 				snap.Pieces = map[string][][]byte{}
 			}
 			snap.Pieces[markSection(pi)] = mp.Parts()
+			if js := pt.backup.Jumps(); len(js) > 0 {
+				// Streams another instance numbered for a while (a key
+				// group moved away and back, or in from an old owner): a
+				// restored backup must answer a replay across them as this
+				// one does, not refuse it (the soak: a new owner restored
+				// after a move refused a sink restored from before it).
+				snap.Sections[jumpSection(pi)], _ = json.Marshal(js)
+			}
 			marks = append(marks, mp)
 		}
 	}
@@ -545,6 +558,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 			b, err := backups.take(pi)
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
+			}
+			if raw := last.Sections[jumpSection(pi)]; len(raw) > 0 {
+				var js []backup.JumpRec
+				if err := json.Unmarshal(raw, &js); err != nil {
+					return 0, fmt.Errorf("checkpoint %s: %s: %w", files[len(files)-1], jumpSection(pi), err)
+				}
+				b.RestoreJumps(js)
 			}
 			pt.backup = b
 		}

@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 var (
@@ -85,6 +87,13 @@ func TestSeeds(t *testing.T) {
 			list = append(list, seed)
 		}
 	}
+	var jobS float64
+	cpu0 := cpuSeconds()
+	defer func() {
+		if cpu := cpuSeconds() - cpu0; jobS > 0 && cpu > 0 {
+			t.Logf("%.0f s of job simulated in %.1f s of CPU: %.0f job-minutes per CPU-minute", jobS, cpu, jobS/cpu)
+		}
+	}()
 	for _, seed := range list {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			if why, ok := knownFailing[seed]; ok && !*known {
@@ -95,8 +104,12 @@ func TestSeeds(t *testing.T) {
 			// bubble is fatal. Two collections empty a pool.
 			runtime.GC()
 			runtime.GC()
+			done := make(chan struct{})
+			defer close(done)
+			go watchdog(seed, done)
 			synctest.Test(t, func(t *testing.T) {
 				r := Run(context.Background(), seed, DefaultConfig(), Dir(root, seed))
+				jobS += r.JobTime
 				if r.Failed() {
 					for _, s := range r.Steps {
 						t.Log(s)
@@ -106,4 +119,34 @@ func TestSeeds(t *testing.T) {
 			})
 		})
 	}
+}
+
+// hangAfter bounds the real time of one seed's bubble: a few seconds
+// normally, a minute on a loaded machine.
+const hangAfter = 3 * time.Minute
+
+// watchdog ends the test binary, with every goroutine's stack, if seed's
+// bubble has not finished within hangAfter of real time: a goroutine of it
+// blocked on something that is not durably blocking (a mutex held by a
+// goroutine waiting on the virtual clock) stops the clock for good, and
+// the run would otherwise sit until the test timeout.
+func watchdog(seed uint64, done <-chan struct{}) {
+	select {
+	case <-done:
+		return
+	case <-time.After(hangAfter):
+	}
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Fprintf(os.Stderr, "seed %d: its bubble did not finish within %v of real time (a goroutine blocked off the virtual clock); every goroutine:\n%s\n", seed, hangAfter, buf)
+	os.Exit(2)
+}
+
+// cpuSeconds is the CPU time this process has used, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

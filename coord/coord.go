@@ -50,6 +50,9 @@ type Options struct {
 	// Store holds the checkpoints; nil: checkpoints/ of the run
 	// directory. The nodes must see the same one.
 	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // Process is a spawned node process.
@@ -270,7 +273,9 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
 	}
 	c := newCoordinator(cfg, opt, NewToken())
-	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = opt.FrameAligned
+	if c.layer, err = netfault.NewLayer(fcfg); err != nil {
 		return "", err
 	}
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
@@ -436,6 +441,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				return
 			}
 			conn = c.layer.Wrap(conn, netfault.Coord, name)
+			netfault.Framed(conn)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()

@@ -42,6 +42,9 @@ type Config struct {
 	// directory (the product's). The simulation hands every node and the
 	// coordinator one in-memory store.
 	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // DefaultConfig returns the defaults of a node.
@@ -157,7 +160,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	layer, err := netfault.NewLayer(netfault.DefaultConfig())
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = cfg.FrameAligned
+	layer, err := netfault.NewLayer(fcfg)
 	if err != nil {
 		return err
 	}
@@ -522,6 +527,7 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 		conn.Close()
 		return fmt.Errorf("peer %s: %w", name, err)
 	}
+	netfault.Framed(conn)
 	sess, err := yamux.Client(conn, wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -604,6 +610,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 				return
 			}
 			c = n.layer.Wrap(c, n.nodeName(), h.Node)
+			netfault.Framed(c)
 			sess, err := yamux.Server(c, wire.YamuxConfig())
 			if err != nil {
 				c.Close()

@@ -27,5 +27,7 @@
 // them too; the control API is handed over in process
 // (coord.Options.Control), not served over HTTP; batches and watermarks
 // are flushed every 20 ms of job time instead of 5 (fewer frames, the
-// same interleavings of faults).
+// same interleavings of faults); and a link fault holds traffic only
+// between two yamux frames (netfault.Config.FrameAligned), since a reader
+// held inside one waits on a mutex, which stops the virtual clock.
 package sim

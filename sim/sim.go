@@ -89,7 +89,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	}
 	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}, store: state.NewMemStore()}
 	backends := make(chan control.Backend, 1)
-	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard, Store: mc.store,
+	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard, Store: mc.store, FrameAligned: true,
 		Control: func(b control.Backend) { backends <- b }}
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -200,7 +200,7 @@ func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{cancel: cancel, net: &hostNet{mem: c.mem}, done: make(chan struct{})}
 	cfg := node.DefaultConfig()
-	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen, cfg.Store = name, addr, token, p.net, "", c.store
+	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen, cfg.Store, cfg.FrameAligned = name, addr, token, p.net, "", c.store, true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -271,6 +271,9 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		}
 		dur = d
 	}
+	if a.Verb == "pause" && a.Target == "coord" {
+		return c.stallSelf(a, dur)
+	}
 	switch a.Verb {
 	case "kill", "restart", "pause", "resume":
 		nodes, err := c.resolve(a.Target)
@@ -432,6 +435,37 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 		c.startFault(a, done, dur)
 	}
 	return control.Result{Text: text, Nodes: done}, nil
+}
+
+// maxStall bounds a pause of the coordinator.
+const maxStall = time.Minute
+
+// stallSelf is `pause coord for=D`: the coordinator's event loop stands
+// still for D once the action is answered, as a GC pause, a slow disk or
+// SIGSTOP would hold it, while the nodes run on and their messages queue.
+// Heartbeats judged after it count only the time it ran
+// (checkHeartbeats). A real SIGSTOP of the coordinator process, from
+// outside, stops its readers too.
+func (c *Coordinator) stallSelf(a control.Action, dur time.Duration) (control.Result, error) {
+	if dur <= 0 || dur > maxStall {
+		return control.Result{}, fmt.Errorf("pause coord: for= must be a duration up to %v", maxStall)
+	}
+	if c.stall != nil {
+		return control.Result{}, errors.New("pause coord: the coordinator is pausing already")
+	}
+	c.stall = c.startFault(a, []string{"coord"}, 0)
+	c.stallFor = dur
+	return control.Result{Text: fmt.Sprintf("pause coord for %v", dur)}, nil
+}
+
+// stallNow carries out a pending pause of the coordinator itself.
+func (c *Coordinator) stallNow() {
+	if c.stall == nil {
+		return
+	}
+	time.Sleep(c.stallFor) // the pause itself: nothing else of the loop runs
+	c.endFault(c.stall)
+	c.stall, c.stallFor = nil, 0
 }
 
 // startFault records a fault and, with a duration, arms its lifting.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +47,12 @@ type Options struct {
 	// serving it over HTTP on loopback (the simulation, which has no
 	// sockets).
 	Control func(control.Backend)
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory. The nodes must see the same one.
+	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // Process is a spawned node process.
@@ -60,12 +65,15 @@ type Process interface {
 
 // nodeState is the coordinator's view of a node.
 type nodeState struct {
-	name     string
-	pid      int
-	listen   string
-	sess     *yamux.Session
-	ctl      *wire.Writer
-	ctlMu    chanmu.Mutex // held across a write that may wait for the node
+	name   string
+	pid    int
+	listen string
+	sess   *yamux.Session
+	// out is the node's control messages on their way: the event loop
+	// queues them and never waits for the node; the connection's writer
+	// (writeControl) writes them in order. outErr is why it stopped.
+	out      chan wire.Control
+	outErr   atomic.Pointer[error]
 	lastBeat time.Time
 	state    nodeStatus
 	late     bool // joined the running job (a respawn): has not built the generator's key table
@@ -96,19 +104,47 @@ func (n *nodeState) gone() bool { return n.state == nodeLost || n.state == nodeE
 
 // live reports whether n is a joined node that is neither lost nor exited.
 func (n *nodeState) live() bool {
-	return n != nil && !n.gone() && n.sess != nil
+	return n != nil && !n.gone() && n.out != nil
 }
 
+// outboxSize bounds a node's queue of control messages: a node that
+// reads none of thousands is judged by its heartbeats, not waited for.
+const outboxSize = 1 << 14
+
+// send queues a control message for the node; it never blocks.
 func (n *nodeState) send(m wire.Control) error {
-	n.ctlMu.Lock()
-	defer n.ctlMu.Unlock()
-	if n.ctl == nil {
+	if n.out == nil {
 		return errors.New("no control stream")
 	}
-	if err := n.ctl.WriteJSON(wire.TControl, m); err != nil {
-		return err
+	if err := n.outErr.Load(); err != nil {
+		return *err
 	}
-	return n.ctl.Flush()
+	select {
+	case n.out <- m:
+		return nil
+	default:
+		return fmt.Errorf("%d control messages queued: the node reads none", outboxSize)
+	}
+}
+
+// writeControl writes the node's queued control messages to its control
+// stream, in order, until the stream fails or its session closes.
+func (n *nodeState) writeControl(w *wire.Writer, closed <-chan struct{}) {
+	for {
+		select {
+		case m := <-n.out:
+			err := w.WriteJSON(wire.TControl, m)
+			if err == nil && len(n.out) == 0 {
+				err = w.Flush()
+			}
+			if err != nil {
+				n.outErr.Store(&err)
+				return
+			}
+		case <-closed:
+			return
+		}
+	}
 }
 
 // nodeMsg is what a node's reader goroutine hands the event loop.
@@ -156,6 +192,10 @@ type Coordinator struct {
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
+	lastJudged      time.Time                         // the last heartbeat judgement (checkHeartbeats)
+	stall           *fault                            // a pause of the coordinator itself, pending (stallSelf)
+	endedAt         map[job.InstanceID]map[int]uint64 // sources recovered after they had drained: where they ended
+	stallFor        time.Duration
 	sinkWM          map[job.InstanceID]int64 // each sink's watermark as last reported, kept while it is not reporting
 	lagClock        *wire.PacingClock        // the sources' pacing clock, once one has reported it
 
@@ -193,6 +233,25 @@ type Coordinator struct {
 	compactc   chan compaction
 }
 
+// newCoordinator is a coordinator's state before anything of its I/O
+// exists: no run directory, store, listener or fault layer yet.
+func newCoordinator(cfg Config, opt Options, token string) *Coordinator {
+	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: token,
+		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
+		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
+		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
+	c.joinSeq.Store(int64(cfg.Local))
+	c.ft = ftFor(wire.FTMode(cfg.FT))
+	c.run = NewRunID(opt.Now())
+	c.manifest = newManifest(c.run, c.spec.Name)
+	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
+	c.bus = events.NewBus(opt.Now)
+	return c
+}
+
 // Up runs `spate up` with cfg until the job drains. It returns the run
 // directory.
 func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
@@ -213,29 +272,21 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if _, err := traces.Open(cfg.Source, cfg.SourceOptions()); err != nil {
 		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
 	}
-	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: NewToken(),
-		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
-		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
-		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
-		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
-		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
-	c.joinSeq.Store(int64(cfg.Local))
-	c.ft = ftFor(wire.FTMode(cfg.FT))
-	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
+	c := newCoordinator(cfg, opt, NewToken())
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = opt.FrameAligned
+	if c.layer, err = netfault.NewLayer(fcfg); err != nil {
 		return "", err
 	}
-	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
-	c.manifest = newManifest(c.run, c.spec.Name)
-	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
-	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
-		return c.dir, fmt.Errorf("checkpoint store: %w", err)
+	if c.store = opt.Store; c.store == nil {
+		if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
+			return c.dir, fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
-	c.bus = events.NewBus(opt.Now)
 	logDone, err := c.startLogs()
 	if err != nil {
 		return c.dir, err
@@ -390,6 +441,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				return
 			}
 			conn = c.layer.Wrap(conn, netfault.Coord, name)
+			netfault.Framed(conn)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()
@@ -400,7 +452,8 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
-			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
+			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan wire.Control, outboxSize)}
+			go ns.writeControl(wire.NewWriter(st), sess.CloseChan())
 			select {
 			case c.joinc <- ns:
 			case <-ctx.Done():
@@ -513,6 +566,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
+			c.stallNow()
 		case id := <-c.liftc:
 			c.lift(id)
 		case r := <-c.compactc:
@@ -587,6 +641,10 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 		case wire.CtlCheckpointed:
 			if m.ctl.Checkpoint != nil {
 				c.onCheckpointed(m.node, m.ctl.Checkpoint)
+			}
+		case wire.CtlDamaged:
+			if m.ctl.Checkpoint != nil {
+				c.onDamaged(m.node, m.ctl.Checkpoint)
 			}
 		case wire.CtlRestored:
 			c.onRestored(m.node, m.ctl)
@@ -678,7 +736,7 @@ const (
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.finished() || c.coordAddr == "" {
 		return ""
 	}
 	now := c.opt.Now()
@@ -812,6 +870,20 @@ func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time)
 
 func (c *Coordinator) checkHeartbeats() {
 	now := c.opt.Now()
+	// A gap between two judgements longer than a few heartbeats is the
+	// coordinator's own stall (its loop paused: a GC pause, SIGSTOP, a
+	// slow disk), not the nodes' silence: the nodes' last heartbeats move
+	// on by it, and the timeout counts only time the coordinator ran.
+	// Judged as silence, every node was lost at once after a pause.
+	if gap := now.Sub(c.lastJudged); !c.lastJudged.IsZero() && gap > 3*c.cfg.Heartbeat {
+		stall := gap - c.cfg.Heartbeat
+		for _, ns := range c.nodes {
+			if ns.live() {
+				ns.lastBeat = minTime(ns.lastBeat.Add(stall), now)
+			}
+		}
+	}
+	c.lastJudged = now
 	for _, name := range c.order {
 		ns := c.nodes[name]
 		if !ns.live() {
@@ -821,6 +893,13 @@ func (c *Coordinator) checkHeartbeats() {
 			c.nodeLost(ns, fmt.Sprintf("no heartbeat for %v", gap.Round(time.Millisecond)))
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // nodeLost marks a node dead. With --ft spate its instances are restored
@@ -847,8 +926,33 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	var ids []job.InstanceID
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
-			if p.Node == ns.name && c.done[p.ID] == nil && !c.lost[p.ID] {
+			if p.Node != ns.name || c.lost[p.ID] {
+				continue
+			}
+			if c.done[p.ID] != nil && c.ft.mode() == wire.FTSpate && c.downstreamRunning(p.Op) {
+				// Drained, but a downstream is not: it may be restored yet
+				// and need a replay from it (seed 65: count#1, restored
+				// after source#0 had drained and was lost, waited for
+				// ever). Restored, it drains again; a source reads
+				// exactly as far as it had, where the downstreams that
+				// drained saw it end.
+				c.reopen(p)
+			}
+			if c.done[p.ID] == nil {
 				ids = append(ids, p.ID)
+			}
+		}
+		// An instance recovered so may need a drained upstream that was
+		// lost earlier, when nothing downstream of it ran any more (seed
+		// 37: count#1 restored after source#1's node was lost).
+		for again := len(ids) > 0 && c.ft.mode() == wire.FTSpate; again; {
+			again = false
+			for _, p := range c.plan.Instances {
+				if d := c.done[p.ID]; d != nil && !c.lost[p.ID] && c.nodes[p.Node].gone() && c.downstreamRunning(p.Op) {
+					c.reopen(p)
+					ids = append(ids, p.ID)
+					again = true
+				}
 			}
 		}
 	}
@@ -909,6 +1013,33 @@ func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), events.InstanceDoneFields{In: d.In, Out: d.Out, Late: d.Late},
 		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+}
+
+// reopen forgets that instance p drained, for its recovery: a source
+// keeps where it ended, which its restore reads exactly to.
+func (c *Coordinator) reopen(p wire.Placement) {
+	if c.isSource(p.Op) {
+		if c.endedAt == nil {
+			c.endedAt = map[job.InstanceID]map[int]uint64{}
+		}
+		c.endedAt[p.ID] = c.done[p.ID].Positions
+	}
+	delete(c.done, p.ID)
+}
+
+// downstreamRunning reports whether an instance of an operator op feeds
+// has not drained yet.
+func (c *Coordinator) downstreamRunning(op string) bool {
+	i := c.spec.Op(op)
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] != nil || c.lost[p.ID] {
+			continue
+		}
+		if slices.Contains(c.spec.Inputs(c.spec.Op(p.Op)), i) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Coordinator) finished() bool {

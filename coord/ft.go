@@ -24,6 +24,7 @@ type Manifest struct {
 	files  map[job.InstanceID]map[string]bool // every file reported, for garbage collection
 	byID   map[job.InstanceID]map[uint64]wire.Checkpoint
 	high   map[job.InstanceID]uint64 // the highest checkpoint id reported (ledger.go)
+	floor  map[job.InstanceID]uint64 // the oldest checkpoint the upstreams' backups may still restore (ledger.go)
 }
 
 func newManifest(run, jobName string) *Manifest {
@@ -33,6 +34,7 @@ func newManifest(run, jobName string) *Manifest {
 
 // add records a complete checkpoint.
 func (m *Manifest) add(c wire.Checkpoint) {
+	m.trimmedTo(c.Instance)
 	m.Instances[c.Instance] = append(m.Instances[c.Instance], c)
 	if m.byID[c.Instance] == nil {
 		m.byID[c.Instance] = map[uint64]wire.Checkpoint{}
@@ -90,7 +92,7 @@ func (m *Manifest) compacted(inst job.InstanceID, id uint64, file string) bool {
 // id (latest first), with the checkpoints themselves.
 func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.Checkpoint) {
 	list := m.Instances[id]
-	for i := len(list) - 1; i >= 0 && len(chains) < 2; i-- {
+	for i := len(list) - 1; i >= 0 && len(chains) < 2 && list[i].ID >= m.floor[id]; i-- {
 		if files, ok := m.chain(list[i]); ok {
 			chains = append(chains, files)
 			cps = append(cps, list[i])
@@ -206,6 +208,24 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	c.writeManifest()
 	c.maybeCompact(*cp)
 	c.ft.checkpointed(c, ns, cp)
+}
+
+// onDamaged forgets the checkpoints a damaged file restores (--ft spate;
+// a global checkpoint falls back as a whole at its restore). The node
+// reports it before the checkpoint during whose persist it was found, so
+// the collection at that checkpoint keeps the chains of the older ones,
+// the fallback now.
+func (c *Coordinator) onDamaged(ns *nodeState, cp *wire.Checkpoint) {
+	p := c.placeOf[cp.Instance]
+	if p == nil || cp.Gen != p.Gen || ns.name != p.Node || c.ft.mode() != wire.FTSpate {
+		return
+	}
+	if gone := c.manifest.damaged(cp.Instance, cp.File, c.edsPinned(cp.Instance)...); len(gone) > 0 {
+		c.mw.version++
+		c.writeManifest()
+		c.emit(events.CheckpointsForgotten, ns.name, string(cp.Instance), events.CheckpointsForgottenFields{File: cp.File, Forgotten: gone},
+			"%s: %s is damaged: checkpoints %v are no longer restorable", cp.Instance, cp.File, gone)
+	}
 }
 
 // spateCheckpointed reports an instance's complete checkpoint.
@@ -414,7 +434,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id)}
+		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id), EndAt: c.endedAt[id]}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]
@@ -423,10 +443,10 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		if len(chains) > 1 {
 			rs.Fallback = chains[1]
 		}
-		// With one complete checkpoint no trim has been ordered on its
-		// behalf yet: the upstreams still hold everything, so an empty
-		// start is a fallback too.
-		rs.Scratch = len(chains) == 1
+		// With one complete checkpoint and no trim ordered yet, the
+		// upstreams still hold everything, so an empty start is a
+		// fallback too.
+		rs.Scratch = len(chains) == 1 && c.manifest.untrimmed(id)
 		var fresh []wire.Placement
 		rs.Slices, rs.HoldWM, fresh = c.edsRestore(id)
 		r.placed = c.opt.Now()

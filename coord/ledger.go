@@ -67,6 +67,69 @@ func (m *Manifest) note(inst job.InstanceID, id uint64) {
 // restored from: one past every id it ever reported.
 func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.high[inst] + 1 }
 
+// trimmedTo records, as a checkpoint of inst completes, that the
+// upstreams trim their backups to what the latest restorable checkpoint
+// before it needs: its acknowledgement lets the instance order those
+// trims (node/checkpoint.go onCompleted). No older checkpoint is ever
+// restorable again, whatever is forgotten later (a dead branch, a damaged
+// file): the records it would need may be gone.
+func (m *Manifest) trimmedTo(inst job.InstanceID) {
+	if _, cps := m.restorable(inst); len(cps) > 0 {
+		if m.floor == nil {
+			m.floor = map[job.InstanceID]uint64{}
+		}
+		m.floor[inst] = max(m.floor[inst], cps[0].ID)
+	}
+}
+
+// untrimmed reports whether no trim was ever ordered for inst: its
+// upstreams still hold everything it got, so an empty start restores it.
+func (m *Manifest) untrimmed(inst job.InstanceID) bool { return m.floor[inst] == 0 }
+
+// damaged records that file of inst is damaged: the complete checkpoints
+// whose chains hold it are restorable no more, and are forgotten (those
+// pinned stay known by id, as in restoredAt). A checkpoint whose
+// compacted file it is keeps its own chain, if that is still whole.
+func (m *Manifest) damaged(inst job.InstanceID, file string, pinned ...uint64) (forgotten []uint64) {
+	by := m.byID[inst]
+	for id, c := range by {
+		if c.Compacted == file {
+			c.Compacted = ""
+			by[id] = c
+		}
+	}
+	list := m.Instances[inst]
+	kept := list[:0]
+	for _, c := range list {
+		if c.Compacted == file {
+			c.Compacted = ""
+		}
+		if files, ok := m.chain(c); ok && !slices.Contains(files, file) && m.holds(inst, files) {
+			kept = append(kept, c)
+			continue
+		}
+		forgotten = append(forgotten, c.ID)
+	}
+	m.Instances[inst] = kept
+	for _, id := range forgotten {
+		if !slices.Contains(pinned, id) {
+			delete(by, id)
+		}
+	}
+	return forgotten
+}
+
+// holds reports whether every file of a chain of inst is still known (not
+// collected).
+func (m *Manifest) holds(inst job.InstanceID, files []string) bool {
+	for _, f := range files {
+		if !m.files[inst][f] {
+			return false
+		}
+	}
+	return true
+}
+
 // restoredAt records that inst was restored from checkpoint id (0: from
 // no checkpoint): the complete checkpoints after it belong to a branch
 // that no generation continues (their state is ahead of the output limits

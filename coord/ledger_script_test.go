@@ -24,11 +24,20 @@ var updateScripts = flag.Bool("update-scripts", false, "rewrite coord/testdata/l
 //	checkpoint INST gen=G id=N [full] [parent=P] [sink=LEN]   a complete checkpoint
 //	restore INST gen=G from=N [pinned=ID,...]                 generation G reports it restored N (0: none)
 //	collect INST                                              the manifest's garbage collection
+//	compacted INST id=N                                       the chain up to N is folded into INST/cN-compacted
+//	damaged INST FILE                                         a scrub found FILE damaged
 //	# ...                                                     a comment, echoed
 func TestLedgerScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "ledger", "*.txt"))
+	runScripts(t, "ledger", func(_ *testing.T, script string) (string, error) { return runLedgerScript(script) })
+}
+
+// runScripts runs every script of testdata/DIR through run and compares
+// each transcript with the script's .golden file (-update-scripts
+// rewrites them).
+func runScripts(t *testing.T, dir string, run func(*testing.T, string) (string, error)) {
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.txt"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in testdata/ledger (%v)", err)
+		t.Fatalf("no scripts in testdata/%s (%v)", dir, err)
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
@@ -36,7 +45,7 @@ func TestLedgerScripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := runLedgerScript(string(b))
+			got, err := run(t, string(b))
 			if err != nil {
 				t.Fatalf("%s:%v", f, err)
 			}
@@ -52,7 +61,7 @@ func TestLedgerScripts(t *testing.T) {
 				t.Fatalf("%v (run with -update-scripts to create it)", err)
 			}
 			if got != string(want) {
-				t.Fatalf("%s: the state differs from %s (-update-scripts rewrites it after a check):\n--- got\n%s\n--- want\n%s", f, golden, got, want)
+				t.Fatalf("%s: the transcript differs from %s (-update-scripts rewrites it after a check):\n--- got\n%s\n--- want\n%s", f, golden, got, want)
 			}
 		})
 	}
@@ -121,6 +130,15 @@ func runLedgerScript(script string) (string, error) {
 			}
 		case "collect":
 			fmt.Fprintf(&out, "deleted %v\n", m.collect(inst))
+		case "compacted":
+			if !m.compacted(inst, num("id"), fmt.Sprintf("%s/c%d-compacted", inst, num("id"))) {
+				return "", fmt.Errorf("%d: no checkpoint %d of %s", n+1, num("id"), inst)
+			}
+		case "damaged":
+			if len(words) != 3 {
+				return "", fmt.Errorf("%d: want damaged INSTANCE FILE", n+1)
+			}
+			fmt.Fprintf(&out, "forgotten %v\n", m.damaged(inst, words[2]))
 		default:
 			return "", fmt.Errorf("%d: unknown step %q", n+1, verb)
 		}

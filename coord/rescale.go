@@ -95,6 +95,7 @@ type move struct {
 	loadSent bool // the new owner, restored without the slice, was asked to load it (sendLoad)
 	chain    []string
 	base     uint64
+	prevBase uint64 // the old owner's restorable checkpoint before base (0: none), the base's fallback
 	staged   bool
 	stagedAt time.Time
 }
@@ -106,7 +107,8 @@ type sliceRef struct {
 	load  wire.SliceLoad
 	owner job.InstanceID // whose checkpoint the capture is
 	ckpt  uint64
-	done  int // complete checkpoints of the new owner holding it
+	prev  uint64 // a pre-copy's: the owner's checkpoint before ckpt, its fallback (0: none)
+	done  int    // complete checkpoints of the new owner holding it
 }
 
 func (e *edsState) init() {
@@ -402,7 +404,10 @@ func (c *Coordinator) choosePrecopy(r *rescaleOp) {
 			continue
 		}
 		chains, cps := c.manifest.restorable(mv.from)
-		mv.pre, mv.chain, mv.base = true, chains[0], cps[0].ID
+		mv.pre, mv.chain, mv.base, mv.prevBase = true, chains[0], cps[0].ID, 0
+		if len(cps) > 1 {
+			mv.prevBase = cps[1].ID
+		}
 		r.phase = phaseStage
 	}
 }
@@ -640,7 +645,7 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		c.reindex()
 		created = true
 	}
-	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base}
+	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base, prev: mv.prevBase}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
 	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
 		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, Precopy: true, ID: r.id},
@@ -907,14 +912,14 @@ func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 	if r := c.eds.cur; r != nil {
 		for _, mv := range r.moves {
 			if mv.pre && mv.from == id {
-				out = append(out, mv.base) // a staging reads it
+				out = append(out, mv.base, mv.prevBase) // a staging reads the base; a restore may fall back to the one before
 			}
 		}
 	}
 	for _, list := range c.eds.slices {
 		for _, s := range list {
 			if s.owner == id {
-				out = append(out, s.ckpt)
+				out = append(out, s.ckpt, s.prev)
 			}
 		}
 	}
@@ -934,6 +939,11 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 			if cp, ok := c.manifest.byID[s.owner][s.ckpt]; ok {
 				if files, ok := c.manifest.chain(cp); ok {
 					l.Chain = files
+				}
+			}
+			if cp, ok := c.manifest.byID[s.owner][s.prev]; ok && s.prev > 0 {
+				if files, ok := c.manifest.chain(cp); ok {
+					l.Fallback = files
 				}
 			}
 		}

@@ -176,7 +176,7 @@ func (c *Coordinator) restartAll(r *restartOp) {
 		if len(own) > 1 {
 			rs.Fallback = own[1]
 		}
-		rs.Scratch = len(own) == 1
+		rs.Scratch = len(own) == 1 && c.manifest.untrimmed(p.ID)
 		if p.Op == r.op {
 			for _, g := range keyGroupsOfRanges(p.Ranges) {
 				if o := owner[g]; o != p.ID {

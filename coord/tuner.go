@@ -126,9 +126,25 @@ func (c *Coordinator) tunerInit() error {
 			"global checkpoint period %v: the static model once at start, on the assumed cost %v and prior MTBF %v", t.global, tc.Cost.Base, tc.PriorMTBF)
 		return nil
 	}
-	t.ctl, err = tuner.NewController(tc)
-	return err
+	if t.ctl, err = tuner.NewController(tc); err != nil {
+		return err
+	}
+	for _, p := range c.plan.Instances {
+		if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
+			if err := t.ctl.SetMax(p.ID, 0, sinkMaxInterval); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
+
+// sinkMaxInterval bounds a sink's tuned interval: its checkpoint commits
+// its output, so the interval is how long its results stay uncommitted,
+// and how far back its output goes when it is restored. The model weighs
+// neither (at 30 s, a restored sink took the 10-minute soak's output lag
+// past its 30 s limit).
+const sinkMaxInterval = 5 * time.Second
 
 func (c *Coordinator) tunerInst(id job.InstanceID) *tunedInst {
 	ti := c.tn.insts[id]

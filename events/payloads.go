@@ -224,18 +224,23 @@ type CheckpointCompactedFields struct {
 }
 
 // CheckpointFallbackFields: a damaged checkpoint; recovery uses the one
-// before. From a node: Error only; from the coordinator under --ft global:
-// Checkpoint, Error and Fallback. Checkpoint tells the two apart.
+// before. From a node: Error, and Ranges for the pre-copy base of a
+// moving slice; from the coordinator under --ft global: Checkpoint, Error
+// and Fallback. Checkpoint tells the two apart.
 type CheckpointFallbackFields struct {
-	Checkpoint uint64 `json:"checkpoint"` // the unusable one
-	Error      string `json:"error"`
-	Fallback   uint64 `json:"fallback"` // the one the job rolls back to (0: the start)
+	Checkpoint uint64  `json:"checkpoint"` // the unusable one
+	Error      string  `json:"error"`
+	Fallback   uint64  `json:"fallback"`         // the one the job rolls back to (0: the start)
+	Ranges     []Range `json:"ranges,omitempty"` // a moving slice's key groups
 }
 
-// CheckpointsForgottenFields: a restore from an older checkpoint left the
-// later ones on a dead branch.
+// CheckpointsForgottenFields: checkpoints are restorable no more: a
+// restore from an older checkpoint (Checkpoint) left them on a dead
+// branch, or a file they need is damaged (File). File tells the two
+// apart.
 type CheckpointsForgottenFields struct {
 	Checkpoint uint64   `json:"checkpoint"`
+	File       string   `json:"file"`
 	Forgotten  []uint64 `json:"forgotten"`
 }
 
@@ -504,12 +509,15 @@ type CheckpointFailedFields struct {
 	ID uint64 `json:"id"`
 }
 
-// CheckpointChainBrokenFields: a delta was not taken: its parent is
-// damaged; the next checkpoint is a full one.
+// CheckpointChainBrokenFields: a checkpoint's scrub found a file of its
+// chain damaged (Damaged, holding checkpoint DamagedID): a delta is not
+// taken, a full one is, and the checkpoints the file restores are
+// forgotten.
 type CheckpointChainBrokenFields struct {
-	Error  string `json:"error"`
-	ID     uint64 `json:"id"`
-	Parent uint64 `json:"parent"`
+	Damaged   string `json:"damaged"`
+	DamagedID uint64 `json:"damaged_id"`
+	ID        uint64 `json:"id"`
+	Parent    uint64 `json:"parent"`
 }
 
 // CheckpointCorruptedFields: a checkpoint file was damaged on purpose (a

@@ -93,13 +93,23 @@ func (f MetricsFields) MarshalJSON() ([]byte, error) {
 	return only(plain(f), "backlog", "cpu", "in_rate", "out_rate", "rss")
 }
 
-// MarshalJSON: a node's (no Checkpoint) is {error}.
+// MarshalJSON: a node's (no Checkpoint) is {error} or {error, ranges}.
 func (f CheckpointFallbackFields) MarshalJSON() ([]byte, error) {
 	type plain CheckpointFallbackFields
 	if f.Checkpoint == 0 {
-		return only(plain(f), "error")
+		return only(plain(f), "error", "ranges")
 	}
-	return json.Marshal(plain(f))
+	return only(plain(f), "checkpoint", "error", "fallback")
+}
+
+// MarshalJSON: a damaged file's (File set) is {file, forgotten}, a
+// restore's {checkpoint, forgotten}.
+func (f CheckpointsForgottenFields) MarshalJSON() ([]byte, error) {
+	type plain CheckpointsForgottenFields
+	if f.File != "" {
+		return only(plain(f), "file", "forgotten")
+	}
+	return only(plain(f), "checkpoint", "forgotten")
 }
 
 // MarshalJSON: the tuner's decision (Why set) has every field but pinned;

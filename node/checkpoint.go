@@ -17,24 +17,39 @@ import (
 // checkpointer is an instance's checkpoint bookkeeping; the instance
 // goroutine owns it.
 type checkpointer struct {
-	lastID   uint64 // the last checkpoint taken (ids only grow, across generations and fallbacks)
-	parent   uint64 // the checkpoint the next delta builds on: the newest of the chain
-	base     uint64 // the full checkpoint the current chain starts at (0: none)
-	inflight bool
-	next     time.Time
-	pending  map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
-	prev     [][]wire.Position            // positions of the latest completed checkpoint
-	spilling bool                         // the backup is spilling (reported)
-	chain    state.ChainState             // the current chain's sizes: when a full one pays
-	lastFile string                       // the newest file of the chain, what the next delta builds on
-	baseFile string                       // the chain's first file (a full checkpoint, or a compacted chain)
-	override time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
-	marks    []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
+	lastID                 uint64 // the last checkpoint taken (ids only grow, across generations and fallbacks)
+	parent                 uint64 // the checkpoint the next delta builds on: the newest of the chain
+	base                   uint64 // the full checkpoint the current chain starts at (0: none)
+	inflight               bool
+	next                   time.Time
+	pending                map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
+	prev                   [][]wire.Position            // positions of the latest completed checkpoint
+	spilling               bool                         // the backup is spilling (reported)
+	chain                  state.ChainState             // the current chain's sizes: when a full one pays
+	lastFile               string                       // the newest file of the chain, what the next delta builds on
+	baseFile               string                       // the chain's first file (a full checkpoint, or a compacted chain)
+	lastFileID, baseFileID uint64                       // the checkpoints those two files hold
+	bases                  map[uint64]uint64            // checkpoint id → the base of its chain, until it is complete
+	done                   []doneCheckpoint             // the latest complete checkpoints, newest last
+	override               time.Duration                // the interval set by the coordinator (CtlInterval); 0: the plan's
+	marks                  []*backup.MarkParts          // by port: the backup's mark of the latest capture, used again by the next one
 	// What persist reuses from one checkpoint to the next (one is
 	// persisted at a time): storage for the encoding, and for the scrub.
 	scratch state.Scratch
 	scrub   []byte
 }
+
+// doneCheckpoint is a complete checkpoint the instance remembers, for
+// the trims: the positions of its inputs at its capture, and its chain.
+type doneCheckpoint struct {
+	id, base uint64
+	pos      [][]wire.Position
+}
+
+// keepDone is how many complete checkpoints an instance remembers: the
+// latest two are restorable, and one more stands in when a scrub finds
+// one of them damaged.
+const keepDone = 3
 
 // markParts returns port pi's mark storage, for the next capture: the
 // previous checkpoint is persisted (one is in flight at a time) and its
@@ -47,6 +62,11 @@ func (c *checkpointer) markParts(pi int) *backup.MarkParts {
 }
 
 func markSection(pi int) string { return fmt.Sprintf("backup.%d", pi) }
+
+// jumpSection is the section of port pi's backup jumps (backup.JumpRec,
+// JSON): every checkpoint writes them all, since only the last file's
+// sections are read at a restore.
+func jumpSection(pi int) string { return fmt.Sprintf("jumps.%d", pi) }
 
 // wantFull decides whether the next checkpoint is a full one: every k-th,
 // when the chain is broken, or when its deltas cost more than a base.
@@ -114,12 +134,20 @@ type pendingCheckpoint struct {
 	pos      map[int]uint64    // sources: partition positions
 	source   *sourceCheckpoint // sources: the section, encoded by persist (tens of markers)
 	bytes    int               // stored size, once persisted
-	parent   string            // deltas: the file it builds on
+	parent   string            // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
 	base     string            // deltas: the chain's first file, when it is not parent
-	t0       time.Time
-	capture  time.Duration
-	in       uint64              // records processed at the capture
-	marks    []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
+	parentID uint64            // the checkpoints parent and base hold
+	baseID   uint64
+	chain    uint64 // the base of the chain parent belongs to
+	// damaged is a file the scrub found damaged, and damagedID the
+	// checkpoint it holds (with damagedBase, every later one of its chain).
+	damaged     string
+	damagedID   uint64
+	damagedBase bool
+	t0          time.Time
+	capture     time.Duration
+	in          uint64              // records processed at the capture
+	marks       []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
 }
 
 // release lets the backups reuse the chunks the checkpoint's marks point
@@ -139,9 +167,10 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		snap.Base, snap.Parent = in.ck.base, in.ck.parent
 	}
 	parent, base := in.ck.lastFile, ""
-	if in.ck.baseFile != parent {
+	if in.ck.baseFile != parent && !full {
 		base = in.ck.baseFile
 	}
+	parentID, baseID, chain := in.ck.lastFileID, in.ck.baseFileID, in.ck.base
 	var captured job.Captured
 	if in.stateful != nil {
 		captured = in.stateful.Capture(full)
@@ -201,6 +230,14 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 				snap.Pieces = map[string][][]byte{}
 			}
 			snap.Pieces[markSection(pi)] = mp.Parts()
+			if js := pt.backup.Jumps(); len(js) > 0 {
+				// Streams another instance numbered for a while (a key
+				// group moved away and back, or in from an old owner): a
+				// restored backup must answer a replay across them as this
+				// one does, not refuse it (the soak: a new owner restored
+				// after a move refused a sink restored from before it).
+				snap.Sections[jumpSection(pi)], _ = json.Marshal(js)
+			}
 			marks = append(marks, mp)
 		}
 	}
@@ -221,7 +258,12 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	if full {
 		in.ck.base = id
 	}
-	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0), parent: parent, base: base, in: in.nIn.Load(), marks: marks}
+	if in.ck.bases == nil {
+		in.ck.bases = map[uint64]uint64{}
+	}
+	in.ck.bases[id] = in.ck.base
+	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0),
+		parent: parent, base: base, parentID: parentID, baseID: baseID, chain: chain, in: in.nIn.Load(), marks: marks}
 }
 
 // errChainBroken is a delta not taken because the file it builds on is
@@ -232,6 +274,9 @@ var errChainBroken = errors.New("the chain's newest file is damaged")
 func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.inflight = false
 	pc.release()
+	if pc.damaged != "" {
+		in.forgetDamaged(pc)
+	}
 	if err != nil {
 		in.ck.base = 0 // the chain has a hole: the next one is full
 		in.ck.chain = state.ChainState{}
@@ -248,8 +293,9 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 		return
 	}
 	in.ck.lastFile = state.FileName(pc.snap.Instance, pc.snap.Gen, pc.snap.ID, pc.snap.Full)
+	in.ck.lastFileID = pc.snap.ID
 	if pc.snap.Full {
-		in.ck.baseFile = in.ck.lastFile
+		in.ck.baseFile, in.ck.baseFileID = in.ck.lastFile, pc.snap.ID
 		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
 	} else {
 		in.ck.chain.Deltas++
@@ -277,8 +323,17 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	if in.file != nil {
 		err = in.file.f.Sync() // the committed prefix must be durable first
 	}
-	if err == nil && !snap.Full {
-		err = in.scrubFile(snap, pc.parent, false)
+	if err == nil && pc.parent != "" {
+		// A full checkpoint reads back the previous one's newest file
+		// too: the fallback of a loss before the next checkpoint, which
+		// nothing else would check (seed 677 lost sink#0 for good: its
+		// latest two files damaged, the older under a full one).
+		if e := in.scrubFile(pc.parent, snap.Full); e != nil {
+			pc.damaged, pc.damagedID = pc.parent, pc.parentID
+			if !snap.Full {
+				err = fmt.Errorf("parent %s: %w: %w", pc.parent, errChainBroken, e)
+			}
+		}
 	}
 	if err == nil && !snap.Full && pc.base != "" {
 		// The base too: the latest two complete checkpoints share it, so a
@@ -287,7 +342,13 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// checkpoint, off the instance's goroutine. A base collected
 		// since (a compaction folded the chain into a file of its own) is
 		// no longer what restores it.
-		err = in.scrubFile(snap, pc.base, true)
+		if e := in.scrubFile(pc.base, true); e != nil {
+			pc.damaged, pc.damagedID, pc.damagedBase = pc.base, pc.baseID, true
+			err = fmt.Errorf("base %s: %w: %w", pc.base, errChainBroken, e)
+		}
+	}
+	if pc.damaged != "" {
+		in.reportDamaged(pc, err)
 	}
 	t1 := time.Now()
 	var parts [][]byte
@@ -318,14 +379,15 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	return nil
 }
 
-// scrubFile re-reads a file a delta builds on (its parent, and the
-// chain's base) and checks its checksum: a delta on a damaged file would
-// be unrestorable, so it fails instead (and a full checkpoint is taken at
-// once). Read back from the page cache, streamed through a buffer kept
-// for it. Damage to the chain's middle files shows at restore, where the
-// previous complete checkpoint is the fallback. A file that may be gone
-// (a base a compaction folded away) is not checked when it is.
-func (in *instance) scrubFile(snap *state.Snapshot, name string, mayBeGone bool) error {
+// scrubFile re-reads a file a checkpoint builds on or stands beside (its
+// parent, the chain's base) and checks its checksum: a delta on a damaged
+// file would be unrestorable, so it fails instead (and a full checkpoint
+// is taken at once). Read back from the page cache, streamed through a
+// buffer kept for it. Damage to the chain's middle files shows at
+// restore, where the previous complete checkpoint is the fallback. A file
+// that may be gone (a base a compaction folded away) is not checked when
+// it is.
+func (in *instance) scrubFile(name string, mayBeGone bool) error {
 	f, err := in.n.store.Open(name)
 	if mayBeGone && errors.Is(err, state.ErrNotFound) {
 		return nil
@@ -337,12 +399,53 @@ func (in *instance) scrubFile(snap *state.Snapshot, name string, mayBeGone bool)
 		_, err = state.VerifyReader(f, in.ck.scrub)
 		f.Close()
 	}
-	if err != nil {
-		in.n.event(events.CheckpointChainBroken, in.id, events.CheckpointChainBrokenFields{ID: snap.ID, Parent: snap.Parent, Error: err.Error()},
-			"checkpoint %d of %s not taken: its parent %s is unreadable (%v); a full one is taken now", snap.ID, in.id, name, err)
-		return fmt.Errorf("parent %s: %w: %w", name, errChainBroken, err)
+	return err
+}
+
+// reportDamaged tells the coordinator, before the checkpoint being
+// persisted is reported, that the checkpoints a damaged file restores are
+// restorable no more: it forgets them before it collects the files of
+// the older ones, which are the fallback now. Off the instance's
+// goroutine (persist); the instance forgets them in persisted.
+func (in *instance) reportDamaged(pc *pendingCheckpoint, err error) {
+	snap := pc.snap
+	what := "a full one is taken now"
+	if err == nil {
+		what = "the checkpoints it restores are forgotten"
 	}
-	return nil
+	in.n.event(events.CheckpointChainBroken, in.id, events.CheckpointChainBrokenFields{ID: snap.ID, Parent: snap.Parent, Damaged: pc.damaged, DamagedID: pc.damagedID},
+		"checkpoint %d of %s found %s damaged; %s", snap.ID, in.id, pc.damaged, what)
+	if in.n.ctl != nil {
+		_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlDamaged, Checkpoint: &wire.Checkpoint{
+			Instance: in.id, Gen: snap.Gen, ID: pc.damagedID, File: pc.damaged}})
+	}
+}
+
+// forgetDamaged drops the complete checkpoints a damaged file restores
+// (the one it holds, and with a damaged base every later one of its
+// chain) from what the trims count on: the next trims keep what the
+// newest checkpoint still restorable needs, not what the damaged one did.
+func (in *instance) forgetDamaged(pc *pendingCheckpoint) {
+	gone := func(id, base uint64) bool {
+		return id == pc.damagedID || (pc.damagedBase && base == pc.chain && id >= pc.damagedID)
+	}
+	kept := in.ck.done[:0]
+	for _, d := range in.ck.done {
+		if !gone(d.id, d.base) {
+			kept = append(kept, d)
+		}
+	}
+	in.ck.done = kept
+	for id, base := range in.ck.bases {
+		if id != pc.snap.ID && gone(id, base) {
+			delete(in.ck.pending, id) // its completion trims nothing
+			delete(in.ck.bases, id)
+		}
+	}
+	in.ck.prev = nil
+	if n := len(in.ck.done); n > 0 {
+		in.ck.prev = in.ck.done[n-1].pos
+	}
 }
 
 // onCompleted runs when the coordinator has recorded checkpoint id as
@@ -353,9 +456,11 @@ func (in *instance) onCompleted(id uint64) {
 	if !ok {
 		return
 	}
+	base := in.ck.bases[id]
 	for k := range in.ck.pending {
 		if k <= id {
 			delete(in.ck.pending, k)
+			delete(in.ck.bases, k)
 		}
 	}
 	for i, ps := range in.ck.prev {
@@ -364,6 +469,10 @@ func (in *instance) onCompleted(id uint64) {
 		}
 	}
 	in.ck.prev = cur
+	in.ck.done = append(in.ck.done, doneCheckpoint{id: id, base: base, pos: cur})
+	if n := len(in.ck.done); n > keepDone {
+		in.ck.done = append(in.ck.done[:0], in.ck.done[n-keepDone:]...)
+	}
 }
 
 // restore loads the chain of a complete checkpoint into a fresh instance.
@@ -451,6 +560,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
 			}
+			if raw := last.Sections[jumpSection(pi)]; len(raw) > 0 {
+				var js []backup.JumpRec
+				if err := json.Unmarshal(raw, &js); err != nil {
+					return 0, fmt.Errorf("checkpoint %s: %s: %w", files[len(files)-1], jumpSection(pi), err)
+				}
+				b.RestoreJumps(js)
+			}
 			pt.backup = b
 		}
 	}
@@ -462,7 +578,7 @@ func (in *instance) restore(files []string) (uint64, error) {
 		in.src.restored = &cp
 	}
 	in.ck.lastID, in.ck.parent, in.ck.base, in.ck.lastFile = last.ID, last.ID, last.ID, files[len(files)-1] // the merged chain is a full snapshot at last.ID
-	in.ck.baseFile = files[0]
+	in.ck.baseFile, in.ck.baseFileID, in.ck.lastFileID = files[0], snaps[0].ID, last.ID
 	// The next checkpoint extends the restored chain, a delta whose parent
 	// is its last file, unless the chain is long or heavy enough for a
 	// full one (wantFull): right after a recovery, a full checkpoint would
@@ -516,5 +632,17 @@ func (r *backupsRestore) discard() {
 		if b != nil {
 			_ = b.Close()
 		}
+	}
+}
+
+// onCompacted runs when the coordinator has folded the chain up to
+// checkpoint id into file, one full snapshot: if the current chain
+// extends that checkpoint, the file is its base from now on, what
+// restores every later checkpoint, and what each delta scrubs before it
+// builds on it. A compaction of an older chain (finished after a restore
+// or a full checkpoint began a new one) changes nothing.
+func (in *instance) onCompacted(id uint64, file string) {
+	if in.ck.base != 0 && in.ck.base <= id && id <= in.ck.parent {
+		in.ck.baseFile, in.ck.baseFileID = file, id
 	}
 }

@@ -326,3 +326,111 @@ func TestNextCheckpointKeepsToTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// A compacted chain is the base of the deltas that follow it: damaged, the
+// next delta finds it (and is not taken, so a full one follows), as it
+// finds a damaged base of its own. Seed 680 of the simulation lost
+// rollup#1 for good: its compacted file was damaged, the deltas went on
+// building on it, and the restore found every chain unreadable.
+func TestDeltaScrubsTheCompactedFileItBuildsOn(t *testing.T) {
+	f := newChain(t, 500, []chainStep{{lo: 400, hi: 600}, {lo: 100, hi: 200}})
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	compacted := state.FileName("count#0", 1, 3, true)
+	if err := f.n.store.Put(compacted, []byte("a compacted chain, damaged")); err != nil {
+		t.Fatal(err)
+	}
+	in.onCompacted(3, compacted)
+	in.onCompacted(1, "count#0/stale") // an older compaction, finished late: not the chain's base
+	if in.ck.baseFile != compacted {
+		t.Fatalf("base file %q after the compactions, want %q", in.ck.baseFile, compacted)
+	}
+	r.feed(300, 350, 43_500)
+	pc := in.capture(4, false)
+	err := in.persist(pc)
+	in.persisted(pc, err)
+	if !errors.Is(err, errChainBroken) {
+		t.Fatalf("a delta on a damaged compacted chain: %v, want the chain broken", err)
+	}
+	if !in.ck.wantFull(in.plan) {
+		t.Fatal("the checkpoint after a broken chain is not full")
+	}
+}
+
+// A scrub that finds the newest complete checkpoint's file damaged, under
+// a delta (which is not taken) or beside a full one (which is), forgets
+// that checkpoint for the trims: the next trims keep what the one before
+// it needs, the fallback now. A full checkpoint did not look at the file
+// before it, and seed 677 lost sink#0 for good: its latest two files
+// damaged, the trims gone past what the older of them needed.
+func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		f := newChain(t, 300, nil)
+		in := f.instance(t)
+		if _, err := in.restore(f.files); err != nil {
+			t.Fatal(err)
+		}
+		r := f.drive(t, in)
+		r.feed(0, 100, 42_000)
+		r.checkpoint(2, false)
+		in.onCompleted(2)
+		r.feed(100, 200, 43_000)
+		r.checkpoint(3, false)
+		in.onCompleted(3)
+		if len(in.ck.done) != 2 {
+			t.Fatalf("%d complete checkpoints remembered, want 2", len(in.ck.done))
+		}
+		second := in.ck.done[0].pos
+		if slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+			t.Fatal("the fixture's two checkpoints have the same positions")
+		}
+		damaged := f.files[len(f.files)-1]
+		if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
+			t.Fatal(err)
+		}
+		r.feed(200, 300, 44_000)
+		pc := in.capture(4, full)
+		err := in.persist(pc)
+		in.persisted(pc, err)
+		if full != (err == nil) {
+			t.Fatalf("full %v: persist: %v", full, err)
+		}
+		if pc.damaged != damaged || pc.damagedID != 3 {
+			t.Fatalf("full %v: found %q (checkpoint %d) damaged, want %q (3)", full, pc.damaged, pc.damagedID, damaged)
+		}
+		if !slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+			t.Fatalf("full %v: the next trims keep what checkpoint 3 needed, not checkpoint 2", full)
+		}
+	}
+}
+
+// The backups' jumps (streams another instance numbered for a while) go
+// into every checkpoint and come back at its restore: without them a new
+// owner restored after a move refused a downstream restored from before
+// the move (the soak: 483,566 results wrong).
+func TestBackupJumpsSurviveARestore(t *testing.T) {
+	f := newChain(t, 300, nil)
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	p, kg := job.MakeProducer(in.opIdx, 7), job.KeyGroup(7)
+	in.ports[0].backup.Jump(p, kg, 5000)
+	want := in.ports[0].backup.Jumps()
+	if len(want) == 0 {
+		t.Fatal("the jump left no trace in the backup")
+	}
+	r.feed(0, 50, 42_000)
+	r.checkpoint(2, false)
+	again := f.instance(t)
+	if _, err := again.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.ports[0].backup.Jumps(); !slices.Equal(got, want) {
+		t.Fatalf("jumps after the restore %v, want %v", got, want)
+	}
+}

@@ -54,6 +54,7 @@ type instance struct {
 	drainc     chan struct{}
 	drainOnce  sync.Once
 	drainTo    map[int]uint64 // set before drainc closes
+	endAt      map[int]uint64 // a source restored after a generation of it drained: where each partition ended (wire.Restore.EndAt)
 	quit       chan struct{}
 	quitOnce   sync.Once
 

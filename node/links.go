@@ -309,6 +309,24 @@ func (in *instance) reroute(ctx context.Context, q wire.Placement) {
 	}
 }
 
+// adoptPlacements brings an instance that has not started yet up to the
+// placements of plan: what reroute does for a running one, without the
+// connects, which its start makes.
+func (in *instance) adoptPlacements(plan []wire.Placement) {
+	for _, q := range plan {
+		if i, ok := in.inputIndex[q.ID]; ok && q.Gen > in.inputGen[i] {
+			in.inputGen[i] = q.Gen
+		}
+		for _, pt := range in.ports {
+			for _, l := range pt.links {
+				if l.place.ID == q.ID && q.Gen >= l.place.Gen {
+					l.place = q
+				}
+			}
+		}
+	}
+}
+
 // relink reconnects l (see connect) and brings its downstream up to now:
 // the watermark and, if this instance has ended its outputs already (its
 // downstream was restored during the drain, or gained key groups from a

@@ -40,6 +40,13 @@ type Config struct {
 	Heartbeat time.Duration  // heartbeat period
 	Transport wire.Transport // nil: TCP
 	Log       *log.Logger
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory (the product's). The simulation hands every node and the
+	// coordinator one in-memory store.
+	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // DefaultConfig returns the defaults of a node.
@@ -155,7 +162,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	layer, err := netfault.NewLayer(netfault.DefaultConfig())
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = cfg.FrameAligned
+	layer, err := netfault.NewLayer(fcfg)
 	if err != nil {
 		return err
 	}
@@ -261,6 +270,12 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 				in.do(func() { in.onCompleted(c.ID) })
 			}
 		}
+	case wire.CtlCompacted:
+		if c := m.Checkpoint; c != nil {
+			if in := n.instance(c.Instance); in != nil && in.place.Gen == c.Gen {
+				in.do(func() { in.onCompacted(c.ID, c.Compacted) })
+			}
+		}
 	case wire.CtlRestore:
 		if m.Restore != nil {
 			n.restoreInstance(ctx, m.Restore)
@@ -335,6 +350,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 		// Ids only grow: after a fallback the checkpoints of the dead
 		// branch keep theirs, and the next one must not take one of them.
 		in.ck.lastID = max(in.ck.lastID, r.NextID-min(r.NextID, 1))
+	}
+	if err == nil {
+		in.endAt = r.EndAt
 	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
@@ -451,9 +469,12 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
-	store, err := state.NewDirStore(filepath.Join(d.DataDir, "checkpoints"))
-	if err != nil {
-		return fmt.Errorf("checkpoint store: %w", err)
+	store := n.cfg.Store
+	if store == nil {
+		var err error
+		if store, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
+			return fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
 	n.mu.Lock()
 	n.plan = d
@@ -517,6 +538,7 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 		conn.Close()
 		return fmt.Errorf("peer %s: %w", name, err)
 	}
+	netfault.Framed(conn)
 	sess, err := yamux.Client(conn, wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -599,6 +621,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 				return
 			}
 			c = n.layer.Wrap(c, n.nodeName(), h.Node)
+			netfault.Framed(c)
 			sess, err := yamux.Server(c, wire.YamuxConfig())
 			if err != nil {
 				c.Close()

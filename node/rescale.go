@@ -933,6 +933,11 @@ func (n *Node) startStaged(ctx context.Context, r *wire.Rescale, reply func(wire
 	if r.Place != nil {
 		n.setPlacement(*r.Place)
 	}
+	// Its links were made from the plan at the stage: instances moved
+	// since (a recovery's reroute reaches running instances only) would
+	// be looked for where they were for ever (seed 491: a sink restored
+	// elsewhere waited on the new count for ever).
+	in.adoptPlacements(n.plan.Instances)
 	in.rs.hold, in.rs.fresh = true, true
 	in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: st.ranges, want: wantOf(st.ranges), since: time.Now()}
 	answer.Gen, answer.After, answer.Ranges = in.place.Gen, in.ck.lastID, st.ranges
@@ -985,7 +990,18 @@ func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
 		if len(chain) == 0 {
 			chain = []string{s.File}
 		}
-		if err := in.loadSliceChain(chain, s.Ranges, fresh); err != nil {
+		err := in.loadSliceChain(chain, s.Ranges, fresh)
+		if err != nil && len(s.Fallback) > 0 {
+			// The old owner's checkpoint before the base: the upstreams'
+			// backup of the range is whole from its positions (no trim of
+			// it was ordered past them before the pin), and what the old
+			// owner emitted after them is regenerated with the same
+			// numbers, dropped downstream as duplicates.
+			in.n.event(events.CheckpointFallback, in.id, events.CheckpointFallbackFields{Error: err.Error(), Ranges: events.Ranges(s.Ranges)},
+				"the pre-copy base of %v is unusable (%v); falling back to its owner's checkpoint before it", s.Ranges, err)
+			err = in.loadSliceChain(s.Fallback, s.Ranges, fresh)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -253,3 +253,82 @@ func TestAlignmentCompletesWhenAnInputEnds(t *testing.T) {
 		t.Fatalf("checkpoint files %q, want checkpoint 5's", names)
 	}
 }
+
+// An instance made before a downstream moved (a pre-copy's staged
+// instance, which no reroute reaches) looks for it where it went once
+// it adopts the plan of its start, and counts only the new generation
+// of a restored input.
+func TestStagedInstanceAdoptsThePlacementsOfItsStart(t *testing.T) {
+	f := newChain(t, 100, nil)
+	in := f.instance(t)
+	plan := slices.Clone(f.d.Instances)
+	for i := range plan {
+		switch plan[i].ID {
+		case "sink#0", "source#1":
+			plan[i].Node, plan[i].Gen = "n5", 2
+		}
+	}
+	in.adoptPlacements(plan)
+	found := false
+	for _, pt := range in.ports {
+		for _, l := range pt.links {
+			if l.place.ID == "sink#0" {
+				found = true
+				if l.place.Node != "n5" || l.place.Gen != 2 {
+					t.Fatalf("link to sink#0 at %s generation %d, want n5 generation 2", l.place.Node, l.place.Gen)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("count#0 has no link to sink#0")
+	}
+	if g := in.inputGen[in.inputIndex["source#1"]]; g != 2 {
+		t.Fatalf("source#1's generation at count#0: %d, want 2", g)
+	}
+}
+
+// A slice whose pre-copy base is damaged is loaded from the old owner's
+// checkpoint before it, when the restore names one; without it the
+// restore fails (seed 585 lost the new owner so, and the run with it).
+func TestSliceFallsBackBelowADamagedBase(t *testing.T) {
+	f := newChain(t, 300, []chainStep{{lo: 200, hi: 400}})
+	base, prev := f.files, f.files[:1]
+	want, err := f.n.store.Get(prev[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := state.Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.n.store.Put(base[1], []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(f.d.Job.Groups)}}
+	for _, fallback := range [][]string{nil, prev} {
+		in := f.instance(t)
+		r := &wire.Restore{Slices: []wire.SliceLoad{{Chain: base, Fallback: fallback, Ranges: all, After: 1 << 62}}}
+		err := in.restoreSlices(r, 0)
+		if fallback == nil {
+			if err == nil {
+				t.Fatal("a damaged base without a fallback loaded")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("with the fallback: %v", err)
+		}
+		keys := 0
+		for _, g := range in.stateful.Capture(true).Encode(nil) {
+			keys += len(g.Entries)
+		}
+		wantKeys := 0
+		for _, g := range snap.Groups {
+			wantKeys += len(g.Entries)
+		}
+		if keys != wantKeys {
+			t.Fatalf("loaded %d keys from the fallback, want its %d", keys, wantKeys)
+		}
+	}
+}

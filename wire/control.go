@@ -53,6 +53,8 @@ const (
 
 	CtlCheckpointed = "checkpointed" // node → coordinator: a checkpoint is durable
 	CtlCompleted    = "completed"    // coordinator → node: the checkpoint is complete; trims may follow
+	CtlCompacted    = "compacted"    // coordinator → node: the chain up to the checkpoint is folded into Checkpoint.Compacted
+	CtlDamaged      = "damaged"      // node → coordinator: a scrub found Checkpoint.File (holding checkpoint ID) damaged
 	CtlRestore      = "restore"      // coordinator → node: host a failed instance, restored from its checkpoint
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
@@ -128,23 +130,27 @@ type Checkpoint struct {
 	SinkFile  string         `json:"sink_file,omitempty"` // sinks: the output file, relative to output/
 	SinkLen   int64          `json:"sink_len,omitempty"`  // sinks: its committed length
 	Positions map[int]uint64 `json:"positions,omitempty"` // sources: partition → records read at the checkpoint
-	// Compacted, in the coordinator's manifest only: one full snapshot
-	// equal to the chain up to this checkpoint, written in the background;
-	// a restore reads it instead of the chain.
+	// Compacted, in the coordinator's manifest (and CtlCompacted): one
+	// full snapshot equal to the chain up to this checkpoint, written in
+	// the background; a restore reads it instead of the chain.
 	Compacted string `json:"compacted,omitempty"`
 }
 
 // Restore asks a node to host a failed instance from its checkpoints.
 type Restore struct {
-	Place    Placement   `json:"place"`
-	Chain    []string    `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
-	Fallback []string    `json:"fallback,omitempty"` // the previous complete checkpoint's chain
-	Scratch  bool        `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
-	NextID   uint64      `json:"next_id,omitempty"`  // the id of the restored instance's next checkpoint: past every id reported, so a fallback never reuses one
-	ID       uint64      `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
-	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
-	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
-	Plan     []Placement `json:"plan,omitempty"`     // every instance's placement, when several moved at once
+	Place    Placement `json:"place"`
+	Chain    []string  `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
+	Fallback []string  `json:"fallback,omitempty"` // the previous complete checkpoint's chain
+	Scratch  bool      `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
+	NextID   uint64    `json:"next_id,omitempty"`  // the id of the restored instance's next checkpoint: past every id reported, so a fallback never reuses one
+	// EndAt, for a source restored after a generation of it had drained:
+	// partition → where that generation ended; it reads exactly that far,
+	// since the downstreams that drained saw its end there.
+	EndAt    map[int]uint64 `json:"end_at,omitempty"`
+	ID       uint64         `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
+	Fellback bool           `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
+	Hold     bool           `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
+	Plan     []Placement    `json:"plan,omitempty"`     // every instance's placement, when several moved at once
 	// Clock is a source's pacing clock, for a restore without a
 	// checkpoint: the restored source keeps the pace of the one it
 	// replaces, so it catches up instead of lagging for good.

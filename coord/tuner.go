@@ -55,21 +55,9 @@ func LiveTunerConfig(failures string) (tuner.Config, error) {
 }
 
 // TunerAccount is what one instance did over a run, all its generations
-// together: the measurements behind the live useful fraction.
-type TunerAccount struct {
-	Instance      job.InstanceID `json:"instance"`
-	Processed     uint64         `json:"processed"`    // records processed, re-processing after failures included
-	Replayed      uint64         `json:"replayed"`     // records a failed generation had processed since the checkpoint its successor restored
-	BusyS         float64        `json:"busy_s"`       // time spent processing them
-	CheckpointS   float64        `json:"checkpoint_s"` // checkpoint cost: capture stalls plus encoding, completed checkpoints
-	Checkpoints   int            `json:"checkpoints"`
-	PersistS      float64        `json:"persist_s"`  // capture to durable, summed
-	DowntimeS     float64        `json:"downtime_s"` // per failure: last heartbeat to restored (detect, restart, load)
-	Failures      int            `json:"failures"`
-	ExposureS     float64        `json:"exposure_s"`          // time from the job's start to the instance's drain
-	MeanIntervalS float64        `json:"mean_interval_s"`     // the interval in force, averaged over time
-	PlannedCkpts  float64        `json:"planned_checkpoints"` // ∫ dt / interval: the checkpoints the intervals ask for
-}
+// together: the measurements behind the live useful fraction. It is the
+// payload of tuner_summary's instances.
+type TunerAccount = events.TunerAccount
 
 // tunerState is the coordinator's side of the interval tuner; the event
 // loop owns it.
@@ -418,7 +406,7 @@ func (c *Coordinator) tunerFinish() {
 		accts = append(accts, a)
 	}
 	policy := c.cfg.Interval
-	c.emit(events.TunerSummary, "", "", events.TunerSummaryFields{Interval: policy, Instances: eventAccounts(accts)},
+	c.emit(events.TunerSummary, "", "", events.TunerSummaryFields{Interval: policy, Instances: accts},
 		"interval tuner summary (--interval %s): %s", policy, summaryText(accts))
 }
 
@@ -506,13 +494,4 @@ func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
 		what = d.String()
 	}
 	return control.Result{Text: fmt.Sprintf("interval %s for %s", what, strings.Join(names, ","))}, nil
-}
-
-// eventAccounts are accts as the tuner_summary event carries them.
-func eventAccounts(accts []TunerAccount) []events.TunerAccount {
-	out := make([]events.TunerAccount, len(accts))
-	for i, a := range accts {
-		out[i] = events.TunerAccount(a)
-	}
-	return out
 }

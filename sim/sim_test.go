@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"spate/control"
 )
 
 var (
@@ -149,4 +151,46 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// Count scaled 2→4 (three pre-copy moves: two into count#2, one into
+// count#3) a moment after count#0's node was killed and count#0 restored.
+// The soak (count#2 held 51,691 records behind gaps of the sources'
+// numbering) and the typed-events work (about 5,000 records missed by the
+// new instance, 1 run in 8) found this shape. An open bug, run with
+// -sim.known: 1 run in 12 here loses about 95 count windows, all of key
+// groups in [100,128), the range count#1 (never restored) gave count#3,
+// from the move on to the end.
+func TestScaleOutOfARestoredInstance(t *testing.T) {
+	if !*known {
+		t.Skip("an open bug (-sim.known runs it): a pre-copy move out of a restored instance loses records")
+	}
+	cfg := DefaultConfig()
+	cfg.Schedule = []Step{
+		{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}},
+		{At: 5500 * time.Millisecond, Action: control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": "4"}}},
+	}
+	root := *keep
+	if root == "" {
+		var err error
+		if root, err = TempRoot(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+	}
+	failed := 0
+	for run := range 12 {
+		runtime.GC()
+		runtime.GC()
+		synctest.Test(t, func(t *testing.T) {
+			r := Run(context.Background(), uint64(run+1), cfg, Dir(root, uint64(run+1)))
+			if r.Failed() {
+				failed++
+				t.Logf("run %d: %s", run, r.Verdict())
+			}
+		})
+	}
+	if failed > 0 {
+		t.Fatalf("%d of 12 runs failed", failed)
+	}
 }

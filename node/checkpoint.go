@@ -302,7 +302,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		snap.Groups = pc.captured.Encode(&in.ck.scratch)
 		pc.captured.Done()
 		for _, g := range snap.Groups {
-			keys += len(g.Entries)
+			keys += g.Len()
 		}
 	}
 	var err error

@@ -128,11 +128,15 @@ type pendingCheckpoint struct {
 	pos      map[int]uint64    // sources: partition positions
 	source   *sourceCheckpoint // sources: the section, encoded by persist (tens of markers)
 	bytes    int               // stored size, once persisted
-	parent   string            // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
-	base     string            // deltas: the chain's first file, when it is not parent
-	parentID uint64            // the checkpoints parent and base hold
-	baseID   uint64
-	chain    uint64 // the base of the chain parent belongs to
+	// stateBytes is bytes without the plain sections (the upstream
+	// backup's records): what the choice of a full checkpoint weighs
+	// (state.Config.MaxChainRatio).
+	stateBytes int
+	parent     string // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
+	base       string // deltas: the chain's first file, when it is not parent
+	parentID   uint64 // the checkpoints parent and base hold
+	baseID     uint64
+	chain      uint64 // the base of the chain parent belongs to
 	// damaged is a file the scrub found damaged, and damagedID the
 	// checkpoint it holds (with damagedBase, every later one of its chain).
 	damaged     string
@@ -282,10 +286,10 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.lastFileID = pc.snap.ID
 	if pc.snap.Full {
 		in.ck.baseFile, in.ck.baseFileID = in.ck.lastFile, pc.snap.ID
-		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
+		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.stateBytes)}
 	} else {
 		in.ck.chain.Deltas++
-		in.ck.chain.DeltaSize += int64(pc.bytes)
+		in.ck.chain.DeltaSize += int64(pc.stateBytes)
 	}
 }
 
@@ -354,6 +358,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	for _, p := range parts {
 		pc.bytes += len(p)
 	}
+	pc.stateBytes = pc.bytes - snap.PlainSize()
 	if err != nil {
 		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err
@@ -475,9 +480,11 @@ func (in *instance) restore(files []string) (uint64, error) {
 	for i, f := range files {
 		wg.Go(func() {
 			data, err := in.n.store.Get(f)
-			sizes[i] = int64(len(data))
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
+			}
+			if err == nil {
+				sizes[i] = int64(len(data) - snaps[i].PlainSize())
 			}
 			if err == nil {
 				err = state.Holds(f, snaps[i])

@@ -54,3 +54,55 @@ func TestRestoreAChainWrittenBeforeS2(t *testing.T) {
 		}
 	}
 }
+
+// TestChainSizesLeaveOutTheBackup: what an instance weighs to choose a
+// full checkpoint (state.Config.MaxChainRatio) is the stored size of
+// each file of its chain without the upstream backup's records, after a
+// persist and after a restore alike.
+func TestChainSizesLeaveOutTheBackup(t *testing.T) {
+	f := newChain(t, 3000, []chainStep{{lo: 2000, hi: 4000}})
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if want := f.chainState(t); in.ck.chain != want {
+		t.Fatalf("restored chain %+v, want %+v", in.ck.chain, want)
+	}
+	fresh := &chainFixture{d: f.d, n: &Node{store: &faultStore{Store: state.NewMemStore()}}}
+	r := fresh.drive(t, fresh.instance(t))
+	r.feed(0, 3000, 40_000)
+	r.checkpoint(1, true)
+	r.feed(2000, 4000, 41_000)
+	r.checkpoint(2, false)
+	if want := fresh.chainState(t); r.in.ck.chain != want {
+		t.Fatalf("chain after persisting %+v, want %+v", r.in.ck.chain, want)
+	}
+}
+
+// chainState is what the fixture's chain weighs: each file's size without
+// its plain sections, which must hold some backup.
+func (f *chainFixture) chainState(t *testing.T) state.ChainState {
+	t.Helper()
+	var cs state.ChainState
+	for i, name := range f.files {
+		b, err := f.n.store.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := state.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.PlainSize() == 0 {
+			t.Fatalf("%s holds no backup: the test needs some", name)
+		}
+		n := int64(len(b) - s.PlainSize())
+		if i == 0 {
+			cs = state.ChainState{Base: true, BaseSize: n}
+		} else {
+			cs.Deltas++
+			cs.DeltaSize += n
+		}
+	}
+	return cs
+}

@@ -11,7 +11,12 @@ type Config struct {
 	// MaxChainRatio replaces a delta chain by a full snapshot when the
 	// deltas since the base, together, are stored in more than
 	// MaxChainRatio times the base's size: restoring would then read more
-	// than a fresh base costs to write. 0 disables the rule.
+	// than a fresh base costs to write. 0 disables the rule. The sizes are
+	// of the keyed state (ChainState): the plain sections, the upstream
+	// backup's records, a restore reads back at a small part of what a
+	// key costs it, and FullEvery bounds how many it reads; counted, they
+	// made most of a chain's bytes, and full checkpoints, several times a
+	// delta's cost, came after a few deltas instead of every FullEvery-th.
 	MaxChainRatio float64
 }
 
@@ -37,8 +42,8 @@ func (c Config) Validate() error {
 type ChainState struct {
 	Base      bool  // a durable full snapshot starts the chain, and every delta after it is durable
 	Deltas    int   // durable deltas since the base
-	BaseSize  int64 // stored bytes of the base
-	DeltaSize int64 // stored bytes of those deltas, together
+	BaseSize  int64 // stored bytes of the base, without its plain sections (Snapshot.PlainSize)
+	DeltaSize int64 // stored bytes of those deltas, together, without theirs
 }
 
 // WantFull reports whether the next checkpoint must be a full one: there is

@@ -37,6 +37,21 @@ func (s *Snapshot) RawSize() int {
 	return n
 }
 
+// PlainSize returns the size of s's plain sections (Plain and Pieces):
+// what a stored snapshot holds besides its header and its compressed body.
+func (s *Snapshot) PlainSize() int {
+	n := 0
+	for name, data := range s.Sections {
+		if s.Plain[name] {
+			n += len(data)
+		}
+	}
+	for _, ps := range s.Pieces {
+		n += piecesLen(ps)
+	}
+	return n
+}
+
 // Encode returns the stored form of s: header, compressed body, CRC-32C.
 // It fails (ErrInvalid) for a snapshot that breaks the rules of Validate
 // or whose body would exceed MaxRawSize. ReadHeader on the result gives

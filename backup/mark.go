@@ -395,6 +395,11 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), mp *MarkPart
 	for _, s := range secs {
 		s.lg.marked()
 	}
+	for _, lg := range b.logs {
+		if lg != nil {
+			lg.count(0) // Stats exact at every checkpoint
+		}
+	}
 	b.drops = nil
 	b.needFull = false
 	b.stuck.Store(false)
@@ -655,7 +660,7 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 		}
 		r.pos = next
 	}
-	lg.records.Add(stored)
+	lg.count(stored)
 	if st != nil {
 		lg.last = st
 	}
@@ -681,5 +686,5 @@ func (b *Buffer) dropLog(kg job.KeyGroup) {
 		c.sealed = true
 		b.free(c)
 	}
-	lg.records.Store(0)
+	lg.count(-lg.held)
 }

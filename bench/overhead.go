@@ -90,6 +90,10 @@ type CheckpointStats struct {
 	// instance's capture to its checkpoint durable; global, from the
 	// coordinator's trigger to the last instance's snapshot durable.
 	MeanMs float64 `json:"trigger_to_complete_ms"`
+	// CompactMsPerS is the time the coordinator spent folding chains of
+	// checkpoints into one (spate's compactions), ms per second of the
+	// job: checkpoint work that the node processes' CPU does not count.
+	CompactMsPerS float64 `json:"compaction_ms_per_s"`
 }
 
 // Comparison is whether a ratio of two checkpointing configurations is
@@ -520,7 +524,7 @@ func checkpointStats(r *run) CheckpointStats {
 	}
 	done := map[string][]time.Time{} // completions, by instance ("" for global checkpoints)
 	var n int
-	var sumMs float64
+	var sumMs, compactMs float64
 	declined := map[string]bool{}
 	for _, e := range r.evs {
 		if e.Time.Before(start) || e.Time.After(end) {
@@ -541,9 +545,11 @@ func checkpointStats(r *run) CheckpointStats {
 			declined[fmt.Sprintf("global %v", events.Num(e.Fields, "id"))] = true
 		case e.Kind == "checkpoint_failed":
 			declined[fmt.Sprintf("%s %v", e.Instance, events.Num(e.Fields, "id"))] = true
+		case e.Kind == events.CheckpointCompacted:
+			compactMs += events.Num(e.Fields, "ms")
 		}
 	}
-	st := CheckpointStats{Declined: float64(len(declined))}
+	st := CheckpointStats{Declined: float64(len(declined)), CompactMsPerS: compactMs / secs}
 	if n == 0 {
 		return st
 	}
@@ -597,23 +603,39 @@ func (res *Overhead) fill(tput map[string][]ohRun, p99 map[string][]float64, n i
 	for _, c := range res.Configs {
 		runs := tput[c.Name]
 		runs = append(runs, make([]ohRun, max(n-len(runs), 0))...)
-		var rps, cpu, per, dec, ms, iv []float64
-		var rpsAll, cpuAll, perAll, decAll, msAll, ivAll []float64
-		for _, r := range runs {
-			if r.rps <= 0 {
-				for _, xs := range []*[]float64{&rpsAll, &cpuAll, &perAll, &decAll, &msAll, &ivAll} {
-					*xs = append(*xs, math.NaN())
-				}
-				continue
-			}
-			rps, cpu, per, dec, ms, iv = append(rps, r.rps), append(cpu, r.cpu), append(per, r.ckpt.PerSec), append(dec, r.ckpt.Declined), append(ms, r.ckpt.MeanMs), append(iv, r.interval.Seconds())
-			rpsAll, cpuAll, perAll, decAll, msAll, ivAll = append(rpsAll, r.rps), append(cpuAll, r.cpu), append(perAll, r.ckpt.PerSec), append(decAll, r.ckpt.Declined), append(msAll, r.ckpt.MeanMs), append(ivAll, r.interval.Seconds())
+		// Each figure's values in the rounds the configuration ran in,
+		// and over every round, NaN where it did not run.
+		figs := []struct {
+			name     string
+			of       func(ohRun) float64
+			ran, all []float64
+		}{
+			{name: "rps_", of: func(r ohRun) float64 { return r.rps }},
+			{name: "cpu_us_per_record_", of: func(r ohRun) float64 { return r.cpu }},
+			{name: "ckpt_per_s_", of: func(r ohRun) float64 { return r.ckpt.PerSec }},
+			{name: "declined_", of: func(r ohRun) float64 { return r.ckpt.Declined }},
+			{name: "ckpt_ms_", of: func(r ohRun) float64 { return r.ckpt.MeanMs }},
+			{name: "compaction_ms_per_s_", of: func(r ohRun) float64 { return r.ckpt.CompactMsPerS }},
+			{name: "interval_s_", of: func(r ohRun) float64 { return r.interval.Seconds() }},
 		}
-		res.Rounds["rps_"+c.Name], res.Rounds["cpu_us_per_record_"+c.Name] = rpsAll, cpuAll
-		res.RPS[c.Name], res.CPUPerRec[c.Name] = median(rps), median(cpu)
+		for _, r := range runs {
+			for i := range figs {
+				f := &figs[i]
+				if r.rps <= 0 {
+					f.all = append(f.all, math.NaN())
+					continue
+				}
+				f.ran, f.all = append(f.ran, f.of(r)), append(f.all, f.of(r))
+			}
+		}
+		for i, f := range figs {
+			if i < 2 || c.FT != "none" {
+				res.Rounds[f.name+c.Name] = f.all
+			}
+		}
+		res.RPS[c.Name], res.CPUPerRec[c.Name] = median(figs[0].ran), median(figs[1].ran)
 		if c.FT != "none" {
-			res.Rounds["ckpt_per_s_"+c.Name], res.Rounds["declined_"+c.Name], res.Rounds["ckpt_ms_"+c.Name], res.Rounds["interval_s_"+c.Name] = perAll, decAll, msAll, ivAll
-			res.Checkpoints[c.Name] = CheckpointStats{PerSec: median(per), Declined: median(dec), MeanMs: median(ms)}
+			res.Checkpoints[c.Name] = CheckpointStats{PerSec: median(figs[2].ran), Declined: median(figs[3].ran), MeanMs: median(figs[4].ran), CompactMsPerS: median(figs[5].ran)}
 		}
 		if xs, ok := p99[c.Name]; ok {
 			res.Rounds["p99_ms_"+c.Name] = xs
@@ -703,19 +725,21 @@ func (res *Overhead) panels(rate float64) []panel {
 
 func (res *Overhead) print(w io.Writer, keys int, iv, dur time.Duration, rounds int, rate float64, eq *OverheadConfig) {
 	fmt.Fprintf(w, "overhead (4 nodes, %d keys, interval %v, %v runs, %d rounds; medians, and the 95%% interval of the mean per-round ratio):\n", keys, iv, dur, rounds)
-	fmt.Fprintf(w, "  %-10s %10s %12s %14s %9s %18s %12s\n", "config", "records/s", "CPU µs/rec", "ckpt/s/inst", "declined", "trigger→complete", "p99 lag")
+	fmt.Fprintf(w, "  %-10s %10s %12s %14s %9s %18s %12s %12s\n", "config", "records/s", "CPU µs/rec", "ckpt/s/inst", "declined", "trigger→complete", "compaction", "p99 lag")
 	for _, c := range res.Configs {
 		ck, has := res.Checkpoints[c.Name]
-		cks, dec, ms := "-", "-", "-"
+		cks, dec, ms, comp := "-", "-", "-", "-"
 		if has {
 			cks, dec, ms = fmt.Sprintf("%.2f", ck.PerSec), fmt.Sprintf("%.0f", ck.Declined), fmt.Sprintf("%.0f ms", ck.MeanMs)
+			comp = fmt.Sprintf("%.1f ms/s", ck.CompactMsPerS)
 		}
 		lag := "-"
 		if v, ok := res.P99Ms[c.Name]; ok {
 			lag = fmt.Sprintf("%.0f ms", v)
 		}
-		fmt.Fprintf(w, "  %-10s %10s %12.3f %14s %9s %18s %12s\n", c.Name, si(res.RPS[c.Name]), res.CPUPerRec[c.Name], cks, dec, ms, lag)
+		fmt.Fprintf(w, "  %-10s %10s %12.3f %14s %9s %18s %12s %12s\n", c.Name, si(res.RPS[c.Name]), res.CPUPerRec[c.Name], cks, dec, ms, comp, lag)
 	}
+	fmt.Fprintln(w, "  (CPU µs/rec: the node processes'; compaction: the coordinator's folding of checkpoint chains, ms a second, not in it)")
 	if eq != nil {
 		fmt.Fprintf(w, "  %s is --ft %s at the interval %s achieved in its round (%s)\n", eq.Name, eq.FT, eq.At, ivList(res.Rounds["interval_s_"+eq.Name]))
 	}

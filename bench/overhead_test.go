@@ -101,6 +101,11 @@ func TestCheckpointStats(t *testing.T) {
 			// spacing (13.3-0.2)/2 = 6.55 s
 			CheckpointStats{PerSec: 1 / 6.55, Declined: 1, MeanMs: 700.0 / 3}},
 		{"none: no checkpoints", evRun(10), CheckpointStats{}},
+		{"compactions: their time a second",
+			evRun(4, spate("a#0", 1, 10), spate("a#1", 1, 10), spate("a#0", 2, 10), spate("a#1", 2, 10),
+				events.Event{Kind: events.CheckpointCompacted, Instance: "a#0", Time: at(2.5), Fields: map[string]any{"ms": 60}},
+				events.Event{Kind: events.CheckpointCompacted, Instance: "a#1", Time: at(3), Fields: map[string]any{"ms": 20.0}}),
+			CheckpointStats{PerSec: 1 / 1.5, MeanMs: 10, CompactMsPerS: 20}}, // (4-1)/2 s from the first to the end
 		{"what completes during the drain does not count",
 			evRun(2, spate("a#0", 1, 10), spate("a#1", 1, 10), spate("a#0", 2.5, 10)),
 			CheckpointStats{PerSec: 1, MeanMs: 10}},
@@ -108,7 +113,8 @@ func TestCheckpointStats(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := checkpointStats(tc.r)
-			if math.Abs(got.PerSec-tc.want.PerSec) > 1e-9 || got.Declined != tc.want.Declined || math.Abs(got.MeanMs-tc.want.MeanMs) > 1e-9 {
+			if math.Abs(got.PerSec-tc.want.PerSec) > 1e-9 || got.Declined != tc.want.Declined || math.Abs(got.MeanMs-tc.want.MeanMs) > 1e-9 ||
+				math.Abs(got.CompactMsPerS-tc.want.CompactMsPerS) > 1e-9 {
 				t.Fatalf("checkpointStats = %+v, want %+v", got, tc.want)
 			}
 		})

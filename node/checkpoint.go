@@ -25,6 +25,7 @@ type checkpointer struct {
 	prev                   [][]wire.Position            // positions of the latest completed checkpoint
 	spilling               bool                         // the backup is spilling (reported)
 	chain                  state.ChainState             // the current chain's sizes: when a full one pays
+	perKey                 float64                      // stored bytes a key took in the latest full checkpoint: what a fresh one would take
 	lastFile               string                       // the newest file of the chain, what the next delta builds on
 	baseFile               string                       // the chain's first file (a full checkpoint, or a compacted chain)
 	lastFileID, baseFileID uint64                       // the checkpoints those two files hold
@@ -73,6 +74,17 @@ func (c *checkpointer) wantFull(d *wire.Deploy) bool {
 	return cfg.WantFull(c.chain)
 }
 
+// fullNext is wantFull with what a fresh full checkpoint would be stored
+// in (ChainState.Current) estimated from the keys held now, at the bytes
+// a key took in the latest full one.
+func (in *instance) fullNext() bool {
+	in.ck.chain.Current = 0
+	if in.stateful != nil && in.ck.perKey > 0 {
+		in.ck.chain.Current = int64(in.ck.perKey * float64(in.stateful.Len()))
+	}
+	return in.ck.wantFull(in.plan)
+}
+
 func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
 	if c.override > 0 {
 		return c.override
@@ -110,7 +122,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 		return // nothing new to write (PROTOCOL.md, "Retired instances")
 	}
 	id := in.ck.lastID + 1
-	full := in.ck.wantFull(in.plan)
+	full := in.fullNext()
 	pc := in.capture(id, full)
 	in.noteEmpty(id)
 	in.ck.inflight = true
@@ -130,8 +142,9 @@ type pendingCheckpoint struct {
 	bytes    int               // stored size, once persisted
 	// stateBytes is bytes without the plain sections (the upstream
 	// backup's records): what the choice of a full checkpoint weighs
-	// (state.Config.MaxChainRatio).
+	// (state.Config.MaxChainRatio); keys, the entries it holds.
 	stateBytes int
+	keys       int
 	parent     string // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
 	base       string // deltas: the chain's first file, when it is not parent
 	parentID   uint64 // the checkpoints parent and base hold
@@ -287,6 +300,9 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	if pc.snap.Full {
 		in.ck.baseFile, in.ck.baseFileID = in.ck.lastFile, pc.snap.ID
 		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.stateBytes)}
+		if pc.keys > 0 {
+			in.ck.perKey = float64(pc.stateBytes) / float64(pc.keys)
+		}
 	} else {
 		in.ck.chain.Deltas++
 		in.ck.chain.DeltaSize += int64(pc.stateBytes)
@@ -309,6 +325,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 			keys += g.Len()
 		}
 	}
+	pc.keys = keys
 	var err error
 	if in.file != nil {
 		err = in.file.f.Sync() // the committed prefix must be durable first
@@ -572,6 +589,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 	in.ck.chain = state.ChainState{Base: true, BaseSize: sizes[0], Deltas: len(files) - 1}
 	for _, n := range sizes[1:] {
 		in.ck.chain.DeltaSize += n
+	}
+	keys := 0
+	for _, g := range snaps[0].Groups {
+		keys += g.Len()
+	}
+	if keys > 0 {
+		in.ck.perKey = float64(sizes[0]) / float64(keys)
 	}
 	return last.ID, nil
 }

@@ -106,3 +106,34 @@ func (f *chainFixture) chainState(t *testing.T) state.ChainState {
 	}
 	return cs
 }
+
+// TestAGrowingStateKeepsItsChain: deltas whose new keys outweigh the base
+// they build on, but not what a full checkpoint of the state now would
+// be, do not make the next checkpoint a full one (they did while the
+// state of a million keys grew); deltas that outweigh that too do.
+func TestAGrowingStateKeepsItsChain(t *testing.T) {
+	f := newChain(t, 300, []chainStep{{lo: 300, hi: 900}})
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if in.ck.chain.DeltaSize <= in.ck.chain.BaseSize {
+		t.Fatalf("chain %+v: the delta should outweigh the base", in.ck.chain)
+	}
+	if in.fullNext() {
+		t.Fatalf("chain %+v: a full checkpoint next, for a state of %d keys", in.ck.chain, in.stateful.Len())
+	}
+	// More new keys (the state grows again), then every key again: the
+	// deltas together outweigh the whole state.
+	r := f.drive(t, in)
+	r.feed(900, 2000, 42_500)
+	r.checkpoint(3, false)
+	if in.fullNext() {
+		t.Fatalf("chain %+v: a full checkpoint next, for a state of %d keys", in.ck.chain, in.stateful.Len())
+	}
+	r.feed(0, 2000, 42_600)
+	r.checkpoint(4, false)
+	if !in.fullNext() {
+		t.Fatalf("chain %+v: no full checkpoint next, for a state of %d keys", in.ck.chain, in.stateful.Len())
+	}
+}

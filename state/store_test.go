@@ -82,6 +82,9 @@ func TestStore(t *testing.T) {
 		if b, err := s.Get("count#1/many"); err != nil || !bytes.Equal(b, bytes.Join(many, nil)) {
 			t.Fatalf("Get of a Put in %d parts: %d bytes, %v; want %d", len(many), len(b), err, len(bytes.Join(many, nil)))
 		}
+		if err := s.Delete("count#1/many"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Open("count#1/nope"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Open of a missing name: %v", err)
 		}

@@ -89,6 +89,16 @@ type Scratch struct {
 	parts [][]byte
 }
 
+// grow returns b with room for n bytes, and a quarter more if it must
+// grow: a state that grows would otherwise make each checkpoint move its
+// encoding into a new array, zeroed, and again as it outgrew that.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	return slices.Grow(b, n+n/4)
+}
+
 // span is one key group of a capture being encoded: its entries start at
 // offs[from], dels of them deletions.
 type span struct{ kg, from, dels int }
@@ -101,13 +111,14 @@ func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if n := s.RawSize(); n > MaxRawSize+1<<10 {
+	n := s.RawSize()
+	if n > MaxRawSize+1<<10 {
 		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
 	}
 	if sc == nil {
 		sc = &Scratch{}
 	}
-	raw, plain := appendBody(sc.raw[:0], s)
+	raw, plain := appendBody(grow(sc.raw[:0], n-s.PlainSize()), s)
 	sc.raw = raw
 	if len(raw)+plain > MaxRawSize {
 		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw)+plain, MaxRawSize)
@@ -266,7 +277,9 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *
 	if sc == nil {
 		sc = &Scratch{}
 	}
-	buf, offs, spans := sc.visit[:0], sc.offs[:0], sc.spans[:0]
+	// What the previous capture took, and a quarter more, is room for
+	// this one's entries unless the state grew much.
+	buf, offs, spans := grow(sc.visit[:0], len(sc.visit)+len(sc.visit)/4), sc.offs[:0], sc.spans[:0]
 	c.Each(func(kg int, key string, v *V, deleted bool) {
 		if len(spans) == 0 || spans[len(spans)-1].kg != kg {
 			spans = append(spans, span{kg: kg, from: len(offs)})
@@ -292,7 +305,7 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *
 	})
 	offs = append(offs, len(buf)) // the end of the last entry
 	sc.visit, sc.offs, sc.spans = buf, offs, spans
-	sorted := slices.Grow(sc.sorted[:0], len(buf))[:len(buf)]
+	sorted := grow(sc.sorted[:0], len(buf))[:len(buf)]
 	sc.sorted = sorted
 
 	resets := c.Resets()

@@ -44,7 +44,7 @@
 // Get, Upsert, Delete, Range, DropGroup and Capture belong to the owner
 // goroutine, and so does every Entry. Call Entry.Mut before every change of
 // a value. On the hot path (no capture running, entry already dirty) Mut is
-// one atomic load and an epoch comparison, and inlined.
+// one atomic load and an epoch comparison.
 //
 // A restore builds each key group off the table (GroupBuilder), on as many
 // goroutines as it likes, and attaches the groups once they are all

@@ -69,10 +69,12 @@ func (e *Entry[V]) Val() *V { return &e.val }
 // Mut returns the entry's value for changing. It marks the entry dirty
 // and, if a running capture still needs the value as it is, saves a clone
 // first. Call it before every mutation. On the hot path (no capture
-// running, the entry already dirty) it is inlined and costs one atomic load
-// and an epoch comparison.
+// running, the entry already dirty) it costs one atomic load and an epoch
+// comparison.
 func (e *Entry[V]) Mut() *V {
-	// Small enough to be inlined; the rest is in mutSlow.
+	// The rest is in mutSlow. (A capture's entries that have been saved
+	// or seen could take the fast path too, saved >= run, but the second
+	// load cost every other Mut more than it spared those.)
 	if t := e.g.t; t.run.Load() != 0 || e.dirtyAt != t.epoch {
 		e.mutSlow()
 	}

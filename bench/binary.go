@@ -27,7 +27,7 @@ func binaryRun(ctx context.Context, bin string, cfg coord.Config, env []string) 
 	args := []string{"up", "--headless", "--quiet",
 		"--nodes", strconv.Itoa(cfg.Nodes), "--ft", cfg.FT, "--interval", cfg.Interval,
 		"--rate", strconv.FormatFloat(cfg.Rate, 'f', -1, 64), "--duration", cfg.Duration.String(),
-		"--keys", strconv.Itoa(cfg.Keys), "--heartbeat", cfg.Heartbeat.String(),
+		"--keys", strconv.Itoa(cfg.Keys), "--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String(),
 		"--seed", strconv.FormatInt(cfg.Seed, 10), "--source", cfg.Source, "--data", cfg.Data}
 	logPath := cfg.Data + ".log"
 	logf, err := os.Create(logPath)

@@ -118,6 +118,7 @@ type ohBench struct {
 	rate      float64
 	interval  time.Duration
 	heartbeat time.Duration
+	timeout   time.Duration
 	profile   string
 	stderr    io.Writer
 }
@@ -151,6 +152,10 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	// on the peak was chance, and the p99 of a configuration moved by a
 	// hundred milliseconds with the phase of its samples.
 	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period of the latency runs: the resolution of the output-lag samples")
+	// No fault is injected: a node taken for lost is a machine that
+	// starved its heartbeats, and with --ft none a loss before the job
+	// starts left the run waiting for ever.
+	timeout := fs.Duration("timeout", 5*time.Second, "failure-detection timeout of every run (up's --timeout): no fault is injected, and a busy machine starves heartbeats")
 	s := newSession("overhead", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -188,7 +193,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 		return 2
 	}
 	defer func() { s.end(rc) }()
-	b := &ohBench{s: s, dur: *dur, keys: *keys, rate: *rate, interval: *interval, heartbeat: *heartbeat, profile: *profile, stderr: stderr}
+	b := &ohBench{s: s, dur: *dur, keys: *keys, rate: *rate, interval: *interval, heartbeat: *heartbeat, timeout: *timeout, profile: *profile, stderr: stderr}
 
 	tput := map[string][]ohRun{} // by configuration, one per round (zero where it did not run)
 	p99 := map[string][]float64{}
@@ -423,7 +428,7 @@ func (b *ohBench) run(c OverheadConfig, kind string, round int) (*run, string, e
 	cfg := coord.DefaultConfig()
 	cfg.Nodes, cfg.Local, cfg.FT, cfg.Headless = 4, 4, c.FT, true
 	cfg.Data = filepath.Join(b.s.root, fmt.Sprintf("%s-%s-%d", kind, c.Name, round))
-	cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = 0, b.dur, b.keys, b.intervalOf(c).String()
+	cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Timeout = 0, b.dur, b.keys, b.intervalOf(c).String(), b.timeout
 	if kind == "lat" {
 		cfg.Rate, cfg.Heartbeat = b.rate, b.heartbeat
 	}

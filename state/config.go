@@ -22,7 +22,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: a full snapshot every 10
-// checkpoints, or as soon as the deltas outweigh the base.
+// checkpoints, or as soon as the deltas outweigh a fresh base.
 func DefaultConfig() Config {
 	return Config{FullEvery: 10, MaxChainRatio: 1}
 }

@@ -69,7 +69,7 @@
 // Collectable says which files garbage collection may delete while keeping
 // the latest complete checkpoint and the previous one restorable;
 // Config.WantFull and Planner decide when a checkpoint is full (every
-// FullEvery-th, or when the deltas outweigh the base).
+// FullEvery-th, or when the deltas outweigh a fresh base: ChainState).
 //
 // The stored form is a 28-byte header (magic "SPCK", version, codec, raw
 // and stored lengths, CRC-32C of header and body), the plain sections

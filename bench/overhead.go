@@ -201,47 +201,55 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	res := Overhead{Verified: true, WidthTarget: *width}
 	res.Configs = append(res.Configs, configs...)
 	var eqCfg *OverheadConfig
+	var toVerify []string
+	// runOne runs c once, announced as what; rc is not 0 if the benchmark
+	// must stop with it. A run of this binary is verified after its round,
+	// one of another binary was by its own up.
+	runOne := func(c OverheadConfig, kind string, round int, what string) (r *run, rc int) {
+		s.step("round %d of %d: %s, %s", round+1, last, c.describe(), what)
+		r, dir, err := b.run(c, kind, round)
+		if s.interrupted() {
+			return nil, exitInterrupted
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "spate bench overhead:", err)
+			return nil, 1
+		}
+		switch {
+		case c.Binary == "":
+			toVerify = append(toVerify, dir)
+		case r.verified:
+			s.discard(dir)
+		default:
+			res.Verified = false
+		}
+		return r, 0
+	}
 	n := 0
 	for ; n < last; n++ {
 		if n >= *rounds && b.narrowEnough(tput, *width) {
 			break
 		}
 		order := rotate(configs, n)
-		var toVerify []string
+		toVerify = toVerify[:0]
 		var roundEq *OverheadConfig
 		round := map[string]ohRun{}
 		for _, c := range order {
-			s.step("round %d of %d: %s, throughput run (--rate 0, %v)", n+1, last, c.describe(), *dur)
-			r, dir, err := b.run(c, "tput", n)
-			if s.interrupted() {
-				return exitInterrupted
-			}
-			if err != nil {
-				fmt.Fprintln(stderr, "spate bench overhead:", err)
-				return 1
+			r, rc := runOne(c, "tput", n, fmt.Sprintf("throughput run (--rate 0, %v)", *dur))
+			if rc != 0 {
+				return rc
 			}
 			round[c.Name] = ohRun{rps: r.rps, cpu: r.cpuPerRec, ckpt: checkpointStats(r), interval: b.intervalOf(c)}
-			toVerify = append(toVerify, dir)
-			if c.Binary != "" {
-				res.Verified = res.Verified && r.verified // its own up verified it
-				toVerify = toVerify[:len(toVerify)-1]
-			}
 		}
 		// At equal checkpoint rates: the faster of spate and global again,
 		// at the interval the slower achieved in this round.
 		if eqRuns {
 			if c, ok := equalRateConfig(round["spate"], round["global"], b.interval); ok {
-				s.step("round %d of %d: %s, throughput run at equal checkpoint rates (--rate 0, %v)", n+1, last, c.describe(), *dur)
-				r, dir, err := b.run(c, "tput", n)
-				if s.interrupted() {
-					return exitInterrupted
-				}
-				if err != nil {
-					fmt.Fprintln(stderr, "spate bench overhead:", err)
-					return 1
+				r, rc := runOne(c, "tput", n, fmt.Sprintf("throughput run at equal checkpoint rates (--rate 0, %v)", *dur))
+				if rc != 0 {
+					return rc
 				}
 				round[c.Name] = ohRun{rps: r.rps, cpu: r.cpuPerRec, ckpt: checkpointStats(r), interval: c.intervalValue()}
-				toVerify = append(toVerify, dir)
 				roundEq = &c
 				if eqCfg == nil {
 					eqCfg = &c
@@ -256,24 +264,14 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 		}
 		if *latency {
 			for _, c := range order {
-				s.step("round %d of %d: %s, latency run (%s records/s, %v)", n+1, last, c.describe(), si(*rate), *dur)
-				r, dir, err := b.run(c, "lat", n)
-				if s.interrupted() {
-					return exitInterrupted
-				}
-				if err != nil {
-					fmt.Fprintln(stderr, "spate bench overhead:", err)
-					return 1
+				r, rc := runOne(c, "lat", n, fmt.Sprintf("latency run (%s records/s, %v)", si(*rate), *dur))
+				if rc != 0 {
+					return rc
 				}
 				p99[c.Name] = append(p99[c.Name], lagP99(r.info, 2*time.Second))
 				if c.Name == "spate" {
 					deltaFull = append(deltaFull, r.deltaFull...)
 					keyFrac = append(keyFrac, r.keyFrac...)
-				}
-				if c.Binary == "" {
-					toVerify = append(toVerify, dir)
-				} else {
-					res.Verified = res.Verified && r.verified
 				}
 			}
 		}

@@ -185,19 +185,7 @@ func TestDecodeZstdBody(t *testing.T) {
 	if !equalSnapshots(got, s) {
 		t.Fatalf("Decode of a zstd body: %+v, want %+v", got, s)
 	}
-	lazy, err := DecodeLazy(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, g := range WholeGroups(lazy.Groups) {
-		var kvs []KV
-		for kv := range g.All() {
-			kvs = append(kvs, kv)
-		}
-		if !equalKVs(kvs, got.Groups[i].Entries) {
-			t.Fatalf("DecodeLazy of a zstd body: key group %d holds %v, want %v", g.KG, kvs, got.Groups[i].Entries)
-		}
-	}
+	lazy := decodeLazyAs(t, old, got, "a zstd body")
 	// Its body re-encoded is the same snapshot, now with S2.
 	again, err := Encode(lazy)
 	if err != nil {
@@ -216,6 +204,29 @@ func TestDecodeZstdBody(t *testing.T) {
 	}
 }
 
+// decodeLazyAs decodes b lazily and checks that it holds what got, b
+// decoded, holds.
+func decodeLazyAs(t *testing.T, b []byte, got *Snapshot, what string) *Snapshot {
+	t.Helper()
+	lazy, err := DecodeLazy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lazy.Sections, got.Sections) {
+		t.Fatalf("DecodeLazy of %s: sections %q, want %q", what, lazy.Sections, got.Sections)
+	}
+	for i, g := range WholeGroups(lazy.Groups) {
+		var kvs []KV
+		for kv := range g.All() {
+			kvs = append(kvs, kv)
+		}
+		if !equalKVs(kvs, got.Groups[i].Entries) {
+			t.Fatalf("DecodeLazy of %s: key group %d holds %v, want %v", what, g.KG, kvs, got.Groups[i].Entries)
+		}
+	}
+	return lazy
+}
+
 // TestDecodeVersion1: a file of version 1 (no plain sections) is still
 // read, by Decode and by DecodeLazy.
 func TestDecodeVersion1(t *testing.T) {
@@ -232,22 +243,7 @@ func TestDecodeVersion1(t *testing.T) {
 	if !equalSnapshots(got, s) {
 		t.Fatalf("Decode of version 1: %+v, want %+v", got, s)
 	}
-	lazy, err := DecodeLazy(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(lazy.Sections, got.Sections) {
-		t.Fatalf("DecodeLazy of version 1: sections %q, want %q", lazy.Sections, got.Sections)
-	}
-	for i, g := range WholeGroups(lazy.Groups) {
-		var kvs []KV
-		for kv := range g.All() {
-			kvs = append(kvs, kv)
-		}
-		if !equalKVs(kvs, got.Groups[i].Entries) {
-			t.Fatalf("DecodeLazy of version 1: key group %d holds %v, want %v", g.KG, kvs, got.Groups[i].Entries)
-		}
-	}
+	decodeLazyAs(t, b, got, "version 1")
 }
 
 func TestEncodeRejectsInvalid(t *testing.T) {

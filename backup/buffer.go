@@ -65,8 +65,13 @@ type kgLog struct {
 	reset      bool
 	dirty      bool
 
-	// For Stats.
-	records    atomic.Int64 // held (untrimmed) records
+	// For Stats. held is the number of records held (untrimmed), the
+	// owner's; records is what Stats reads of it: published at every
+	// change but an append, and at every publishEvery-th append: an
+	// atomic add per record was a large part of what Append costs
+	// (BenchmarkAppend*).
+	held       int64
+	records    atomic.Int64
 	memBytes   atomic.Int64
 	spillBytes atomic.Int64
 	spillFiles atomic.Int64
@@ -173,7 +178,19 @@ func (b *Buffer) store(lg *kgLog, st *stream, seq uint64, rec *job.Record) {
 	d := c.data[:cap(c.data)]
 	c.data = d[:putRecord(d, len(c.data), st.p, seq, rec)]
 	c.stored(st, seq)
-	lg.records.Add(1)
+	if lg.held++; lg.held%publishEvery == 0 {
+		lg.records.Store(lg.held)
+	}
+}
+
+// publishEvery is how many appends to a key group Stats' figure of its
+// records may lag behind.
+const publishEvery = 64
+
+// count adds d to the log's records held and publishes them.
+func (lg *kgLog) count(d int64) {
+	lg.held += d
+	lg.records.Store(lg.held)
 }
 
 // storeEncoded is store for record seq of st already in the chunk
@@ -387,7 +404,7 @@ func (b *Buffer) Trim(p job.Producer, kg job.KeyGroup, upTo uint64) (freedBytes 
 func (b *Buffer) trim(lg *kgLog, st *stream, upTo uint64) int64 {
 	if st.high > st.low {
 		n := int64(min(upTo, st.high) - st.low)
-		lg.records.Add(-n)
+		lg.count(-n)
 		b.trimmed.Add(n)
 	}
 	st.low = upTo

@@ -46,9 +46,16 @@
 // validates everything: a bad chain gives ErrCorrupt naming the mark, byte
 // offset and field, never a panic.
 //
+// A mark of a whole key group (a full mark's, or one absorbed) leaves out
+// the records at the head of each chunk that are trimmed already: a chunk
+// is freed only once all its records are, so it can hold, before the first
+// record still needed, up to a chunk's worth that no restore needs.
+//
 // MarkInParts (and MarkFullInParts) makes the same mark without copying
 // the records: in pieces that point into the chunks, which stay pinned
-// until MarkParts.Release. A chunk freed while pinned (trimmed, spilled,
+// until MarkParts.Release; MarkParts.Seal, off the owner's goroutine,
+// leaves out the trimmed heads (from the stream watermarks the mark took)
+// and computes the checksum. A chunk freed while pinned (trimmed, spilled,
 // extracted and dropped) is left to the collector instead of the pool, and
 // records are only ever appended past what a mark took, so the pieces keep
 // their bytes while another goroutine checksums (Seal) and writes them.

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -28,7 +29,9 @@ import (
 // to it. A section lists every stream whose low or high changed, with their
 // values, and carries the records appended since the previous mark, copied
 // from the chunks as they are (some may be trimmed already: Restore drops
-// them again). Applying a section means: trim each listed stream to its
+// them again); a reset section leaves out the records trimmed at the head
+// of each chunk, and its records length is then a uvarint padded to five
+// bytes (see MarkParts.Seal). Applying a section means: trim each listed stream to its
 // low, append the records (a record may follow a gap only if the gap is
 // trimmed), then check that each stream reached its high (or that its high
 // is at or below its low: those records were trimmed before being stored).
@@ -98,7 +101,30 @@ type MarkParts struct {
 	parts  [][]byte
 	pinned []*chunk
 	sealed bool
+	// The whole key groups (reset sections) of the mark, whose chunks
+	// may start with records trimmed since they were appended: Seal
+	// leaves those out (see Seal).
+	heads []sectionHead
+	lows  []streamLow // the streams of heads, by section, each sorted by producer
 }
+
+// sectionHead is a reset section of a mark in parts: its records-length
+// field (padded to lenWidth bytes) at hdr[lenAt:], its records in
+// segs[from:to], its streams in lows[lowFrom:lowTo].
+type sectionHead struct {
+	lenAt, from, to, lowFrom, lowTo int
+}
+
+// streamLow is a stream's low watermark as a mark took it.
+type streamLow struct {
+	p   job.Producer
+	low uint64
+}
+
+// lenWidth is the width of a reset section's records-length field: a
+// uvarint padded with continuation bytes (Restore reads it as any
+// uvarint), so that Seal can write a shorter length in its place.
+const lenWidth = 5
 
 // segment is a piece of a mark: hdr[start:end], or data.
 type segment struct {
@@ -109,10 +135,27 @@ type segment struct {
 // Seal computes the mark's checksum, over the pieces before it. It reads
 // the pinned chunks, so it runs before Release; a second Seal does nothing,
 // nor does a Seal of a mark that failed (no pieces).
+//
+// First it leaves out, from each chunk of a whole key group, the records
+// at its head that were trimmed when the mark was taken: those a chunk
+// still held only because records after them in it were not trimmed. A
+// full mark would otherwise carry, for every key group, up to a chunk of
+// records nobody needs (Restore drops them again). It shortens the pieces
+// of Parts' slice in place: read them from it after Seal.
 func (mp *MarkParts) Seal() {
 	parts := mp.Parts()
 	if mp.sealed || len(parts) == 0 {
 		return
+	}
+	for _, h := range mp.heads {
+		lows := mp.lows[h.lowFrom:h.lowTo]
+		n := 0
+		for i := h.from; i < h.to; i++ {
+			d := parts[i]
+			parts[i] = d[trimmedHead(d, lows):]
+			n += len(parts[i])
+		}
+		putPadded(mp.hdr[h.lenAt:h.lenAt+lenWidth], uint64(n))
 	}
 	var crc uint32
 	for _, p := range parts[:len(parts)-1] {
@@ -135,6 +178,34 @@ func (mp *MarkParts) Parts() [][]byte {
 		}
 	}
 	return mp.parts
+}
+
+// trimmedHead is the length of the records at the head of d that are at
+// or below their stream's low in lows (sorted by producer); it stops at
+// the first record that is not, or that does not decode.
+func trimmedHead(d []byte, lows []streamLow) int {
+	at := 0
+	for at < len(d) {
+		p, seq, _, next, _, _ := decodeRecord(d, at)
+		if next < 0 {
+			break
+		}
+		i, ok := slices.BinarySearchFunc(lows, p, func(s streamLow, p job.Producer) int { return cmp.Compare(s.p, p) })
+		if !ok || seq > lows[i].low {
+			break
+		}
+		at = next
+	}
+	return at
+}
+
+// putPadded writes v into b as a uvarint of exactly len(b) bytes.
+func putPadded(b []byte, v uint64) {
+	for i := range len(b) - 1 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+	}
+	b[len(b)-1] = byte(v)
 }
 
 // Release unpins the chunks the mark points into: its pieces must not be
@@ -164,6 +235,7 @@ func (mp *MarkParts) reset() {
 	clear(mp.parts)
 	mp.parts = nil
 	mp.sealed = false
+	mp.heads, mp.lows = mp.heads[:0], mp.lows[:0]
 }
 
 // cut ends the header piece that started at from.
@@ -273,7 +345,24 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), mp *MarkPart
 				out = binary.AppendUvarint(out, st.high)
 			}
 		}
-		mp.hdr = binary.AppendUvarint(out, uint64(s.bytes))
+		var head *sectionHead
+		if s.reset && s.bytes < 1<<(7*lenWidth) {
+			lowFrom := len(mp.lows)
+			for _, st := range lg.streams {
+				mp.lows = append(mp.lows, streamLow{st.p, st.low})
+			}
+			slices.SortFunc(mp.lows[lowFrom:], func(a, b streamLow) int { return cmp.Compare(a.p, b.p) })
+			mp.heads = append(mp.heads, sectionHead{lenAt: len(out), lowFrom: lowFrom, lowTo: len(mp.lows)})
+			head = &mp.heads[len(mp.heads)-1]
+			mp.hdr = append(out, make([]byte, lenWidth)...)
+			putPadded(mp.hdr[len(out):], uint64(s.bytes))
+		} else {
+			mp.hdr = binary.AppendUvarint(out, uint64(s.bytes))
+		}
+		from = mp.cut(from)
+		if head != nil {
+			head.from = len(mp.segs)
+		}
 		for i, c := range lg.chunks {
 			if s.from[i] < 0 {
 				continue
@@ -293,8 +382,10 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), mp *MarkPart
 				c.pins.Add(1)
 				mp.pinned = append(mp.pinned, c)
 			}
-			from = mp.cut(from)
 			mp.segs = append(mp.segs, segment{data: data[s.from[i]:len(data):len(data)]})
+		}
+		if head != nil {
+			head.to = len(mp.segs)
 		}
 	}
 	from = mp.cut(from)
@@ -303,6 +394,11 @@ func (b *Buffer) mark(full bool, load func(*chunk) ([]byte, error), mp *MarkPart
 
 	for _, s := range secs {
 		s.lg.marked()
+	}
+	for _, lg := range b.logs {
+		if lg != nil {
+			lg.count(0) // Stats exact at every checkpoint
+		}
 	}
 	b.drops = nil
 	b.needFull = false
@@ -564,7 +660,7 @@ func (r *restorer) section(j int, seen map[job.KeyGroup]bool) error {
 		}
 		r.pos = next
 	}
-	lg.records.Add(stored)
+	lg.count(stored)
 	if st != nil {
 		lg.last = st
 	}
@@ -590,5 +686,5 @@ func (b *Buffer) dropLog(kg job.KeyGroup) {
 		c.sealed = true
 		b.free(c)
 	}
-	lg.records.Store(0)
+	lg.count(-lg.held)
 }

@@ -286,3 +286,62 @@ func TestMarkInPartsKeepsItsBytes(t *testing.T) {
 		t.Fatal("no chunk went back to the pool after the mark was released")
 	}
 }
+
+// TestFullMarkLeavesOutTrimmedHeads: a chunk that trims have emptied at
+// its head but not whole (two producers interleaved, one trimmed further
+// than the other) gives a full mark without those records, in one piece
+// (MarkFull) and in parts (sealed, read from Parts): the records from the
+// first one still needed on, and the buffer restored from it, and from it
+// with a delta after, is the buffer that made it.
+func TestFullMarkLeavesOutTrimmedHeads(t *testing.T) {
+	cfg := DefaultConfig()
+	b := mustNew(t, cfg)
+	rec := func(p job.Producer, seq uint64) []byte {
+		r := testRec(p, 3, seq)
+		d := make([]byte, maxRecordOverhead+len(r.Key)+len(r.Data))
+		return d[:putRecord(d, 0, p, seq, &r)]
+	}
+	var kept []byte // the records of key group 3 from p2's 31st on
+	for seq := uint64(1); seq <= 100; seq++ {
+		for _, p := range []job.Producer{1, 2} {
+			if err := b.Append(p, 3, seq, testRec(p, 3, seq)); err != nil {
+				t.Fatal(err)
+			}
+			if seq > 31 || seq == 31 && p == 2 {
+				kept = append(kept, rec(p, seq)...)
+			}
+		}
+	}
+	// p1's 31st, trimmed, comes before p2's, which is not: the head ends
+	// there.
+	b.Trim(1, 3, 50)
+	b.Trim(2, 3, 30)
+	full, err := b.MarkFull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(full), string(kept)) {
+		t.Fatal("the full mark does not hold the records still needed, in order")
+	}
+	if strings.Contains(string(full), string(rec(2, 30))) || strings.Contains(string(full), string(rec(1, 1))) {
+		t.Fatal("the full mark holds records trimmed at the head of its chunk")
+	}
+	restoreChain(t, cfg, [][]byte{full}, b)
+
+	var mp MarkParts
+	if err := b.MarkFullInParts(&mp); err != nil {
+		t.Fatal(err)
+	}
+	parts := mp.Parts()
+	mp.Seal()
+	got := slices.Concat(parts...)
+	mp.Release()
+	if !slices.Equal(got, full) {
+		t.Fatalf("the full mark in parts, read from the slice Parts gave before Seal, is not MarkFull's (%d bytes, want %d)", len(got), len(full))
+	}
+	if err := b.Append(1, 3, 101, testRec(1, 3, 101)); err != nil {
+		t.Fatal(err)
+	}
+	b.Trim(2, 3, 60)
+	restoreChain(t, cfg, [][]byte{got, b.Mark()}, b)
+}

@@ -38,7 +38,9 @@ type SliceStats struct {
 
 // Stats returns a snapshot of the buffer. It is safe to call from any
 // goroutine, concurrently with the owner's calls; the figures of different
-// key groups may be a few operations apart.
+// key groups may be a few operations apart, and the records of a key
+// group may lag up to 63 appends behind (they are exact after a Mark, a
+// Trim or a Restore).
 func (b *Buffer) Stats() Stats {
 	var s Stats
 	b.mu.Lock()

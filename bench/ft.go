@@ -50,7 +50,7 @@ func (r *run) observe(e events.Event) {
 		r.replayed += f.Records // a global rollback's; 0 for an instance's
 	case events.Checkpoint:
 		f, _ := e.Fields.(events.CheckpointFields)
-		b, k := f.Bytes, f.Keys
+		b, k := float64(f.Bytes), float64(f.Keys)
 		if b == 0 || !strings.HasPrefix(e.Instance, "count#") {
 			break
 		}
@@ -58,10 +58,10 @@ func (r *run) observe(e events.Event) {
 			r.lastFull = map[string][2]float64{}
 		}
 		if f.Full {
-			r.lastFull[e.Instance] = [2]float64{float64(b), float64(k)}
+			r.lastFull[e.Instance] = [2]float64{b, k}
 		} else if f, ok := r.lastFull[e.Instance]; ok && f[1] > 0 {
-			r.deltaFull = append(r.deltaFull, float64(b)/f[0])
-			r.keyFrac = append(r.keyFrac, float64(k)/f[1])
+			r.deltaFull = append(r.deltaFull, b/f[0])
+			r.keyFrac = append(r.keyFrac, k/f[1])
 		}
 	}
 	r.evs = append(r.evs, e)
@@ -269,149 +269,6 @@ func tempRoot(data string, keep bool, stderr io.Writer) (string, func(rc int), e
 		}
 		os.RemoveAll(tmp)
 	}, err
-}
-
-// Overhead is the result of `spate bench overhead`.
-type Overhead struct {
-	Meta
-	// Rounds holds every round's raw values: rps_FT and
-	// cpu_us_per_record_FT (the throughput runs), p99_ms_FT (the latency
-	// runs).
-	Rounds map[string][]float64 `json:"rounds"`
-	RPS    map[string]float64   `json:"rps"`
-	P99Ms  map[string]float64   `json:"p99_ms"`
-	Ratio  map[string]float64   `json:"ratio"` // of the medians
-	// RatioRounds is each round's ratio: rounds run seconds apart on the
-	// same machine, so their spread says how far Ratio can be trusted.
-	RatioRounds map[string][]float64 `json:"ratio_rounds"`
-	// CPU µs per record of the node processes in the throughput runs: on
-	// a shared machine, far steadier than records/s; CPURatio is none's
-	// over each's, the fraction of its work a configuration keeps useful.
-	CPUPerRec map[string]float64 `json:"cpu_us_per_record"`
-	CPURatio  map[string]float64 `json:"cpu_ratio"`
-	DeltaFull float64            `json:"delta_over_full_bytes"` // spate, count: median of a delta's bytes over its instance's latest full
-	DirtyKeys float64            `json:"delta_keys_fraction"`   // and of the keys it wrote over the full's keys
-	Verified  bool               `json:"verified"`
-}
-
-func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
-	fs := flag.NewFlagSet("bench overhead", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration")
-	dur := fs.Duration("duration", 10*time.Second, "run time of each run")
-	keys := fs.Int("keys", 1_000_000, "distinct keys (state size)")
-	rate := fs.Float64("rate", 200_000, "records/s of the latency runs (below every configuration's capacity)")
-	interval := fs.Duration("interval", time.Second, "checkpoint interval")
-	verify := fs.Bool("verify", true, "verify every throughput run with the oracle")
-	// The lag rises for a few tens of milliseconds at each window's end:
-	// sampled every 100 ms (the default heartbeat), whether a sample falls
-	// on the peak was chance, and the p99 of a configuration moved by a
-	// hundred milliseconds with the phase of its samples.
-	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period of the latency runs: the resolution of the output-lag samples")
-	s := newSession("overhead", fs, stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fts := []string{"none", "spate", "global"}
-	if err := s.start(repeat(*rounds*len(fts)*2, runWeight(*dur))); err != nil {
-		fmt.Fprintln(stderr, "spate bench:", err)
-		return 2
-	}
-	defer func() { s.end(rc) }()
-	root := s.root
-	rps := map[string][]float64{}
-	p99 := map[string][]float64{}
-	cpu := map[string][]float64{}
-	var deltaFull, keyFrac []float64
-	res := Overhead{RPS: map[string]float64{}, P99Ms: map[string]float64{}, Ratio: map[string]float64{}, RatioRounds: map[string][]float64{},
-		CPUPerRec: map[string]float64{}, CPURatio: map[string]float64{}, Verified: true}
-	for i := range *rounds {
-		for _, ft := range fts {
-			cfg := benchConfig(root, "tput", i, ft)
-			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval = 0, *dur, *keys, interval.String()
-			s.step("round %d of %d: --ft %s, throughput run (--rate 0, %v)", i+1, *rounds, ft, *dur)
-			r, err := clusterRun(s.ctx, cfg, 0, "", *verify)
-			if s.interrupted() {
-				return exitInterrupted
-			}
-			if err != nil {
-				fmt.Fprintln(stderr, "spate bench overhead:", err)
-				return 1
-			}
-			res.Verified = res.Verified && r.verified
-			rps[ft] = append(rps[ft], r.rps)
-			cpu[ft] = append(cpu[ft], r.cpuPerRec)
-
-			cfg = benchConfig(root, "lat", i, ft)
-			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = *rate, *dur, *keys, interval.String(), *heartbeat
-			s.step("round %d of %d: --ft %s, latency run (%s records/s, %v)", i+1, *rounds, ft, si(*rate), *dur)
-			r, err = clusterRun(s.ctx, cfg, 0, "", false)
-			if s.interrupted() {
-				return exitInterrupted
-			}
-			if err != nil {
-				fmt.Fprintln(stderr, "spate bench overhead:", err)
-				return 1
-			}
-			p99[ft] = append(p99[ft], lagP99(r.info, 2*time.Second))
-			if ft == "spate" {
-				deltaFull = append(deltaFull, r.deltaFull...)
-				keyFrac = append(keyFrac, r.keyFrac...)
-			}
-			if !*asJSON {
-				fmt.Fprintf(stdout, "round %d %-6s %s records/s, %.2f CPU µs/record, p99 output lag %.0f ms\n", i+1, ft, si(rps[ft][i]), cpu[ft][i], p99[ft][i])
-			}
-		}
-	}
-	for _, ft := range fts {
-		res.RPS[ft], res.P99Ms[ft], res.CPUPerRec[ft] = median(rps[ft]), median(p99[ft]), median(cpu[ft])
-	}
-	res.Ratio["spate/none"] = res.RPS["spate"] / res.RPS["none"]
-	res.Ratio["global/none"] = res.RPS["global"] / res.RPS["none"]
-	for i := range *rounds {
-		for _, ft := range fts[1:] {
-			res.RatioRounds[ft+"/none"] = append(res.RatioRounds[ft+"/none"], rps[ft][i]/rps["none"][i])
-		}
-	}
-	res.CPURatio["spate/none"] = res.CPUPerRec["none"] / res.CPUPerRec["spate"]
-	res.CPURatio["global/none"] = res.CPUPerRec["none"] / res.CPUPerRec["global"]
-	if len(deltaFull) > 0 {
-		res.DeltaFull, res.DirtyKeys = median(deltaFull), median(keyFrac)
-	}
-	s.prog.finish(s.name)
-	res.Meta, res.Rounds = s.meta, map[string][]float64{}
-	pr := panel{Title: "throughput, records/s (--rate 0)", Format: si}
-	pl := panel{Title: fmt.Sprintf("p99 output lag, ms (at %s records/s)", si(*rate)), Format: func(v float64) string { return fmt.Sprintf("%.0f ms", v) }}
-	pc := panel{Title: "CPU µs per record (node processes, throughput runs)", Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
-	for _, ft := range fts {
-		res.Rounds["rps_"+ft], res.Rounds["p99_ms_"+ft], res.Rounds["cpu_us_per_record_"+ft] = rps[ft], p99[ft], cpu[ft]
-		pr.add(ft, rps[ft])
-		pl.add(ft, p99[ft])
-		pc.add(ft, cpu[ft])
-	}
-	if *s.html != "" {
-		if err := writeHTML(*s.html, "spate bench overhead", s.meta, []panel{pr, pl, pc}); err != nil {
-			fmt.Fprintln(stderr, "spate bench overhead:", err)
-			return 2
-		}
-	}
-	if *asJSON {
-		_ = json.NewEncoder(stdout).Encode(res)
-	} else {
-		fmt.Fprintf(stdout, "overhead (%d nodes, %d keys, interval %v, %v runs, %d rounds, medians):\n", 4, *keys, *interval, *dur, *rounds)
-		for _, ft := range fts {
-			fmt.Fprintf(stdout, "  %-6s %s records/s   %.2f CPU µs/record   p99 output lag %.0f ms (at %s records/s)\n", ft, si(res.RPS[ft]), res.CPUPerRec[ft], res.P99Ms[ft], si(*rate))
-		}
-		fmt.Fprintf(stdout, "  CPU efficiency against none: spate %.3f   global %.3f\n", res.CPURatio["spate/none"], res.CPURatio["global/none"])
-		fmt.Fprintf(stdout, "  spate/none %.3f   global/none %.3f   (by round: spate/none %s, global/none %s)\n  count's delta checkpoints: %.1f%% of a full one's bytes, writing %.1f%% of its keys (latency runs)\n",
-			res.Ratio["spate/none"], res.Ratio["global/none"], ratios(res.RatioRounds["spate/none"]), ratios(res.RatioRounds["global/none"]), 100*res.DeltaFull, 100*res.DirtyKeys)
-	}
-	if !res.Verified {
-		fmt.Fprintln(stdout, "  WARNING: a run failed verification")
-		return 1
-	}
-	return 0
 }
 
 // Recovery is the result of `spate bench recovery`.

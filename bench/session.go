@@ -120,6 +120,15 @@ func (s *session) interrupted() bool {
 	return true
 }
 
+// discard removes a run's directory once it has served (verified): the
+// runs of a long benchmark would fill the disk otherwise. Kept with
+// --keep or --data.
+func (s *session) discard(dir string) {
+	if !*s.keep && *s.data == "" {
+		os.RemoveAll(dir)
+	}
+}
+
 // step announces the next step.
 func (s *session) step(format string, args ...any) { s.prog.next(fmt.Sprintf(format, args...)) }
 
@@ -170,6 +179,13 @@ func (p *progress) next(what string) {
 		eta = time.Duration(left / p.doneW * float64(p.doneT))
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %s, ETA %s\n", p.k, len(p.weights), what, eta.Round(time.Second))
+}
+
+// drop forgets the last n steps, which will not run (a benchmark that
+// stops early, a run that turned out not to be needed).
+func (p *progress) drop(n int) {
+	n = min(max(n, 0), len(p.weights)-p.k)
+	p.weights = p.weights[:len(p.weights)-n]
 }
 
 // finish says how long the whole benchmark took.

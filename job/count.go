@@ -134,6 +134,9 @@ func NewCount(spec *Spec) *Count {
 // Groups returns the key groups this instance holds state for, ascending.
 func (c *Count) Groups() []KeyGroup { return keyGroups(c.tab) }
 
+// Len implements Stateful.
+func (c *Count) Len() int { return c.tab.Len() }
+
 // keyGroups returns the key groups tab holds, ascending (nil if none).
 func keyGroups[V any](tab *state.Table[V]) []KeyGroup {
 	var out []KeyGroup

@@ -31,7 +31,7 @@ func TestIncrementalPays(t *testing.T) {
 		snap.Groups = cap.Encode(nil)
 		n := 0
 		for _, g := range snap.Groups {
-			n += len(g.Entries)
+			n += g.Len()
 		}
 		b, err := state.Encode(snap)
 		if err != nil {

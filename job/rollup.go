@@ -82,6 +82,9 @@ func NewRollup(spec *Spec) *Rollup {
 // Groups returns the key groups this instance holds state for, ascending.
 func (r *Rollup) Groups() []KeyGroup { return keyGroups(r.tab) }
 
+// Len implements Stateful.
+func (r *Rollup) Len() int { return r.tab.Len() }
+
 // Late returns the number of records dropped because their window had
 // already fired (0 unless the runtime breaks the watermark contract).
 func (r *Rollup) Late() uint64 { return r.late }

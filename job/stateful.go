@@ -36,6 +36,8 @@ type Stateful interface {
 	Restore(groups []state.MergedGroup) error
 	// DropGroups forgets the state of key groups that moved away.
 	DropGroups(kgs []KeyGroup)
+	// Len returns the number of keys held: what a full capture holds.
+	Len() int
 }
 
 // Captured is the state pinned by Stateful.Capture.

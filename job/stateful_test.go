@@ -83,11 +83,11 @@ func TestRestoreErrors(t *testing.T) {
 	if len(good) < 2 {
 		t.Fatalf("want at least two groups, have %d", len(good))
 	}
-	kv := good[0].Entries[0]
+	kv := good[0].KVs()[0]
 	mod := func(f func(gs []state.GroupData) []state.GroupData) []state.GroupData {
-		gs := slices.Clone(good)
+		gs := make([]state.GroupData, len(good))
 		for i := range gs {
-			gs[i].Entries = slices.Clone(gs[i].Entries)
+			gs[i] = state.GroupData{KG: good[i].KG, Entries: slices.Clone(good[i].KVs())}
 		}
 		return f(gs)
 	}
@@ -229,7 +229,7 @@ func TestDropGroups(t *testing.T) {
 		t.Fatalf("Groups after DropGroups = %v, want %v", got, groups[2:])
 	}
 	delta := c.Capture(false).Encode(nil)
-	if len(delta) != 2 || !delta[0].Reset || !delta[1].Reset || len(delta[0].Entries)+len(delta[1].Entries) != 0 {
+	if len(delta) != 2 || !delta[0].Reset || !delta[1].Reset || delta[0].Len()+delta[1].Len() != 0 {
 		t.Fatalf("delta after dropping two groups: %+v", delta)
 	}
 	var out recorder

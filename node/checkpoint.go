@@ -26,6 +26,7 @@ type checkpointer struct {
 	prev                   [][]wire.Position            // positions of the latest completed checkpoint
 	spilling               bool                         // the backup is spilling (reported)
 	chain                  state.ChainState             // the current chain's sizes: when a full one pays
+	perKey                 float64                      // stored bytes a key took in the latest full checkpoint: what a fresh one would take
 	lastFile               string                       // the newest file of the chain, what the next delta builds on
 	baseFile               string                       // the chain's first file (a full checkpoint, or a compacted chain)
 	lastFileID, baseFileID uint64                       // the checkpoints those two files hold
@@ -79,6 +80,17 @@ func (c *checkpointer) wantFull(d *wire.Deploy) bool {
 	return cfg.WantFull(c.chain)
 }
 
+// fullNext is wantFull with what a fresh full checkpoint would be stored
+// in (ChainState.Current) estimated from the keys held now, at the bytes
+// a key took in the latest full one.
+func (in *instance) fullNext() bool {
+	in.ck.chain.Current = 0
+	if in.stateful != nil && in.ck.perKey > 0 {
+		in.ck.chain.Current = int64(in.ck.perKey * float64(in.stateful.Len()))
+	}
+	return in.ck.wantFull(in.plan)
+}
+
 func (c *checkpointer) interval(d *wire.Deploy) time.Duration {
 	if c.override > 0 {
 		return c.override
@@ -116,7 +128,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 		return // nothing new to write (PROTOCOL.md, "Retired instances")
 	}
 	id := in.ck.lastID + 1
-	full := in.ck.wantFull(in.plan)
+	full := in.fullNext()
 	pc := in.capture(id, full)
 	in.noteEmpty(id)
 	in.ck.inflight = true
@@ -134,11 +146,16 @@ type pendingCheckpoint struct {
 	pos      map[int]uint64    // sources: partition positions
 	source   *sourceCheckpoint // sources: the section, encoded by persist (tens of markers)
 	bytes    int               // stored size, once persisted
-	parent   string            // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
-	base     string            // deltas: the chain's first file, when it is not parent
-	parentID uint64            // the checkpoints parent and base hold
-	baseID   uint64
-	chain    uint64 // the base of the chain parent belongs to
+	// stateBytes is bytes without the plain sections (the upstream
+	// backup's records): what the choice of a full checkpoint weighs
+	// (state.Config.MaxChainRatio); keys, the entries it holds.
+	stateBytes int
+	keys       int
+	parent     string // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
+	base       string // deltas: the chain's first file, when it is not parent
+	parentID   uint64 // the checkpoints parent and base hold
+	baseID     uint64
+	chain      uint64 // the base of the chain parent belongs to
 	// damaged is a file the scrub found damaged, and damagedID the
 	// checkpoint it holds (with damagedBase, every later one of its chain).
 	damaged     string
@@ -296,10 +313,13 @@ func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.lastFileID = pc.snap.ID
 	if pc.snap.Full {
 		in.ck.baseFile, in.ck.baseFileID = in.ck.lastFile, pc.snap.ID
-		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.bytes)}
+		in.ck.chain = state.ChainState{Base: true, BaseSize: int64(pc.stateBytes)}
+		if pc.keys > 0 {
+			in.ck.perKey = float64(pc.stateBytes) / float64(pc.keys)
+		}
 	} else {
 		in.ck.chain.Deltas++
-		in.ck.chain.DeltaSize += int64(pc.bytes)
+		in.ck.chain.DeltaSize += int64(pc.stateBytes)
 	}
 }
 
@@ -316,9 +336,10 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		snap.Groups = pc.captured.Encode(&in.ck.scratch)
 		pc.captured.Done()
 		for _, g := range snap.Groups {
-			keys += len(g.Entries)
+			keys += g.Len()
 		}
 	}
+	pc.keys = keys
 	var err error
 	if in.file != nil {
 		err = in.file.f.Sync() // the committed prefix must be durable first
@@ -368,6 +389,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	for _, p := range parts {
 		pc.bytes += len(p)
 	}
+	pc.stateBytes = pc.bytes - snap.PlainSize()
 	if err != nil {
 		in.n.event(events.CheckpointFailed, in.id, events.CheckpointFailedFields{ID: snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err
@@ -489,9 +511,11 @@ func (in *instance) restore(files []string) (uint64, error) {
 	for i, f := range files {
 		wg.Go(func() {
 			data, err := in.n.store.Get(f)
-			sizes[i] = int64(len(data))
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
+			}
+			if err == nil {
+				sizes[i] = int64(len(data) - snaps[i].PlainSize())
 			}
 			if err == nil {
 				err = state.Holds(f, snaps[i])
@@ -586,6 +610,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 	in.ck.chain = state.ChainState{Base: true, BaseSize: sizes[0], Deltas: len(files) - 1}
 	for _, n := range sizes[1:] {
 		in.ck.chain.DeltaSize += n
+	}
+	keys := 0
+	for _, g := range snaps[0].Groups {
+		keys += g.Len()
+	}
+	if keys > 0 {
+		in.ck.perKey = float64(sizes[0]) / float64(keys)
 	}
 	return last.ID, nil
 }

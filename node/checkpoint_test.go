@@ -214,7 +214,7 @@ func TestRestoredInstanceExtendsItsChain(t *testing.T) {
 	}
 	keys := 0
 	for _, g := range snap.Groups {
-		keys += len(g.Entries)
+		keys += g.Len()
 	}
 	if snap.Full || snap.Parent != 2 || keys != 100 {
 		t.Fatalf("checkpoint after the restore: full %v, parent %d, %d keys; want a delta on 2 with the 100 keys fed since", snap.Full, snap.Parent, keys)
@@ -254,11 +254,12 @@ func sameGroups(got, want []state.GroupData) error {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.KG != w.KG || len(g.Entries) != len(w.Entries) {
-			return fmt.Errorf("group %d: key group %d with %d keys, want %d with %d", i, g.KG, len(g.Entries), w.KG, len(w.Entries))
+		if g.KG != w.KG || g.Len() != w.Len() {
+			return fmt.Errorf("group %d: key group %d with %d keys, want %d with %d", i, g.KG, g.Len(), w.KG, w.Len())
 		}
-		for j := range w.Entries {
-			ge, we := g.Entries[j], w.Entries[j]
+		gk, wk := g.KVs(), w.KVs()
+		for j := range wk {
+			ge, we := gk[j], wk[j]
 			if !bytes.Equal(ge.Key, we.Key) || !bytes.Equal(ge.Value, we.Value) || ge.Deleted != we.Deleted {
 				return fmt.Errorf("key group %d, entry %d: %q=%x, want %q=%x", w.KG, j, ge.Key, ge.Value, we.Key, we.Value)
 			}

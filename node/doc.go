@@ -25,4 +25,13 @@
 // flush period (5 ms) brought, as one batch per link. A malformed frame
 // closes the one stream that carried it and is reported as an event; it
 // never stops the process.
+//
+// # Profiling
+//
+// A node whose environment has SPATE_CPUPROFILE=DIR writes a CPU profile
+// of its whole life to DIR/NAME-PID.prof (the coordinator passes its
+// environment on to the nodes it spawns; `spate bench overhead --profile`
+// sets it per run). The profile is written when the node exits after a
+// stop or its coordinator's loss; a node killed by a signal leaves an
+// empty file.
 package node

@@ -91,12 +91,18 @@ func Main(args []string, stderr io.Writer) int {
 		debug.SetMemoryLimit(2 << 30)
 	}
 	// SPATE_CPUPROFILE=DIR writes DIR/NAME-PID.prof: where a node's time
-	// goes (the pid keeps the runs of a benchmark apart).
+	// goes (the pid keeps the runs of a benchmark apart). See doc.go.
 	if dir := os.Getenv("SPATE_CPUPROFILE"); dir != "" {
-		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", cfg.Name, os.Getpid()))); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				defer func() { pprof.StopCPUProfile(); f.Close() }()
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", cfg.Name, os.Getpid())))
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
 			}
+		}
+		if err != nil {
+			cfg.Log.Printf("node %s: SPATE_CPUPROFILE: %v", cfg.Name, err)
+		} else {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -321,11 +321,11 @@ func TestSliceFallsBackBelowADamagedBase(t *testing.T) {
 		}
 		keys := 0
 		for _, g := range in.stateful.Capture(true).Encode(nil) {
-			keys += len(g.Entries)
+			keys += g.Len()
 		}
 		wantKeys := 0
 		for _, g := range snap.Groups {
-			wantKeys += len(g.Entries)
+			wantKeys += g.Len()
 		}
 		if keys != wantKeys {
 			t.Fatalf("loaded %d keys from the fallback, want its %d", keys, wantKeys)

@@ -10,13 +10,19 @@ type Config struct {
 
 	// MaxChainRatio replaces a delta chain by a full snapshot when the
 	// deltas since the base, together, are stored in more than
-	// MaxChainRatio times the base's size: restoring would then read more
-	// than a fresh base costs to write. 0 disables the rule.
+	// MaxChainRatio times what a fresh base would be (ChainState.Current;
+	// the base's size if it is not known): restoring would then read more
+	// than a fresh base costs to write. 0 disables the rule. The sizes are
+	// of the keyed state (ChainState): the plain sections, the upstream
+	// backup's records, a restore reads back at a small part of what a
+	// key costs it, and FullEvery bounds how many it reads; counted, they
+	// made most of a chain's bytes, and full checkpoints, several times a
+	// delta's cost, came after a few deltas instead of every FullEvery-th.
 	MaxChainRatio float64
 }
 
 // DefaultConfig returns the defaults: a full snapshot every 10
-// checkpoints, or as soon as the deltas outweigh the base.
+// checkpoints, or as soon as the deltas outweigh a fresh base.
 func DefaultConfig() Config {
 	return Config{FullEvery: 10, MaxChainRatio: 1}
 }
@@ -37,24 +43,38 @@ func (c Config) Validate() error {
 type ChainState struct {
 	Base      bool  // a durable full snapshot starts the chain, and every delta after it is durable
 	Deltas    int   // durable deltas since the base
-	BaseSize  int64 // stored bytes of the base
-	DeltaSize int64 // stored bytes of those deltas, together
+	BaseSize  int64 // stored bytes of the base, without its plain sections (Snapshot.PlainSize)
+	DeltaSize int64 // stored bytes of those deltas, together, without theirs
+	// Current is what a full snapshot of the state as it is now would be
+	// stored in, an estimate (0: not known). A state that grows outgrows
+	// its base: against the base, deltas of new keys soon outweighed it,
+	// and a full checkpoint, of all the keys, came after a delta or two
+	// while the state grew.
+	Current int64
 }
 
 // WantFull reports whether the next checkpoint must be a full one: there is
 // no intact chain to extend (none yet, or a capture was lost), the chain
 // already has FullEvery-1 deltas, or its deltas cost more than
-// MaxChainRatio bases.
+// MaxChainRatio fresh bases.
 func (c Config) WantFull(s ChainState) bool {
 	switch {
 	case !s.Base:
 		return true
 	case s.Deltas+1 >= c.FullEvery:
 		return true
-	case c.MaxChainRatio > 0 && float64(s.DeltaSize) > c.MaxChainRatio*float64(s.BaseSize):
+	case c.MaxChainRatio > 0 && float64(s.DeltaSize) > c.MaxChainRatio*float64(s.fresh()):
 		return true
 	}
 	return false
+}
+
+// fresh is what a fresh base would be stored in.
+func (s ChainState) fresh() int64 {
+	if s.Current > 0 {
+		return s.Current
+	}
+	return s.BaseSize
 }
 
 // Planner tracks one instance's chain and says, for each checkpoint, whether

@@ -31,6 +31,9 @@ func TestWantFull(t *testing.T) {
 		{"three deltas: the 4th is full", ChainState{Base: true, Deltas: 3, BaseSize: 100, DeltaSize: 50}, true},
 		{"deltas as big as the base", ChainState{Base: true, Deltas: 1, BaseSize: 100, DeltaSize: 100}, false},
 		{"deltas bigger than the base", ChainState{Base: true, Deltas: 1, BaseSize: 100, DeltaSize: 101}, true},
+		{"the state grew: deltas bigger than the base, not than a fresh one", ChainState{Base: true, Deltas: 1, BaseSize: 100, DeltaSize: 150, Current: 400}, false},
+		{"the state grew: deltas bigger than a fresh base", ChainState{Base: true, Deltas: 2, BaseSize: 100, DeltaSize: 401, Current: 400}, true},
+		{"the state shrank: a fresh base is cheaper", ChainState{Base: true, Deltas: 1, BaseSize: 100, DeltaSize: 60, Current: 50}, true},
 	}
 	for _, c := range cases {
 		if got := cfg.WantFull(c.st); got != c.want {

@@ -16,13 +16,17 @@
 //     entries are pinned.
 //  2. A background goroutine runs EncodeCapture (Capture.Each), which
 //     reads each pinned value in place, concurrently with the owner's
-//     Process and Advance. If the owner changes a pinned value first
-//     (Entry.Mut), it saves a clone for the capture: only what is written
-//     during the persist is copied, never the whole state. When Each
-//     returns, nothing is pinned any more.
+//     Process and Advance, and writes each entry in its stored form as it
+//     goes; once Each has returned, it puts each group's entries in key
+//     order (the format's, which a restore's merge of a chain needs). If
+//     the owner changes a pinned value first (Entry.Mut), it saves a
+//     clone for the capture: only what is written during the persist is
+//     copied, never the whole state. When Each returns, nothing is pinned
+//     any more.
 //  3. The goroutine builds a Snapshot (adding the runtime's Sections),
-//     encodes it (zstd, CRC-32C) and Puts it in the Store (temporary name,
-//     write, fsync, rename, fsync the directory). EncodeCapture and
+//     encodes it (the groups' entries copied as they are, the body
+//     compressed with S2, CRC-32C) and Puts it in the Store (temporary
+//     name, write, fsync, rename, fsync the directory). EncodeCapture and
 //     EncodeParts take a Scratch, the storage the previous checkpoint's
 //     encoding used, so that a checkpoint of a large state allocates
 //     nothing; the plain sections (the upstream backup's records) are
@@ -40,7 +44,7 @@
 // Get, Upsert, Delete, Range, DropGroup and Capture belong to the owner
 // goroutine, and so does every Entry. Call Entry.Mut before every change of
 // a value. On the hot path (no capture running, entry already dirty) Mut is
-// one atomic load and an epoch comparison, and inlined.
+// one atomic load and an epoch comparison.
 //
 // A restore builds each key group off the table (GroupBuilder), on as many
 // goroutines as it likes, and attaches the groups once they are all
@@ -65,13 +69,19 @@
 // Collectable says which files garbage collection may delete while keeping
 // the latest complete checkpoint and the previous one restorable;
 // Config.WantFull and Planner decide when a checkpoint is full (every
-// FullEvery-th, or when the deltas outweigh the base).
+// FullEvery-th, or when the deltas outweigh a fresh base: ChainState).
 //
 // The stored form is a 28-byte header (magic "SPCK", version, codec, raw
 // and stored lengths, CRC-32C of header and body), the plain sections
 // (Snapshot.Plain: the upstream backup's records, compact already, kept
-// as they are) and the zstd-compressed body; snapshot.go has the layout. Decode checks everything and fails with
-// ErrCorrupt, saying what is wrong, never with a panic.
+// as they are) and the compressed body: S2, cheaper to encode and to
+// decode than zstd at its fastest level for somewhat more bytes
+// (MEASUREMENTS.md has the figures); zstd (codec 1), what the body was
+// before, is still read. snapshot.go has the layout. Decode checks
+// everything and fails with ErrCorrupt, saying what is wrong, never with
+// a panic. A group of a snapshot that DecodeLazy or EncodeCapture made
+// holds its entries in the stored form (GroupData.Len and KVs read it);
+// encoding copies them as they are.
 //
 // File names carry the instance, the generation and the id
 // ("count#0/g00000002-c000000017-full.ckpt"), so a zombie of an older

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
-	"spate/internal/radix"
 	"spate/internal/varint"
 )
 
@@ -56,10 +55,35 @@ type GroupData struct {
 	Reset   bool
 	Entries []KV // by Key, ascending (byte order), each key once
 
-	// A group decoded by DecodeLazy keeps its entries in the body instead:
-	// n of them, in raw, in the stored form. Entries is then nil.
-	raw []byte
-	n   int
+	// A group decoded by DecodeLazy, or made by EncodeCapture, keeps its
+	// entries in the stored form instead, checked already: n of them in
+	// raw, dels of them deletions. Entries is then nil. Len and KVs read
+	// either form.
+	raw  []byte
+	n    int
+	dels int
+}
+
+// Len returns the number of entries of g, deletions included.
+func (g *GroupData) Len() int {
+	if g.raw != nil {
+		return g.n
+	}
+	return len(g.Entries)
+}
+
+// KVs returns the entries of g as a list: Entries, or, for a group in the
+// stored form, a new list whose keys and values alias it.
+func (g *GroupData) KVs() []KV {
+	if g.raw == nil {
+		return g.Entries
+	}
+	out := make([]KV, 0, g.n)
+	c := cursor{g: g}
+	for c.next(); c.ok; c.next() {
+		out = append(out, c.kv)
+	}
+	return out
 }
 
 // KV is one key of a group: its encoded value, or its deletion (Value nil).
@@ -74,7 +98,8 @@ type KV struct {
 //	header (28 bytes, little endian)
 //	  0  4  magic "SPCK"
 //	  4  1  version (2; 1 is still read)
-//	  5  1  codec (1: zstd)
+//	  5  1  codec of the body: 2 S2 (what Encode writes), 1 zstd (what
+//	        it wrote before; read still, in either version)
 //	  6  2  reserved, zero
 //	  8  8  raw length: the body before compression
 //	 16  8  stored length: what follows the header
@@ -94,12 +119,17 @@ type KV struct {
 const (
 	magic      = "SPCK"
 	version    = 2
-	codecZstd  = 1
 	headerSize = 28
 
 	// MaxRawSize bounds the uncompressed body of a snapshot (1 GiB):
 	// Encode refuses to write a bigger one and Decode to read one.
 	MaxRawSize = 1 << 30
+)
+
+// The codecs of a stored body.
+const (
+	CodecZstd = 1
+	CodecS2   = 2
 )
 
 const (
@@ -111,22 +141,18 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// The codecs are made when the package is initialised, not at first use:
-// they keep channels, and under testing/synctest a channel made inside
-// one bubble (the first run that checkpoints) is fatal to use in another.
+// The zstd decoder, for the files written before S2, is made when the
+// package is initialised, not at first use: it keeps channels, and under
+// testing/synctest a channel made inside one bubble (the first run that
+// restores) is fatal to use in another.
 func init() {
-	b := encoder().EncodeAll([]byte{0}, nil) // its pool is made at the first use
-	_, _ = decoder().DecodeAll(b, nil)
+	_, _ = decoder().DecodeAll(zstdEmpty, nil)
 }
 
+// zstdEmpty is a zstd frame of nothing.
+var zstdEmpty = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x01, 0x00, 0x00}
+
 var (
-	encoder = sync.OnceValue(func() *zstd.Encoder {
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
-		if err != nil {
-			panic(err) // only for bad options
-		}
-		return e
-	})
 	decoder = sync.OnceValue(func() *zstd.Decoder {
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(2),
 			zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderMaxMemory(MaxRawSize))
@@ -140,6 +166,7 @@ var (
 // Header is the fixed-size head of a stored snapshot.
 type Header struct {
 	Version int
+	Codec   int   // CodecS2 or CodecZstd
 	Raw     int64 // uncompressed body size
 	Stored  int64 // compressed body size: the file is HeaderSize + Stored bytes
 }
@@ -160,7 +187,7 @@ func ReadHeader(b []byte) (Header, error) {
 	if b[4] != version && b[4] != 1 {
 		return Header{}, corrupt("unknown version %d", b[4])
 	}
-	if b[5] != codecZstd {
+	if b[5] != CodecZstd && b[5] != CodecS2 {
 		return Header{}, corrupt("unknown codec %d", b[5])
 	}
 	if b[6] != 0 || b[7] != 0 {
@@ -171,10 +198,10 @@ func ReadHeader(b []byte) (Header, error) {
 	if raw > MaxRawSize {
 		return Header{}, corrupt("bad length: raw body of %d bytes, limit %d", raw, MaxRawSize)
 	}
-	if stored > MaxRawSize+MaxRawSize/8 { // zstd expands incompressible data only a little
+	if stored > MaxRawSize+MaxRawSize/4 { // S2 and zstd expand incompressible data only a little
 		return Header{}, corrupt("bad length: stored body of %d bytes", stored)
 	}
-	return Header{Version: int(b[4]), Raw: int64(raw), Stored: int64(stored)}, nil
+	return Header{Version: int(b[4]), Codec: int(b[5]), Raw: int64(raw), Stored: int64(stored)}, nil
 }
 
 func corrupt(format string, args ...any) error {
@@ -200,8 +227,11 @@ func (s *Snapshot) validate() error {
 	}
 	for i := range s.Groups {
 		g := &s.Groups[i]
-		if g.raw != nil {
-			return fmt.Errorf("key group %d: decoded lazily, its entries are not at hand", g.KG)
+		if g.raw != nil { // checked when it was decoded or encoded
+			if g.dels > 0 && (s.Full || g.Reset) {
+				return fmt.Errorf("key group %d: %d deletions in a full group", g.KG, g.dels)
+			}
+			continue
 		}
 		for j := range g.Entries {
 			kv := &g.Entries[j]
@@ -250,195 +280,6 @@ func (s *Snapshot) validateHead() error {
 	return nil
 }
 
-// RawSize returns the size of s's uncompressed body.
-func (s *Snapshot) RawSize() int {
-	n := 4*binary.MaxVarintLen64 + 1 + len(s.Instance) + 2*binary.MaxVarintLen64
-	for name, data := range s.Sections {
-		n += 2*binary.MaxVarintLen64 + len(name) + len(data)
-	}
-	for name, ps := range s.Pieces {
-		n += 2*binary.MaxVarintLen64 + len(name) + piecesLen(ps)
-	}
-	for i := range s.Groups {
-		n += 2*binary.MaxVarintLen64 + 1
-		for _, kv := range s.Groups[i].Entries {
-			n += 1 + 2*binary.MaxVarintLen64 + len(kv.Key) + len(kv.Value)
-		}
-	}
-	return n
-}
-
-// Encode returns the stored form of s: header, zstd-compressed body,
-// CRC-32C. It fails (ErrInvalid) for a snapshot that breaks the rules of
-// Validate or whose body would exceed MaxRawSize. ReadHeader on the result
-// gives the raw and compressed sizes.
-//
-// Encode is safe for concurrent use.
-func Encode(s *Snapshot) ([]byte, error) {
-	parts, err := EncodeParts(s, nil)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Concat(parts...), nil
-}
-
-// Scratch is the storage that encoding checkpoints needs, kept from one
-// encoding to the next by a goroutine that encodes one at a time (an
-// instance's persist): a large state's checkpoint would otherwise allocate
-// tens of megabytes each time, which the runtime zeroes and the kernel
-// maps in afresh. The zero Scratch is ready to use. What an encoding
-// returns aliases its Scratch, and is good until the next one.
-type Scratch struct {
-	kvs    []KV
-	chunks [][]byte // EncodeCapture's chunks, used again in order
-	hs     []radix.Handle
-	sorted []KV
-	raw    []byte
-	body   []byte
-	head   [headerSize + binary.MaxVarintLen64]byte
-	parts  [][]byte
-}
-
-// EncodeParts is Encode without the copy: the stored form in parts, to be
-// written one after the other (Store.Put takes them so). The plain
-// sections are parts of their own, the caller's storage. With sc non-nil
-// the other parts are sc's, good until its next use.
-func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if n := s.RawSize(); n > MaxRawSize+1<<10 {
-		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
-	}
-	if sc == nil {
-		sc = &Scratch{}
-	}
-	raw, plain := appendBody(sc.raw[:0], s)
-	sc.raw = raw
-	if len(raw)+plain > MaxRawSize {
-		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw)+plain, MaxRawSize)
-	}
-	head := binary.AppendUvarint(sc.head[:headerSize], uint64(plain))
-	parts := append(sc.parts[:0], head)
-	for _, name := range sectionNames(s) {
-		if ps, ok := s.Pieces[name]; ok {
-			for _, p := range ps {
-				if len(p) > 0 {
-					parts = append(parts, p)
-				}
-			}
-		} else if s.Plain[name] && len(s.Sections[name]) > 0 {
-			parts = append(parts, s.Sections[name])
-		}
-	}
-	sc.body = encoder().EncodeAll(raw, sc.body[:0])
-	parts = append(parts, sc.body)
-	sc.parts = parts
-	stored := len(head) - headerSize
-	for _, p := range parts[1:] {
-		stored += len(p)
-	}
-	copy(head, magic)
-	head[4], head[5], head[6], head[7] = version, codecZstd, 0, 0
-	binary.LittleEndian.PutUint64(head[8:], uint64(len(raw)))
-	binary.LittleEndian.PutUint64(head[16:], uint64(stored))
-	crc := crc32.Update(crc32.Checksum(head[:24], castagnoli), castagnoli, head[headerSize:])
-	for _, p := range parts[1:] {
-		crc = crc32.Update(crc, castagnoli, p)
-	}
-	binary.LittleEndian.PutUint32(head[24:], crc)
-	return parts, nil
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// sectionNames returns the names of s's sections, ascending.
-func sectionNames(s *Snapshot) []string {
-	names := make([]string, 0, len(s.Sections)+len(s.Pieces))
-	for name := range s.Sections {
-		names = append(names, name)
-	}
-	for name := range s.Pieces {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// piecesLen is the length of a section given in pieces.
-func piecesLen(ps [][]byte) int {
-	n := 0
-	for _, p := range ps {
-		n += len(p)
-	}
-	return n
-}
-
-// appendBody appends s's raw body to b; plain is the length of the plain
-// sections' data, which the body does not hold.
-func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
-	b = appendString(b, s.Instance)
-	b = binary.AppendUvarint(b, s.Gen)
-	b = binary.AppendUvarint(b, s.ID)
-	var flags byte
-	if s.Full {
-		flags |= flagFull
-	}
-	b = append(b, flags)
-	b = binary.AppendUvarint(b, s.Base)
-	b = binary.AppendUvarint(b, s.Parent)
-
-	names := sectionNames(s)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, name := range names {
-		b = appendString(b, name)
-		if ps, ok := s.Pieces[name]; ok {
-			n := piecesLen(ps)
-			b = append(b, flagPlain)
-			b = binary.AppendUvarint(b, uint64(n))
-			plain += n
-		} else if data := s.Sections[name]; s.Plain[name] {
-			b = append(b, flagPlain)
-			b = binary.AppendUvarint(b, uint64(len(data)))
-			plain += len(data)
-		} else {
-			b = append(b, 0)
-			b = appendBytes(b, data)
-		}
-	}
-
-	b = binary.AppendUvarint(b, uint64(len(s.Groups)))
-	for i := range s.Groups {
-		g := &s.Groups[i]
-		b = binary.AppendUvarint(b, uint64(g.KG))
-		flags = 0
-		if g.Reset {
-			flags |= flagReset
-		}
-		b = append(b, flags)
-		b = binary.AppendUvarint(b, uint64(len(g.Entries)))
-		for _, kv := range g.Entries {
-			if kv.Deleted {
-				b = append(b, flagDeleted)
-				b = appendBytes(b, kv.Key)
-				continue
-			}
-			b = append(b, 0)
-			b = appendBytes(b, kv.Key)
-			b = appendBytes(b, kv.Value)
-		}
-	}
-	return b, plain
-}
-
 // Decode parses a stored snapshot. Every error wraps ErrCorrupt and says
 // what is wrong; Decode never panics, and it allocates no more than the
 // header's raw length (at most MaxRawSize) plus what the body's contents
@@ -448,9 +289,9 @@ func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
 func Decode(b []byte) (*Snapshot, error) { return decode(b, false) }
 
 // DecodeLazy is Decode for a restore: it checks everything Decode does, but
-// leaves each group's entries in the decompressed body, read only by
-// MergeGroups (and Merge): Entries is nil. It spares a KV per entry. Such
-// a snapshot cannot be encoded again.
+// leaves each group's entries in the decompressed body, read by
+// MergeGroups, Merge and GroupData.KVs: Entries is nil. It spares a KV per
+// entry.
 //
 // DecodeLazy is safe for concurrent use.
 func DecodeLazy(b []byte) (*Snapshot, error) { return decode(b, true) }
@@ -469,7 +310,16 @@ func decode(b []byte, lazy bool) (*Snapshot, error) {
 		}
 		plain, body = body[w:w+int(n):w+int(n)], body[w+int(n):]
 	}
-	raw, err := decoder().DecodeAll(body, make([]byte, 0, h.Raw))
+	var raw []byte
+	if h.Codec == CodecS2 {
+		// The length S2 says first is checked before the buffer is made.
+		if n, err := s2.DecodedLen(body); err != nil || int64(n) != h.Raw {
+			return nil, corrupt("bad length: body decompresses to %d bytes (%v), header says %d", n, err, h.Raw)
+		}
+		raw, err = s2.Decode(make([]byte, h.Raw), body)
+	} else {
+		raw, err = decoder().DecodeAll(body, make([]byte, 0, h.Raw))
+	}
 	if err != nil {
 		return nil, corrupt("decompress: %v", err)
 	}
@@ -615,9 +465,10 @@ func (r *reader) count(what string, min int) int {
 
 // entries decodes the entries of group g, n of them, into es (nil: it
 // only checks them), and checks that keys ascend and that a whole group
-// (whole: a full snapshot's or a reset one) holds no deletion. It is the
-// bulk of a body, so it reads the bytes itself (with str) rather than
-// through byte and bytes, which it calls only to report an error.
+// (whole: a full snapshot's or a reset one) holds no deletion; it counts
+// the deletions of a group kept in the body in g.dels. It is the bulk of a body, so it reads the bytes
+// itself (with str) rather than through byte and bytes, which it calls
+// only to report an error.
 func (r *reader) entries(g *GroupData, n int, es []KV, whole bool) {
 	b, off := r.b, r.off
 	var prev []byte
@@ -649,7 +500,11 @@ func (r *reader) entries(g *GroupData, n int, es []KV, whole bool) {
 			r.fail("key group %d: deletion of %q in a full group", g.KG, kv.Key)
 			return
 		}
-		if !kv.Deleted {
+		if kv.Deleted {
+			if es == nil { // kept in the body: its deletions are counted
+				g.dels++
+			}
+		} else {
 			at := next
 			if kv.Value, next = str(b, at); next < 0 {
 				r.badStr(at, "value")
@@ -772,132 +627,4 @@ func decodeBody(raw []byte, version int, plain []byte, lazy bool) (*Snapshot, er
 		return nil, corrupt("%s checkpoint %d: %v", s.Instance, s.ID, err)
 	}
 	return s, nil
-}
-
-// EncodeCapture runs c.Each and returns the captured groups in snapshot
-// form: by key group, keys in byte order, values encoded by enc (which
-// appends the encoding of *v to dst and returns it), with the resets of a
-// delta capture. Keys and values live in a few large buffers: sc's when sc
-// is not nil, and the result is then good until sc's next use. enc is
-// called with the table's lock held, on the goroutine that calls
-// EncodeCapture; it must not keep v.
-//
-// When EncodeCapture returns, the capture has ended (see Capture.Each).
-func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *Scratch) []GroupData {
-	const chunkSize = 64 << 10
-	type start struct{ kg, at int }
-	if sc == nil {
-		sc = &Scratch{}
-	}
-	var (
-		kvs    = slices.Grow(sc.kvs[:0], c.Len())
-		starts []start
-		chunk  []byte // keys and values are appended here; a full chunk is left as it is
-		spare  = sc.chunks
-		used   = sc.chunks[:0:0]
-	)
-	c.Each(func(kg int, key string, v *V, deleted bool) {
-		if len(starts) == 0 || starts[len(starts)-1].kg != kg {
-			starts = append(starts, start{kg, len(kvs)})
-		}
-		if cap(chunk)-len(chunk) < len(key)+64 {
-			if chunk != nil {
-				used = append(used, chunk)
-			}
-			need := max(chunkSize, 2*len(key)+64)
-			for len(spare) > 0 && cap(spare[0]) < need {
-				spare = spare[1:]
-			}
-			if len(spare) > 0 {
-				chunk, spare = spare[0][:0], spare[1:]
-			} else {
-				chunk = make([]byte, 0, need)
-			}
-		}
-		ks := len(chunk)
-		chunk = append(chunk, key...)
-		kv := KV{Key: chunk[ks:len(chunk):len(chunk)], Deleted: deleted}
-		if !deleted {
-			vs := len(chunk)
-			// If enc outgrows the chunk, append moves on to a new array:
-			// the old one, which earlier keys and values point into, is
-			// never written again.
-			chunk = enc(chunk, v)
-			kv.Value = chunk[vs:len(chunk):len(chunk)]
-		}
-		kvs = append(kvs, kv)
-	})
-	if chunk != nil {
-		used = append(used, chunk)
-	}
-	sc.kvs, sc.chunks = kvs, used
-	resets := c.Resets()
-	out := make([]GroupData, 0, len(starts)+len(resets))
-	ri := 0
-	addResets := func(below int) {
-		for ri < len(resets) && resets[ri] < below {
-			out = append(out, GroupData{KG: resets[ri], Reset: true})
-			ri++
-		}
-	}
-	for i, st := range starts {
-		end := len(kvs)
-		if i+1 < len(starts) {
-			end = starts[i+1].at
-		}
-		addResets(st.kg)
-		g := GroupData{KG: st.kg, Entries: kvs[st.at:end:end]}
-		if ri < len(resets) && resets[ri] == st.kg {
-			g.Reset = true
-			ri++
-		}
-		sortKVs(g.Entries, sc)
-		out = append(out, g)
-	}
-	addResets(MaxGroups)
-	return out
-}
-
-// sortKVs sorts es by key, in byte order. It orders 16-byte handles (8
-// bytes of the key as a big-endian integer, and the entry's index) rather
-// than the entries: the 8 bytes after the prefix every key shares, by a
-// radix sort on the bytes where they differ, then whole keys where those
-// tie. A capture's sort is most of what encoding it costs otherwise.
-func sortKVs(es []KV, sc *Scratch) {
-	if len(es) < 2 {
-		return
-	}
-	lcp := len(es[0].Key)
-	for _, e := range es[1:] {
-		n := min(lcp, len(e.Key))
-		i := 0
-		for i < n && e.Key[i] == es[0].Key[i] {
-			i++
-		}
-		lcp = i
-	}
-	hs := slices.Grow(sc.hs[:0], len(es))[:len(es)]
-	sc.hs = hs
-	for i, e := range es {
-		var b [8]byte
-		copy(b[:], e.Key[lcp:])
-		hs[i] = radix.Handle{Key: binary.BigEndian.Uint64(b[:]), I: i}
-	}
-	radix.Sort(hs)
-	for i := 0; i < len(hs); { // ties of the 8 bytes: by the whole key
-		j := i + 1
-		for j < len(hs) && hs[j].Key == hs[i].Key {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortFunc(hs[i:j], func(a, b radix.Handle) int { return bytes.Compare(es[a.I].Key, es[b.I].Key) })
-		}
-		i = j
-	}
-	sorted := slices.Grow(sc.sorted[:0], len(es))[:len(es)]
-	sc.sorted = sorted
-	for i, h := range hs {
-		sorted[i] = es[h.I]
-	}
-	copy(es, sorted)
 }

@@ -11,8 +11,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 )
 
 func sampleSnapshot() *Snapshot {
@@ -120,12 +124,107 @@ func encodeV1(s *Snapshot) []byte {
 	head := rawBody(&bare) // ends with the number of groups, 0: one byte
 	bare.Groups = s.Groups
 	raw = append(raw, rawBody(&bare)[len(head)-1:]...)
-	out := encoder().EncodeAll(raw, make([]byte, headerSize))
+	out := zstdEncoder().EncodeAll(raw, make([]byte, headerSize))
 	copy(out, magic)
-	out[4], out[5] = 1, codecZstd
+	out[4], out[5] = 1, CodecZstd
 	binary.LittleEndian.PutUint64(out[8:], uint64(len(raw)))
 	binary.LittleEndian.PutUint64(out[16:], uint64(len(out)-headerSize))
 	return reseal(out)
+}
+
+// zstdEncoder is the encoder of the files written before S2, for tests
+// of their reading.
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		panic(err)
+	}
+	return e
+})
+
+// toZstd is b, a stored snapshot, as it was stored before S2: the same
+// version and layout, the body compressed with zstd (codec 1).
+func toZstd(t *testing.T, b []byte) []byte {
+	t.Helper()
+	h, err := ReadHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, w := binary.Uvarint(b[headerSize:])
+	at := headerSize + w + int(n) // the compressed body
+	raw, err := s2.Decode(nil, b[at:])
+	if err != nil || int64(len(raw)) != h.Raw {
+		t.Fatalf("the body: %d bytes, %v", len(raw), err)
+	}
+	out := zstdEncoder().EncodeAll(raw, bytes.Clone(b[:at]))
+	out[5] = CodecZstd
+	binary.LittleEndian.PutUint64(out[16:], uint64(len(out)-headerSize))
+	return reseal(out)
+}
+
+// TestDecodeZstdBody: a file of version 2 whose body is compressed with
+// zstd, as every file was before S2, is read as it was, by Decode and by
+// DecodeLazy; its corruption is found as it was.
+func TestDecodeZstdBody(t *testing.T) {
+	s := sampleSnapshot()
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := ReadHeader(b); h.Codec != CodecS2 {
+		t.Fatalf("Encode writes codec %d, want S2", h.Codec)
+	}
+	old := toZstd(t, b)
+	if h, err := ReadHeader(old); err != nil || h.Version != 2 || h.Codec != CodecZstd {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	got, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalSnapshots(got, s) {
+		t.Fatalf("Decode of a zstd body: %+v, want %+v", got, s)
+	}
+	lazy := decodeLazyAs(t, old, got, "a zstd body")
+	// Its body re-encoded is the same snapshot, now with S2.
+	again, err := Encode(lazy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, b) {
+		t.Fatal("a lazily decoded zstd file encodes to other bytes than the snapshot it holds")
+	}
+	if out, err := decoder().DecodeAll(zstdEmpty, nil); err != nil || len(out) != 0 {
+		t.Fatalf("the frame the decoder starts with: %q, %v", out, err)
+	}
+	bad := bytes.Clone(old)
+	copy(bad[len(bad)-12:], "garbage!")
+	if _, err := Decode(reseal(bad)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "decompress") {
+		t.Fatalf("a damaged zstd body: %v, want ErrCorrupt saying decompress", err)
+	}
+}
+
+// decodeLazyAs decodes b lazily and checks that it holds what got, b
+// decoded, holds.
+func decodeLazyAs(t *testing.T, b []byte, got *Snapshot, what string) *Snapshot {
+	t.Helper()
+	lazy, err := DecodeLazy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lazy.Sections, got.Sections) {
+		t.Fatalf("DecodeLazy of %s: sections %q, want %q", what, lazy.Sections, got.Sections)
+	}
+	for i, g := range WholeGroups(lazy.Groups) {
+		var kvs []KV
+		for kv := range g.All() {
+			kvs = append(kvs, kv)
+		}
+		if !equalKVs(kvs, got.Groups[i].Entries) {
+			t.Fatalf("DecodeLazy of %s: key group %d holds %v, want %v", what, g.KG, kvs, got.Groups[i].Entries)
+		}
+	}
+	return lazy
 }
 
 // TestDecodeVersion1: a file of version 1 (no plain sections) is still
@@ -144,22 +243,7 @@ func TestDecodeVersion1(t *testing.T) {
 	if !equalSnapshots(got, s) {
 		t.Fatalf("Decode of version 1: %+v, want %+v", got, s)
 	}
-	lazy, err := DecodeLazy(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(lazy.Sections, got.Sections) {
-		t.Fatalf("DecodeLazy of version 1: sections %q, want %q", lazy.Sections, got.Sections)
-	}
-	for i, g := range WholeGroups(lazy.Groups) {
-		var kvs []KV
-		for kv := range g.All() {
-			kvs = append(kvs, kv)
-		}
-		if !equalKVs(kvs, got.Groups[i].Entries) {
-			t.Fatalf("DecodeLazy of version 1: key group %d holds %v, want %v", g.KG, kvs, got.Groups[i].Entries)
-		}
-	}
+	decodeLazyAs(t, b, got, "version 1")
 }
 
 func TestEncodeRejectsInvalid(t *testing.T) {
@@ -214,9 +298,8 @@ func TestDecodeCorrupt(t *testing.T) {
 		return mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[8:], n); return reseal(b) })
 	}
 	body := func(raw []byte) []byte { // a valid container around any raw body
-		s := &Snapshot{Instance: "x", ID: 1, Full: true, Base: 1}
-		b, _ := Encode(s)
-		b = encoder().EncodeAll(raw, append(b[:headerSize], 0)) // no plain sections
+		b := s2.Encode(nil, raw)
+		b = append(append(slices.Clone(good[:headerSize]), 0), b...) // no plain sections
 		binary.LittleEndian.PutUint64(b[8:], uint64(len(raw)))
 		binary.LittleEndian.PutUint64(b[16:], uint64(len(b)-headerSize))
 		return reseal(b)
@@ -237,9 +320,9 @@ func TestDecodeCorrupt(t *testing.T) {
 		{"trailing bytes", append(bytes.Clone(good), 0), "bad length"},
 		{"bit flip", mod(func(b []byte) []byte { b[len(b)/2] ^= 1; return b }), "checksum mismatch"},
 		{"checksum flip", mod(func(b []byte) []byte { b[25] ^= 1; return b }), "checksum mismatch"},
-		{"raw length low", setRaw(10), "decompress"},
+		{"raw length low", setRaw(10), "bad length"},
 		{"raw length high", setRaw(1 << 20), "bad length"},
-		{"not zstd", mod(func(b []byte) []byte { copy(b[headerSize:], "garbage!"); return reseal(b) }), "decompress"},
+		{"not S2", mod(func(b []byte) []byte { copy(b[len(b)-12:], "garbage!"); return reseal(b) }), "decompress"},
 		{"empty body", body(nil), "bad instance length"},
 		{"body trailing", body(append(rawBody(&Snapshot{Instance: "x", ID: 1, Full: true, Base: 1}), 0)), "trailing"},
 		{"body flags", body([]byte{1, 'x', 0, 1, 0x80, 1, 0, 0, 0}), "unknown snapshot flags"},
@@ -400,28 +483,51 @@ func BenchmarkEncodeDecode(b *testing.B) {
 	})
 }
 
-// TestSortKVsIsByteOrder: the handle sort orders keys as bytes.Compare
+// sortedKVs is es in the order sortEntries puts them in: each written in
+// the stored form, sorted, read back.
+func sortedKVs(es []KV, sc *Scratch) []KV {
+	var buf []byte
+	offs := make([]int, 0, len(es)+1)
+	for _, kv := range es {
+		offs = append(offs, len(buf))
+		buf = appendBytes(append(appendEntry(buf, len(kv.Key), false), kv.Key...), kv.Value)
+	}
+	offs = append(offs, len(buf))
+	dst := make([]byte, len(buf))
+	sortEntries(buf, offs, dst, sc)
+	g := GroupData{raw: dst, n: len(es)}
+	if len(es) == 0 {
+		g.raw = []byte{}
+	}
+	return g.KVs()
+}
+
+// TestSortEntriesIsByteOrder: the handle sort orders keys as bytes.Compare
 // does, ties of the first 8 bytes (prefixes, NUL bytes, long keys) included,
-// by comparisons (small groups) and by the radix sort (odd rounds).
-func TestSortKVsIsByteOrder(t *testing.T) {
+// by comparisons (small groups) and by the radix sort (odd rounds), and
+// keeps each key with its value.
+func TestSortEntriesIsByteOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte{0, 1, 'a', 'b', 0xff}
+	sc := &Scratch{}
 	for round := range 200 {
-		es := make([]KV, rng.IntN(300)+round%2*rng.IntN(3000))
-		for i := range es {
+		seen := map[string]bool{}
+		var es []KV
+		for range rng.IntN(300) + round%2*rng.IntN(3000) {
 			k := make([]byte, rng.IntN(14))
 			for j := range k {
 				k[j] = alphabet[rng.IntN(len(alphabet))]
 			}
-			es[i] = KV{Key: k, Value: []byte{byte(i)}}
+			if seen[string(k)] { // a capture holds each key once
+				continue
+			}
+			seen[string(k)] = true
+			es = append(es, KV{Key: k, Value: bytes.Repeat([]byte{byte(len(es))}, rng.IntN(200))})
 		}
 		want := slices.Clone(es)
-		slices.SortStableFunc(want, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
-		sortKVs(es, &Scratch{})
-		for i := range es {
-			if !bytes.Equal(es[i].Key, want[i].Key) {
-				t.Fatalf("round %d: entry %d is %q, want %q", round, i, es[i].Key, want[i].Key)
-			}
+		slices.SortFunc(want, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+		if got := sortedKVs(es, sc); !equalKVs(got, want) {
+			t.Fatalf("round %d: %d entries not in byte order, or not with their values", round, len(es))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -102,10 +103,23 @@ func (d *DirStore) Put(name string, data ...[]byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
+	// The parts of a checkpoint are hundreds (the backup's marks point
+	// into their chunks): written one by one, the system calls cost more
+	// than the bytes. Small ones are gathered into large writes, a large
+	// one goes out as it is.
+	w := putWriters.Get().(*bufio.Writer)
+	w.Reset(f)
+	defer func() {
+		w.Reset(nil)
+		putWriters.Put(w)
+	}()
 	for _, part := range data {
-		if _, err := f.Write(part); err != nil {
+		if _, err := w.Write(part); err != nil {
 			return fmt.Errorf("state: put %s: %w", name, err)
 		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("state: put %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("state: put %s: sync: %w", name, err)
@@ -121,6 +135,9 @@ func (d *DirStore) Put(name string, data ...[]byte) (err error) {
 	}
 	return nil
 }
+
+// putWriters are the buffers of DirStore.Put.
+var putWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)

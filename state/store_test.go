@@ -66,6 +66,25 @@ func TestStore(t *testing.T) {
 		} else if b, err := io.ReadAll(f); err != nil || string(b) != "head-body" || f.Close() != nil {
 			t.Fatalf("Open, read = %q, %v", b, err)
 		}
+		// Many small parts, gathered into larger writes, around parts
+		// larger than what is gathered, written as they are.
+		var many [][]byte
+		for i := range 900 {
+			n := 1 + i%3000
+			if i%300 == 299 {
+				n = 3 << 20
+			}
+			many = append(many, bytes.Repeat([]byte{byte(i)}, n))
+		}
+		if err := s.Put("count#1/many", many...); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := s.Get("count#1/many"); err != nil || !bytes.Equal(b, bytes.Join(many, nil)) {
+			t.Fatalf("Get of a Put in %d parts: %d bytes, %v; want %d", len(many), len(b), err, len(bytes.Join(many, nil)))
+		}
+		if err := s.Delete("count#1/many"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Open("count#1/nope"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Open of a missing name: %v", err)
 		}

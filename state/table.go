@@ -69,10 +69,12 @@ func (e *Entry[V]) Val() *V { return &e.val }
 // Mut returns the entry's value for changing. It marks the entry dirty
 // and, if a running capture still needs the value as it is, saves a clone
 // first. Call it before every mutation. On the hot path (no capture
-// running, the entry already dirty) it is inlined and costs one atomic load
-// and an epoch comparison.
+// running, the entry already dirty) it costs one atomic load and an epoch
+// comparison.
 func (e *Entry[V]) Mut() *V {
-	// Small enough to be inlined; the rest is in mutSlow.
+	// The rest is in mutSlow. (A capture's entries that have been saved
+	// or seen could take the fast path too, saved >= run, but the second
+	// load cost every other Mut more than it spared those.)
 	if t := e.g.t; t.run.Load() != 0 || e.dirtyAt != t.epoch {
 		e.mutSlow()
 	}
@@ -474,6 +476,7 @@ type Capture[V any] struct {
 	state   atomic.Int32 // captPinned, captRunning, captEnded
 	secured []*Entry[V]  // entries whose old value the owner saved; guarded by t.mu
 	ended   bool         // guarded by t.mu
+	touched byte         // Each's: what visit reads ahead, kept so that the reads stay
 }
 
 const (
@@ -539,6 +542,15 @@ func (c *Capture[V]) Each(fn func(kg int, key string, v *V, deleted bool)) {
 
 // visit calls fn for a batch of entries of p under the table's lock.
 func (c *Capture[V]) visit(p *part[V], batch []*Entry[V], fn func(kg int, key string, v *V, deleted bool)) {
+	// The entries of a batch are all over the heap, and so are their keys:
+	// one read of each key first, each independent of the others, brings
+	// their cache lines in together rather than one miss after the other
+	// in the loop below. Keys never change, so no lock is needed for it.
+	for _, e := range batch {
+		if len(e.key) > 0 {
+			c.touched += e.key[0]
+		}
+	}
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	for _, e := range batch {

@@ -65,11 +65,11 @@ func fromSnapshot(t *testing.T, s *Snapshot) model {
 	t.Helper()
 	m := model{}
 	for _, g := range s.Groups {
-		if len(g.Entries) == 0 {
+		if g.Len() == 0 {
 			t.Fatalf("full snapshot %d: empty group %d", s.ID, g.KG)
 		}
 		m[g.KG] = map[string]string{}
-		for _, kv := range g.Entries {
+		for _, kv := range g.KVs() {
 			if kv.Deleted {
 				t.Fatalf("full snapshot %d: deletion of %q", s.ID, kv.Key)
 			}
@@ -212,7 +212,7 @@ func TestCaptureDeltaContents(t *testing.T) {
 		bump(e, int64(i))
 	}
 	full := encodeNow(tab.Capture(true))
-	if len(full) != 2 || len(full[0].Entries) != 5 || len(full[1].Entries) != 5 || full[0].Reset || full[1].Reset {
+	if len(full) != 2 || full[0].Len() != 5 || full[1].Len() != 5 || full[0].Reset || full[1].Reset {
 		t.Fatalf("full capture: %+v", full)
 	}
 
@@ -244,7 +244,7 @@ func TestCaptureDeltaContents(t *testing.T) {
 		if g.Reset != (g.KG == 0 || g.KG == 4) {
 			t.Fatalf("group %d: Reset %v", g.KG, g.Reset)
 		}
-		for _, e := range g.Entries {
+		for _, e := range g.KVs() {
 			got = append(got, kv{g.KG, string(e.Key), e.Deleted})
 		}
 	}
@@ -256,7 +256,7 @@ func TestCaptureDeltaContents(t *testing.T) {
 	// A dropped group and nothing else: a reset with no entries.
 	tab.DropGroup(4)
 	delta = encodeNow(tab.Capture(false))
-	if len(delta) != 1 || delta[0].KG != 4 || !delta[0].Reset || len(delta[0].Entries) != 0 {
+	if len(delta) != 1 || delta[0].KG != 4 || !delta[0].Reset || delta[0].Len() != 0 {
 		t.Fatalf("delta after dropping group 4: %+v", delta)
 	}
 }
@@ -577,14 +577,14 @@ func TestGroupBuilder(t *testing.T) {
 	c := tab.Capture(false)
 	bump(tab.Get(2, []byte("a")), 10) // while the capture is pinned
 	delta := encodeNow(c)
-	if len(delta) != 1 || delta[0].KG != 2 || !delta[0].Reset || len(delta[0].Entries) != 3 {
+	if len(delta) != 1 || delta[0].KG != 2 || !delta[0].Reset || delta[0].Len() != 3 {
 		t.Fatalf("the delta after Attach: %+v", delta)
 	}
-	if v, _ := decT(delta[0].Entries[0].Value); v.n != 1 {
+	if v, _ := decT(delta[0].KVs()[0].Value); v.n != 1 {
 		t.Fatalf("the delta holds a = %d, want its value at the capture, 1", v.n)
 	}
 	delta = encodeNow(tab.Capture(false))
-	if len(delta) != 1 || delta[0].Reset || len(delta[0].Entries) != 1 || string(delta[0].Entries[0].Key) != "a" {
+	if len(delta) != 1 || delta[0].Reset || delta[0].Len() != 1 || string(delta[0].KVs()[0].Key) != "a" {
 		t.Fatalf("the next delta: %+v", delta)
 	}
 }
@@ -820,13 +820,13 @@ func TestEncodeCaptureSortsKeys(t *testing.T) {
 	}
 	gd := EncodeCapture(tab.Capture(true), encT, nil)
 	var keys []string
-	for _, kv := range gd[0].Entries {
+	for _, kv := range gd[0].KVs() {
 		keys = append(keys, string(kv.Key))
 	}
 	if !slices.Equal(keys, []string{"", "a", "ab", "b", "\xff"}) {
 		t.Fatalf("keys %q", keys)
 	}
-	for _, kv := range gd[0].Entries {
+	for _, kv := range gd[0].KVs() {
 		if !bytes.Equal(kv.Value, encT(nil, &tval{})) {
 			t.Fatalf("value %x", kv.Value)
 		}
@@ -834,9 +834,9 @@ func TestEncodeCaptureSortsKeys(t *testing.T) {
 }
 
 // TestEncodeCaptureReusesScratch: full captures encoded one after the
-// other with one Scratch, big enough to fill several chunks, are what they
-// are without one, and the later ones write into the earlier ones'
-// storage. (TestTableModel encodes its deltas with a scratch too.)
+// other with one Scratch are what they are without one, and the later
+// ones write into the earlier ones' storage. (TestTableModel encodes its
+// deltas with a scratch too.)
 func TestEncodeCaptureReusesScratch(t *testing.T) {
 	tab := NewTable(cloneT)
 	for i := range 5000 {
@@ -846,7 +846,7 @@ func TestEncodeCaptureReusesScratch(t *testing.T) {
 		}
 	}
 	sc := &Scratch{}
-	var firstChunk *byte
+	var first *byte
 	for round := range 4 {
 		for i := round; i < 5000; i += 3 {
 			e, _ := tab.Upsert(i%7, fmt.Appendf(nil, "key-%06d", i))
@@ -859,17 +859,14 @@ func TestEncodeCaptureReusesScratch(t *testing.T) {
 			t.Fatalf("round %d: %d groups, want %d", round, len(got), len(want))
 		}
 		for i := range got {
-			if got[i].KG != want[i].KG || got[i].Reset != want[i].Reset || !equalKVs(got[i].Entries, want[i].Entries) {
+			if got[i].KG != want[i].KG || got[i].Reset != want[i].Reset || !equalKVs(got[i].KVs(), want[i].KVs()) {
 				t.Fatalf("round %d: group %d differs from the encoding without a scratch", round, got[i].KG)
 			}
 		}
-		if len(sc.chunks) < 2 {
-			t.Fatalf("round %d: %d chunks: the test should fill several", round, len(sc.chunks))
-		}
 		if round == 0 {
-			firstChunk = &sc.chunks[0][:1][0]
-		} else if &sc.chunks[0][:1][0] != firstChunk {
-			t.Fatalf("round %d: the first chunk is a new one, not the scratch's", round)
+			first = &got[0].raw[0]
+		} else if &got[0].raw[0] != first {
+			t.Fatalf("round %d: the entries are in new storage, not the scratch's", round)
 		}
 	}
 }

@@ -18,16 +18,23 @@ type Handle struct {
 
 // Sort orders hs by Key, stably: handles with equal keys keep their order.
 // Below a few hundred handles a comparison sort is quicker.
-func Sort(hs []Handle) {
+func Sort(hs []Handle) { SortBuf(hs, nil) }
+
+// SortBuf is Sort with buf as its storage, if it is large enough; it
+// returns the storage it used, for the next sort.
+func SortBuf(hs, buf []Handle) []Handle {
 	if len(hs) < 256 {
 		slices.SortStableFunc(hs, func(a, b Handle) int { return cmp.Compare(a.Key, b.Key) })
-		return
+		return buf
 	}
 	var diff uint64 // the bits in which some key differs from the first
 	for _, h := range hs {
 		diff |= h.Key ^ hs[0].Key
 	}
-	src, dst := hs, make([]Handle, len(hs))
+	if cap(buf) < len(hs) {
+		buf = make([]Handle, len(hs))
+	}
+	src, dst := hs, buf[:len(hs)]
 	for shift := 0; shift < 64; shift += 8 {
 		if diff>>shift&0xff == 0 {
 			continue
@@ -50,4 +57,5 @@ func Sort(hs []Handle) {
 	if &src[0] != &hs[0] {
 		copy(hs, src)
 	}
+	return buf
 }

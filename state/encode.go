@@ -1,0 +1,389 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"slices"
+
+	"github.com/klauspost/compress/s2"
+
+	"spate/internal/radix"
+	"spate/internal/varint"
+)
+
+// RawSize returns the size of s's uncompressed body, plain sections
+// included (an upper bound: varints are counted at their widest).
+func (s *Snapshot) RawSize() int {
+	n := 4*binary.MaxVarintLen64 + 1 + len(s.Instance) + 2*binary.MaxVarintLen64
+	for name, data := range s.Sections {
+		n += 2*binary.MaxVarintLen64 + len(name) + len(data)
+	}
+	for name, ps := range s.Pieces {
+		n += 2*binary.MaxVarintLen64 + len(name) + piecesLen(ps)
+	}
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		n += 2*binary.MaxVarintLen64 + 1
+		if g.raw != nil {
+			n += len(g.raw)
+			continue
+		}
+		for _, kv := range g.Entries {
+			n += 1 + 2*binary.MaxVarintLen64 + len(kv.Key) + len(kv.Value)
+		}
+	}
+	return n
+}
+
+// PlainSize returns the size of s's plain sections (Plain and Pieces):
+// what a stored snapshot holds besides its header and its compressed body.
+func (s *Snapshot) PlainSize() int {
+	n := 0
+	for name, data := range s.Sections {
+		if s.Plain[name] {
+			n += len(data)
+		}
+	}
+	for _, ps := range s.Pieces {
+		n += piecesLen(ps)
+	}
+	return n
+}
+
+// Encode returns the stored form of s: header, compressed body, CRC-32C.
+// It fails (ErrInvalid) for a snapshot that breaks the rules of Validate
+// or whose body would exceed MaxRawSize. ReadHeader on the result gives
+// the raw and compressed sizes.
+//
+// Encode is safe for concurrent use.
+func Encode(s *Snapshot) ([]byte, error) {
+	parts, err := EncodeParts(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
+}
+
+// Scratch is the storage that encoding checkpoints needs, kept from one
+// encoding to the next by a goroutine that encodes one at a time (an
+// instance's persist): a large state's checkpoint would otherwise allocate
+// tens of megabytes each time, which the runtime zeroes and the kernel
+// maps in afresh. The zero Scratch is ready to use. What an encoding
+// returns aliases its Scratch, and is good until the next one.
+type Scratch struct {
+	// EncodeCapture's: the entries as Each visits them, their offsets
+	// (and the end), the groups they fall in, the sort's handles, and the
+	// entries in key order, what the groups it returns hold.
+	visit  []byte
+	offs   []int
+	spans  []span
+	hs     []radix.Handle
+	radix  []radix.Handle
+	sorted []byte
+	// EncodeParts's.
+	raw   []byte
+	body  []byte
+	head  [headerSize + binary.MaxVarintLen64]byte
+	parts [][]byte
+}
+
+// grow returns b with room for n bytes, and a quarter more if it must
+// grow: a state that grows would otherwise make each checkpoint move its
+// encoding into a new array, zeroed, and again as it outgrew that.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	return slices.Grow(b, n+n/4)
+}
+
+// span is one key group of a capture being encoded: its entries start at
+// offs[from], dels of them deletions.
+type span struct{ kg, from, dels int }
+
+// EncodeParts is Encode without the copy: the stored form in parts, to be
+// written one after the other (Store.Put takes them so). The plain
+// sections are parts of their own, the caller's storage. With sc non-nil
+// the other parts are sc's, good until its next use.
+func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	n := s.RawSize()
+	if n > MaxRawSize+1<<10 {
+		return nil, invalid("%s checkpoint %d: about %d bytes, limit %d", s.Instance, s.ID, n, MaxRawSize)
+	}
+	if sc == nil {
+		sc = &Scratch{}
+	}
+	raw, plain := appendBody(grow(sc.raw[:0], n-s.PlainSize()), s)
+	sc.raw = raw
+	if len(raw)+plain > MaxRawSize {
+		return nil, invalid("%s checkpoint %d: %d bytes, limit %d", s.Instance, s.ID, len(raw)+plain, MaxRawSize)
+	}
+	head := binary.AppendUvarint(sc.head[:headerSize], uint64(plain))
+	parts := append(sc.parts[:0], head)
+	for _, name := range sectionNames(s) {
+		if ps, ok := s.Pieces[name]; ok {
+			for _, p := range ps {
+				if len(p) > 0 {
+					parts = append(parts, p)
+				}
+			}
+		} else if s.Plain[name] && len(s.Sections[name]) > 0 {
+			parts = append(parts, s.Sections[name])
+		}
+	}
+	if n := s2.MaxEncodedLen(len(raw)); cap(sc.body) < n {
+		sc.body = make([]byte, n)
+	}
+	sc.body = s2.Encode(sc.body[:cap(sc.body)], raw)
+	parts = append(parts, sc.body)
+	sc.parts = parts
+	stored := len(head) - headerSize
+	for _, p := range parts[1:] {
+		stored += len(p)
+	}
+	copy(head, magic)
+	head[4], head[5], head[6], head[7] = version, CodecS2, 0, 0
+	binary.LittleEndian.PutUint64(head[8:], uint64(len(raw)))
+	binary.LittleEndian.PutUint64(head[16:], uint64(stored))
+	crc := crc32.Update(crc32.Checksum(head[:24], castagnoli), castagnoli, head[headerSize:])
+	for _, p := range parts[1:] {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	binary.LittleEndian.PutUint32(head[24:], crc)
+	return parts, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// sectionNames returns the names of s's sections, ascending.
+func sectionNames(s *Snapshot) []string {
+	names := make([]string, 0, len(s.Sections)+len(s.Pieces))
+	for name := range s.Sections {
+		names = append(names, name)
+	}
+	for name := range s.Pieces {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// piecesLen is the length of a section given in pieces.
+func piecesLen(ps [][]byte) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p)
+	}
+	return n
+}
+
+// appendBody appends s's raw body to b; plain is the length of the plain
+// sections' data, which the body does not hold.
+func appendBody(b []byte, s *Snapshot) (_ []byte, plain int) {
+	b = appendString(b, s.Instance)
+	b = binary.AppendUvarint(b, s.Gen)
+	b = binary.AppendUvarint(b, s.ID)
+	var flags byte
+	if s.Full {
+		flags |= flagFull
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, s.Base)
+	b = binary.AppendUvarint(b, s.Parent)
+
+	names := sectionNames(s)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		b = appendString(b, name)
+		if ps, ok := s.Pieces[name]; ok {
+			n := piecesLen(ps)
+			b = append(b, flagPlain)
+			b = binary.AppendUvarint(b, uint64(n))
+			plain += n
+		} else if data := s.Sections[name]; s.Plain[name] {
+			b = append(b, flagPlain)
+			b = binary.AppendUvarint(b, uint64(len(data)))
+			plain += len(data)
+		} else {
+			b = append(b, 0)
+			b = appendBytes(b, data)
+		}
+	}
+
+	b = binary.AppendUvarint(b, uint64(len(s.Groups)))
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		b = binary.AppendUvarint(b, uint64(g.KG))
+		flags = 0
+		if g.Reset {
+			flags |= flagReset
+		}
+		b = append(b, flags)
+		if g.raw != nil {
+			b = binary.AppendUvarint(b, uint64(g.n))
+			b = append(b, g.raw...)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(g.Entries)))
+		for _, kv := range g.Entries {
+			b = append(appendEntry(b, len(kv.Key), kv.Deleted), kv.Key...)
+			if !kv.Deleted {
+				b = appendBytes(b, kv.Value)
+			}
+		}
+	}
+	return b, plain
+}
+
+// appendEntry appends the flags and the length of the key of an entry
+// in the stored form; the key, then the value (unless deleted), follow.
+func appendEntry(b []byte, keyLen int, deleted bool) []byte {
+	if deleted {
+		b = append(b, flagDeleted)
+	} else {
+		b = append(b, 0)
+	}
+	return binary.AppendUvarint(b, uint64(keyLen))
+}
+
+// EncodeCapture runs c.Each and returns the captured groups in snapshot
+// form: by key group, each group's entries in the stored form (keys in
+// byte order, values encoded by enc, which appends the encoding of *v to
+// dst and returns it), with the resets of a delta capture. They live in
+// sc's storage when sc is not nil, and the result is then good until sc's
+// next use. enc is called with the table's lock held, on the goroutine
+// that calls EncodeCapture; it must not keep v.
+//
+// Each entry is written in its stored form as Each visits it, and the
+// entries of each group are put in key order afterwards, once the
+// capture has ended: the encoding of a snapshot then copies them as they
+// are, with no list of entries between.
+//
+// When EncodeCapture returns, the capture has ended (see Capture.Each).
+func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *Scratch) []GroupData {
+	if sc == nil {
+		sc = &Scratch{}
+	}
+	// What the previous capture took, and a quarter more, is room for
+	// this one's entries unless the state grew much.
+	buf, offs, spans := grow(sc.visit[:0], len(sc.visit)+len(sc.visit)/4), sc.offs[:0], sc.spans[:0]
+	c.Each(func(kg int, key string, v *V, deleted bool) {
+		if len(spans) == 0 || spans[len(spans)-1].kg != kg {
+			spans = append(spans, span{kg: kg, from: len(offs)})
+		}
+		offs = append(offs, len(buf))
+		buf = append(appendEntry(buf, len(key), deleted), key...)
+		if deleted {
+			spans[len(spans)-1].dels++
+			return
+		}
+		// The value's length goes before it: one byte is kept for it, and
+		// a value of 128 bytes or more moves over to make room.
+		at := len(buf)
+		buf = enc(append(buf, 0), v)
+		if n := len(buf) - at - 1; n < 0x80 {
+			buf[at] = byte(n)
+		} else {
+			w := varint.Len(uint64(n))
+			buf = append(buf, make([]byte, w-1)...)
+			copy(buf[at+w:], buf[at+1:at+1+n])
+			varint.Put(buf[at:], uint64(n))
+		}
+	})
+	offs = append(offs, len(buf)) // the end of the last entry
+	sc.visit, sc.offs, sc.spans = buf, offs, spans
+	sorted := grow(sc.sorted[:0], len(buf))[:len(buf)]
+	sc.sorted = sorted
+
+	resets := c.Resets()
+	out := make([]GroupData, 0, len(spans)+len(resets))
+	ri := 0
+	addResets := func(below int) {
+		for ri < len(resets) && resets[ri] < below {
+			out = append(out, GroupData{KG: resets[ri], Reset: true})
+			ri++
+		}
+	}
+	for i, sp := range spans {
+		to := len(offs) - 1
+		if i+1 < len(spans) {
+			to = spans[i+1].from
+		}
+		addResets(sp.kg)
+		start, end := offs[sp.from], offs[to]
+		sortEntries(buf, offs[sp.from:to+1], sorted[start:end], sc)
+		g := GroupData{KG: sp.kg, raw: sorted[start:end:end], n: to - sp.from, dels: sp.dels}
+		if ri < len(resets) && resets[ri] == sp.kg {
+			g.Reset = true
+			ri++
+		}
+		out = append(out, g)
+	}
+	addResets(MaxGroups)
+	return out
+}
+
+// sortEntries writes the entries of buf that start at offs[:len-1] (each
+// ends where the next starts; the last offset is the end of the last) to
+// dst in key order, byte order. It orders 16-byte handles (8 bytes of the
+// key as a big-endian integer, and the entry's index): the 8 bytes after
+// the prefix every key shares, by a radix sort on the bytes where they
+// differ, then whole keys where those tie. A capture's sort is most of
+// what encoding it costs otherwise.
+func sortEntries(buf []byte, offs []int, dst []byte, sc *Scratch) {
+	n := len(offs) - 1
+	key := func(i int) []byte {
+		k, _ := str(buf, offs[i]+1)
+		return k
+	}
+	if n < 2 {
+		copy(dst, buf[offs[0]:offs[n]])
+		return
+	}
+	first := key(0)
+	lcp := len(first)
+	for i := 1; i < n && lcp > 0; i++ {
+		k := key(i)
+		m := min(lcp, len(k))
+		j := 0
+		for j < m && k[j] == first[j] {
+			j++
+		}
+		lcp = j
+	}
+	hs := slices.Grow(sc.hs[:0], n)[:n]
+	sc.hs = hs
+	for i := range n {
+		var b [8]byte
+		copy(b[:], key(i)[lcp:])
+		hs[i] = radix.Handle{Key: binary.BigEndian.Uint64(b[:]), I: i}
+	}
+	sc.radix = radix.SortBuf(hs, sc.radix)
+	for i := 0; i < n; { // ties of the 8 bytes: by the whole key
+		j := i + 1
+		for j < n && hs[j].Key == hs[i].Key {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(hs[i:j], func(a, b radix.Handle) int { return bytes.Compare(key(a.I), key(b.I)) })
+		}
+		i = j
+	}
+	at := 0
+	for _, h := range hs {
+		at += copy(dst[at:], buf[offs[h.I]:offs[h.I+1]])
+	}
+}

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ type nodeState struct {
 	// out is the node's control messages on their way: the event loop
 	// queues them and never waits for the node; the connection's writer
 	// (writeControl) writes them in order. outErr is why it stopped.
-	out      chan wire.Control
+	out      chan []byte // encoded wire.Control messages
 	outErr   atomic.Pointer[error]
 	lastBeat time.Time
 	state    nodeStatus
@@ -111,7 +112,10 @@ func (n *nodeState) live() bool {
 // reads none of thousands is judged by its heartbeats, not waited for.
 const outboxSize = 1 << 14
 
-// send queues a control message for the node; it never blocks.
+// send queues a control message for the node; it never blocks. The
+// message is encoded here, on the caller's goroutine: it may share maps
+// with the coordinator's state (the drain's positions), which the loop
+// goes on changing.
 func (n *nodeState) send(m wire.Control) error {
 	if n.out == nil {
 		return errors.New("no control stream")
@@ -119,8 +123,12 @@ func (n *nodeState) send(m wire.Control) error {
 	if err := n.outErr.Load(); err != nil {
 		return *err
 	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("control message %s: %w", m.Kind, err)
+	}
 	select {
-	case n.out <- m:
+	case n.out <- b:
 		return nil
 	default:
 		return fmt.Errorf("%d control messages queued: the node reads none", outboxSize)
@@ -132,8 +140,8 @@ func (n *nodeState) send(m wire.Control) error {
 func (n *nodeState) writeControl(w *wire.Writer, closed <-chan struct{}) {
 	for {
 		select {
-		case m := <-n.out:
-			err := w.WriteJSON(wire.TControl, m)
+		case b := <-n.out:
+			err := w.WriteFrame(wire.TControl, b)
 			if err == nil && len(n.out) == 0 {
 				err = w.Flush()
 			}
@@ -452,7 +460,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
-			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan wire.Control, outboxSize)}
+			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan []byte, outboxSize)}
 			go ns.writeControl(wire.NewWriter(st), sess.CloseChan())
 			select {
 			case c.joinc <- ns:

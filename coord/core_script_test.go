@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -217,7 +218,7 @@ func (h *coreHarness) deploy(n int, ft string) error {
 	h.sub = c.bus.Subscribe(1<<16, false)
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
-		ns := &nodeState{name: name, listen: "mem:" + name, out: make(chan wire.Control, outboxSize)}
+		ns := &nodeState{name: name, listen: "mem:" + name, out: make(chan []byte, outboxSize)}
 		if err := c.join(ns); err != nil {
 			return err
 		}
@@ -251,7 +252,11 @@ func (h *coreHarness) report(out *strings.Builder) {
 	for _, name := range h.c.allNodes() {
 		ns := h.c.nodes[name]
 		for ns.out != nil && len(ns.out) > 0 {
-			fmt.Fprintf(out, "%s <- %s\n", name, describe(<-ns.out))
+			var m wire.Control
+			if err := json.Unmarshal(<-ns.out, &m); err != nil {
+				h.t.Fatalf("a message to %s: %v", name, err)
+			}
+			fmt.Fprintf(out, "%s <- %s\n", name, describe(m))
 		}
 	}
 	for {

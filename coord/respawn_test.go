@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"spate/events"
-	"spate/wire"
 )
 
 type fakeProc struct{ pid int }
@@ -56,7 +55,7 @@ func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
 func TestACoordinatorStallIsNotTheNodesSilence(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := &Coordinator{cfg: Config{Heartbeat: 100 * time.Millisecond, Timeout: time.Second}, ft: spateFT{},
-		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, out: make(chan wire.Control, 16)}}, order: []string{"n1"}}
+		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, out: make(chan []byte, 16)}}, order: []string{"n1"}}
 	c.bus = events.NewBus(func() time.Time { return now })
 	c.opt.Now = func() time.Time { return now }
 	c.checkHeartbeats()

@@ -254,7 +254,7 @@ func TestUpScriptAppliesTheSchedule(t *testing.T) {
 	var verbs []string
 	for _, e := range c.events() {
 		if e.Kind == events.FaultStarted {
-			verbs = append(verbs, e.Fields["verb"].(string))
+			verbs = append(verbs, e.Fields.(events.FaultStartedFields).Verb)
 		}
 	}
 	if strings.Join(verbs, ",") != "kill,pause,heal" && strings.Join(verbs, ",") != "kill,pause" {

@@ -78,7 +78,7 @@ func (c *cluster) waitRecoveryPlaced(inst string) []events.Event {
 func (c *cluster) pid(name string) int {
 	c.t.Helper()
 	e := c.waitEvent(events.NodeJoined, name)
-	return int(e.Fields["pid"].(float64))
+	return e.Fields.(events.NodeJoinedFields).PID
 }
 
 // host returns the node an instance was first placed on.
@@ -413,8 +413,8 @@ func TestRecoveryFromACompactedChain(t *testing.T) {
 			e = &ev
 		}
 	}
-	chain, _ := e.Fields["chain"].([]any)
-	if len(chain) == 0 || len(chain) >= 6 || !strings.HasSuffix(fmt.Sprint(chain[0]), "-full.ckpt") {
+	chain := e.Fields.(events.RecoveryPlacedFields).Chain
+	if len(chain) == 0 || len(chain) >= 6 || !strings.HasSuffix(chain[0], "-full.ckpt") {
 		t.Errorf("count#0 restored from %v: want a compacted full file and fewer than 6 files", chain)
 	}
 	c.waitEvent(events.RecoveryDone, "")

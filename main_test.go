@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,9 +182,15 @@ func exitCode(err error) int {
 
 func TestUpRunsAndVerifies(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	code, out, errOut := spate(t, "up", "--headless", "--timeout", "10s", "--nodes", "3", "--duration", "3s", "--rate", "50000", "--data", dir)
+	copyFile := filepath.Join(t.TempDir(), "copy.jsonl")
+	code, out, errOut := spate(t, "up", "--headless", "--timeout", "10s", "--nodes", "3", "--duration", "3s", "--rate", "50000", "--data", dir,
+		"--events", copyFile)
 	if code != 0 {
 		t.Fatalf("up: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// --events FILE: a second copy of the events log, as it always was.
+	if a, err := os.ReadFile(copyFile); err != nil || len(a) == 0 {
+		t.Errorf("--events %s: %v, %d bytes", copyFile, err, len(a))
 	}
 	for _, want := range []string{"node_joined", "instance_placed", "job_started", "window_fired", "throughput", "run_finished"} {
 		if !strings.Contains(out, want) {
@@ -206,6 +213,44 @@ func TestUpRunsAndVerifies(t *testing.T) {
 	}
 }
 
+// TestHeadlessEventsPrintsTheChosenKinds: --events KIND,... prints the
+// events of those kinds and nothing else (no summary), and writes no file
+// of that name; events.jsonl has every event as ever.
+func TestHeadlessEventsPrintsTheChosenKinds(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	cmd := exec.Command(bin, "up", "--headless", "--timeout", "10s", "--nodes", "2", "--duration", "2s", "--rate", "20000",
+		"--data", dir, "--events", "node_joined,instance_*")
+	cmd.Dir = tmp
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var kinds []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "report: ") { // the report's line, as every finished up writes
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) < 2 || (f[1] != "node_joined" && !strings.HasPrefix(f[1], "instance_")) {
+			t.Errorf("a line of another kind: %q", l)
+			continue
+		}
+		kinds = append(kinds, f[1])
+	}
+	if !slices.Contains(kinds, "node_joined") || !slices.Contains(kinds, "instance_placed") || !slices.Contains(kinds, "instance_done") {
+		t.Errorf("printed %q", kinds)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "node_joined,instance_*")); err == nil {
+		t.Error("--events KINDS wrote a file of that name")
+	}
+	evs := runEvents(t, dir)
+	if findEvent(evs, events.Checkpoint, "") == nil || findEvent(evs, events.RunFinished, "") == nil {
+		t.Errorf("events.jsonl lacks events: %d of them", len(evs))
+	}
+}
+
 func TestKilledWorkerWithoutFaultToleranceIsDetected(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process kill test")
@@ -218,7 +263,7 @@ func TestKilledWorkerWithoutFaultToleranceIsDetected(t *testing.T) {
 		victim = findEvent(evs, events.NodeJoined, "n3")
 		return victim != nil && findEvent(evs, events.WindowFired, "") != nil, fmt.Sprintf("%d events", len(evs))
 	})
-	pid := int(victim.Fields["pid"].(float64))
+	pid := victim.Fields.(events.NodeJoinedFields).PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +311,7 @@ func TestMalformedFrameClosesOneStream(t *testing.T) {
 		joined = findEvent(evs, events.NodeJoined, "n2")
 		return joined != nil && findEvent(evs, events.JobStarted, "") != nil, fmt.Sprintf("%d events", len(evs))
 	})
-	conn, err := net.Dial("tcp", joined.Fields["listen"].(string))
+	conn, err := net.Dial("tcp", joined.Fields.(events.NodeJoinedFields).Listen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,13 +193,11 @@ func TestAutoscaleFollowsTheLoad(t *testing.T) {
 		t.Skip("multi-process rescale test")
 	}
 	c, wait := startFT(t, "spate", 4, "--duration", "14s", "--autoscale", "--parallelism", "count=3")
-	e := c.waitEvent("autoscale", "")
-	for _, k := range []string{"op", "from", "to", "reason", "true_rate", "input_rate", "backlog"} {
-		if _, ok := e.Fields[k]; !ok {
-			t.Fatalf("autoscale event without %s: %v", k, e.Fields)
-		}
+	e := c.waitEvent(events.Autoscale, "")
+	if f := e.Fields.(events.AutoscaleFields); f.Op != "count" || f.From < 1 || f.To < 1 || f.Reason == "" {
+		t.Fatalf("autoscale event without its operator, parallelism or reason: %+v", f)
 	}
-	done := c.waitCount("rescale_done", 1)
+	done := c.waitCount(events.RescaleDone, 1)
 	t.Logf("%s; %s", e.Text, done.Text)
 	wait()
 	c.verifyOK()
@@ -272,9 +270,7 @@ func (c *cluster) seqOf(kind events.Kind, node string) uint64 {
 // instances that give key groups away and those that receive them.
 func movesOf(t *testing.T, e *events.Event) (from, to []string) {
 	t.Helper()
-	ms, _ := e.Fields["moves"].([]any)
-	for _, m := range ms {
-		s, _ := m.(string)
+	for _, s := range e.Fields.(events.RescalePlannedFields).Moves {
 		_, ab, ok1 := strings.Cut(s, " ")
 		a, b, ok2 := strings.Cut(ab, "→")
 		if !ok1 || !ok2 {
@@ -531,14 +527,14 @@ func TestAutoscaleFollowsALoadStep(t *testing.T) {
 		waitFor(t, 90*time.Second, fmt.Sprintf("count scaled (up: %v) after event %d", up, after), func() (bool, string) {
 			var seen []string
 			for _, e := range c.events() {
-				if e.Kind == "autoscale" && e.Fields["op"] == "count" && e.Seq > after {
+				if f, ok := e.Fields.(events.AutoscaleFields); ok && f.Op == "count" && e.Seq > after {
 					seen = append(seen, e.Text)
 				}
-				if e.Kind != "rescale_done" || e.Fields["op"] != "count" || e.Seq <= after {
+				f, ok := e.Fields.(events.RescaleDoneFields)
+				if !ok || f.Op != "count" || e.Seq <= after {
 					continue
 				}
-				from, to := e.Fields["from"].(float64), e.Fields["to"].(float64)
-				if (to > from) == up {
+				if (f.To > f.From) == up {
 					got = &e
 					return true, ""
 				}
@@ -553,8 +549,8 @@ func TestAutoscaleFollowsALoadStep(t *testing.T) {
 	upDone := waitScaled(true, 0)
 	downDone := waitScaled(false, upDone.Seq)
 	for _, e := range c.events() {
-		if e.Kind == "rescale_planned" && e.Fields["op"] == "count" && e.Seq < downDone.Seq {
-			if why, _ := e.Fields["why"].(string); !strings.HasPrefix(why, "autoscale") {
+		if f, ok := e.Fields.(events.RescalePlannedFields); ok && f.Op == "count" && e.Seq < downDone.Seq {
+			if !strings.HasPrefix(f.Why, "autoscale") {
 				t.Fatalf("a rescale not of the auto-scaler: %s", e.Text)
 			}
 			t.Logf("%s", e.Text)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"spate/events"
 )
 
 // The JSON Schema files in schemas/ are checked against the files of a
@@ -61,9 +63,28 @@ func (c *schemaChecker) check(s map[string]any, v any, at string) []string {
 				continue
 			}
 			errs = append(errs, c.check(sub, v, at)...)
+		case "allOf":
+			for _, sub := range kw.([]any) {
+				errs = append(errs, c.check(sub.(map[string]any), v, at)...)
+			}
+		case "if":
+			if len(c.check(kw.(map[string]any), v, at)) == 0 {
+				if then, ok := s["then"].(map[string]any); ok {
+					errs = append(errs, c.check(then, v, at)...)
+				}
+			}
+		case "then": // with its if
 		case "type":
-			if !hasType(v, kw.(string)) {
-				bad("want %s, got %T %v", kw, v, v)
+			types, ok := kw.([]any)
+			if !ok {
+				types = []any{kw}
+			}
+			match := false
+			for _, typ := range types {
+				match = match || hasType(v, typ.(string))
+			}
+			if !match {
+				bad("want %v, got %T %v", kw, v, v)
 			}
 		case "const":
 			if !jsonEqual(v, kw) {
@@ -178,6 +199,8 @@ func hasType(v any, typ string) bool {
 	case "boolean":
 		_, ok := v.(bool)
 		return ok
+	case "null":
+		return v == nil
 	case "number":
 		_, ok := v.(json.Number)
 		return ok
@@ -218,14 +241,7 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		t.Fatalf("up: exit %d\n%s%s", code, out, errOut)
 	}
 
-	runSchema := loadSchema(t, filepath.Join("schemas", "run.schema.json"))
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := runSchema.check(runSchema.root, decodeJSON(t, b, "run.json"), "run.json"); len(errs) > 0 {
-		t.Errorf("run.json breaks schemas/run.schema.json:\n%s", strings.Join(errs, "\n"))
-	}
+	b := checkFile(t, dir, "run.json", "run.schema.json")
 	var ri struct {
 		Provenance struct {
 			Version, Go, OS, Arch string
@@ -241,24 +257,13 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 		t.Errorf("provenance %+v", p)
 	}
 
-	evSchema := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		at := fmt.Sprintf("events.jsonl:%d", n)
-		if errs := evSchema.check(evSchema.root, decodeJSON(t, sc.Bytes(), at), at); len(errs) > 0 {
-			t.Fatalf("events.jsonl breaks schemas/events.schema.json:\n%s", strings.Join(errs, "\n"))
+	checkReport(t, dir)
+	kinds := checkEvents(t, dir)
+	for _, k := range []events.Kind{events.RunStarted, events.NodeJoined, events.InstancePlaced, events.Checkpoint,
+		events.WindowFired, events.Throughput, events.InstanceDone, events.RunFinished} {
+		if kinds[k] == 0 {
+			t.Errorf("the run has no %s event", k)
 		}
-	}
-	if n < 10 {
-		t.Errorf("only %d events", n)
 	}
 
 	// --quiet: lifecycle events and the summary, no throughput or
@@ -269,17 +274,143 @@ func TestRunFilesMatchTheirSchemas(t *testing.T) {
 	}
 }
 
+// checkReport checks a run's report.json against schemas/report.schema.json.
+func checkReport(t *testing.T, dir string) { checkFile(t, dir, "report.json", "report.schema.json") }
+
+// checkFile checks the file name of run directory dir against
+// schemas/schema, and returns it.
+func checkFile(t *testing.T, dir, name, schema string) []byte {
+	t.Helper()
+	s := loadSchema(t, filepath.Join("schemas", schema))
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.check(s.root, decodeJSON(t, b, name), name); len(errs) > 0 {
+		t.Errorf("%s breaks schemas/%s:\n%s", name, schema, strings.Join(errs, "\n"))
+	}
+	return b
+}
+
+// checkEvents checks every line of a run's events.jsonl against
+// schemas/events.schema.json and against the payload types (each kind
+// known, its fields decoding into its type with none the type lacks, the
+// line written again the very same bytes: events.CheckLine), and returns
+// the kinds it holds.
+func checkEvents(t *testing.T, dir string) map[events.Kind]int {
+	t.Helper()
+	evSchema := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	kinds := map[events.Kind]int{}
+	n, bad := 0, 0
+	for sc.Scan() {
+		n++
+		at := fmt.Sprintf("events.jsonl:%d", n)
+		if errs := evSchema.check(evSchema.root, decodeJSON(t, sc.Bytes(), at), at); len(errs) > 0 {
+			t.Fatalf("events.jsonl breaks schemas/events.schema.json:\n%s", strings.Join(errs, "\n"))
+		}
+		if err := events.CheckLine(sc.Bytes()); err != nil {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: %v\n%s", at, err, sc.Bytes())
+			}
+		}
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
+			kinds[e.Kind]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Errorf("only %d events", n)
+	}
+	return kinds
+}
+
+// TestFaultyRunsFitThePayloads: the events of runs with faults, a live
+// rescale, a restart rescale and a global rollback (the kinds with more
+// than one shape) decode into their payload types and are written back
+// as the same bytes.
+func TestFaultyRunsFitThePayloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process chaos runs")
+	}
+	seen := map[events.Kind]int{}
+	for _, sc := range []struct{ name, yaml string }{
+		{"spate", `name: every shape, spate
+cluster: {nodes: 4, rate: 30000, keys: 2000, duration: 12s, ft: spate, interval: auto, timeout: 2s, backup-mem: 1MiB}
+schedule:
+  - {at: 1500ms, fault: scale, op: count, n: 3}
+  - {at: 3500ms, fault: link, target: n2, latency: 20ms, for: 1s}
+  - {at: 4s, fault: store, target: count/0, corrupt: true}
+  - {at: 4500ms, fault: kill, target: count/0}
+  - {at: 7s, fault: pause, target: n1, for: 500ms}
+  - {at: 8s, fault: partition, shape: majority, for: 1s}
+  - {at: 10s, fault: heal}
+checks: [exactly_once]
+`},
+		{"global", `name: every shape, global
+cluster: {nodes: 4, rate: 30000, keys: 2000, duration: 9s, ft: global, interval: 500ms, timeout: 2s}
+schedule:
+  - {at: 4s, fault: kill, target: count/1}
+checks: [exactly_once]
+`},
+		{"restart", `name: every shape, a restart rescale
+cluster: {nodes: 3, rate: 30000, keys: 2000, duration: 8s, rescale: restart, timeout: 2s}
+schedule:
+  - {at: 2s, fault: scale, op: count, n: 3}
+checks: [exactly_once]
+`},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			code, out, dir := chaosRun(t, sc.yaml)
+			if code != 0 {
+				t.Fatalf("chaos run: exit %d\n%s", code, out)
+			}
+			checkReport(t, dir)
+			for k, n := range checkEvents(t, dir) {
+				seen[k] += n
+			}
+		})
+	}
+	for _, k := range []events.Kind{events.RescalePlanned, events.RescaleCaptured, events.RescaleDone, events.NodeLost,
+		events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryDone, events.FaultStarted, events.FaultEnded,
+		events.Partition, events.Interval, events.Metrics, events.TunerSummary, events.CheckpointCorrupted} {
+		if seen[k] == 0 {
+			t.Errorf("no %s event in the runs", k)
+		}
+	}
+	var never []string
+	for _, k := range events.Kinds() {
+		if seen[k] == 0 {
+			never = append(never, string(k))
+		}
+	}
+	t.Logf("kinds these runs did not have: %s", strings.Join(never, " "))
+}
+
 func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 	s := loadSchema(t, filepath.Join("schemas", "events.schema.json"))
 	for _, line := range []string{
-		`{"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,             // no v
-		`{"v":2,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // another version
-		`{"v":1,"seq":0,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,       // seq from 1
-		`{"v":1,"seq":1,"time":"yesterday","kind":"run_started","text":"x"}`,                  // time
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"Run Started","text":"x"}`,       // kind
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,    // unknown field
-		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,               // seq integer
-		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`, // fields object
+		`{"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                               // no v
+		`{"v":2,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                         // another version
+		`{"v":1,"seq":0,"time":"2030-01-01T00:00:00Z","kind":"run_started","text":"x"}`,                         // seq from 1
+		`{"v":1,"seq":1,"time":"yesterday","kind":"run_started","text":"x"}`,                                    // time
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"Run Started","text":"x"}`,                         // kind
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","extra":true}`,                      // unknown field
+		`{"v":1,"seq":1.5,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x"}`,                                 // seq integer
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"x","text":"x","fields":[1, 2]}`,                   // fields object
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"id":"x"}}`,      // a field's type
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"checkpoint","text":"x","fields":{"idd":1}}`,       // not a checkpoint's field
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"job_started","text":"x","fields":{"a":1}}`,        // a kind without fields
+		`{"v":1,"seq":1,"time":"2030-01-01T00:00:00Z","kind":"trim","text":"x","fields":{"slice":[{"lo":-1}]}}`, // nested
 	} {
 		if errs := s.check(s.root, decodeJSON(t, []byte(line), line), "line"); len(errs) == 0 {
 			t.Errorf("no error for %s", line)
@@ -290,7 +421,16 @@ func TestSchemaCheckerCatchesABrokenFile(t *testing.T) {
 	if errs := rs.check(rs.root, decodeJSON(t, []byte(noProvenance), "run.json"), "run.json"); len(errs) < 3 {
 		t.Errorf("a run.json without provenance, config or job: %q", errs)
 	}
-	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"run_started","node":"n1","text":"x","fields":{"a":1}}`
+	rp := loadSchema(t, filepath.Join("schemas", "report.schema.json"))
+	for _, bad := range []string{
+		`{"scenario":"","run":"20300101-000000-abcdef"}`, // no v, and most fields missing
+		`{"v":1,"scenario":"","run":"20300101-000000-abcdef","dir":"d","verdict":"maybe","windows":1,"lost":0,"duplicated":0,"wrong":0,"records":1,"job_started":"2030-01-01T00:00:00Z","finished":"2030-01-01T00:00:00Z","duration_ms":1,"checks":[],"faults":[],"recoveries":[],"checkpoints":{},"throughput":{},"latency":{},"series":{"throughput":null,"lag":null,"checkpoints":null}}`,
+	} {
+		if errs := rp.check(rp.root, decodeJSON(t, []byte(bad), "report.json"), "report.json"); len(errs) < 2 {
+			t.Errorf("a broken report.json passes: %q", errs)
+		}
+	}
+	ok := `{"v":1,"seq":1,"time":"2030-01-01T00:00:00.123456789Z","kind":"a_kind_of_later","node":"n1","text":"x","fields":{"a":1}}`
 	if errs := s.check(s.root, decodeJSON(t, []byte(ok), ok), "line"); len(errs) > 0 {
 		t.Errorf("a good line: %v", errs)
 	}

@@ -48,10 +48,16 @@ func TestTourInARealTerminal(t *testing.T) {
 		// The first words of the step's text, as the side pane wraps them.
 		words := strings.Fields(st.Text[0])
 		first := strings.Join(words[:min(3, len(words))], " ")
-		waitFor(t, 60*time.Second, head+st.Title, func() (bool, string) {
+		waitFor(t, 90*time.Second, head+st.Title, func() (bool, string) {
 			s := screen()
 			return strings.Contains(s, head) && strings.Contains(s, first) && !strings.Contains(s, "… waiting for"), s
 		})
+		if st.Compare != nil {
+			// The comparison's table, its figures in.
+			if s := screen(); !strings.Contains(s, "instances restarted") || strings.Contains(s, "{cmp_") {
+				t.Errorf("step %d shows no comparison:\n%s", i+1, s)
+			}
+		}
 	}
 	tmux("send-keys", "-t", "t", "q")
 	waitFor(t, 90*time.Second, "the tour exits 0 after q, its run verified", func() (bool, string) {
@@ -59,6 +65,7 @@ func TestTourInARealTerminal(t *testing.T) {
 		return strings.Contains(s, "tour-exited-0") && strings.Contains(s, "0 missing, 0 duplicated, 0 wrong"), s
 	})
 	mustVerify(t, dir, "after the tour")
+	mustVerify(t, comparisonDir(t, dir), "the tour's comparison")
 }
 
 // TestTourHeadless: spate tour --headless prints every step of the lesson
@@ -90,5 +97,29 @@ func TestTourHeadless(t *testing.T) {
 	if !strings.Contains(text, "0 missing, 0 duplicated, 0 wrong") {
 		t.Errorf("the tour's run did not verify:\n%s", text)
 	}
+	// The comparison, side by side: every instance restarted under
+	// --ft global, fewer under --ft spate.
+	var spateN, globalN, all, all2 int
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "instances restarted %d of %d %d of %d", &spateN, &all, &globalN, &all2); err == nil {
+			found = true
+		}
+	}
+	if !found || spateN >= all || globalN != all2 || all != all2 {
+		t.Errorf("the comparison's table: %d of %d restarted here, %d of %d under --ft global:\n%s", spateN, all, globalN, all2, text)
+	}
 	mustVerify(t, dir, "after the headless tour")
+	mustVerify(t, comparisonDir(t, dir), "the tour's comparison")
+}
+
+// comparisonDir is the run directory of the tour's comparison beside dir
+// (DIR-ft-global-interval-1s: the flags it ran with).
+func comparisonDir(t *testing.T, dir string) string {
+	t.Helper()
+	m, err := filepath.Glob(dir + "-ft-global*")
+	if err != nil || len(m) != 1 {
+		t.Fatalf("the comparison's run directory: %v %v", m, err)
+	}
+	return m[0]
 }

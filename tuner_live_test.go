@@ -30,9 +30,8 @@ func TestAutoIntervalUnderAKill(t *testing.T) {
 		case events.RecoveryRestored:
 			restored = true
 		case events.Interval:
-			reason, _ := e.Fields["reason"].(string)
-			inputs, _ := e.Fields["inputs"].(map[string]any)
-			if reason == "" || inputs["rate"] == nil || inputs["capacity"] == nil || e.Fields["interval_ms"] == nil {
+			f, _ := e.Fields.(events.IntervalFields)
+			if f.Reason == "" || f.IntervalMs <= 0 || (f.Why != "" && f.Inputs.Capacity <= 0) {
 				c.dump()
 				t.Fatalf("interval event without reason, inputs or interval: %s %v", e.Line(), e.Fields)
 			}
@@ -40,7 +39,7 @@ func TestAutoIntervalUnderAKill(t *testing.T) {
 			if restored {
 				afterRecovery++
 			}
-			if n, _ := e.Fields["own_failures"].(float64); restored && e.Instance == "count#0" && n >= 1 {
+			if restored && e.Instance == "count#0" && f.OwnFailures >= 1 {
 				ownFailure++ // the instance's own failure is in its rate
 			}
 		}

@@ -34,3 +34,41 @@ func (b *Buffer) Jump(p job.Producer, kg job.KeyGroup, to uint64) (freedBytes in
 func (st *stream) elsewhere(a uint64) bool {
 	return st.jumpTo != 0 && a >= st.jumpFrom && st.low <= st.jumpTo
 }
+
+// JumpRec is a stream's last Jump, for the instance's checkpoint: marks do
+// not carry jumps, so a restored buffer would refuse a replay across one
+// (the weaker answer). The instance writes Jumps beside its marks and
+// gives them back with RestoreJumps.
+type JumpRec struct {
+	P    job.Producer `json:"p"`
+	KG   job.KeyGroup `json:"kg"`
+	From uint64       `json:"from"`
+	To   uint64       `json:"to"`
+}
+
+// Jumps lists the last Jump of every stream that has one.
+func (b *Buffer) Jumps() []JumpRec {
+	var out []JumpRec
+	for _, lg := range b.logs {
+		if lg == nil {
+			continue
+		}
+		for _, st := range lg.streams {
+			if st.jumpTo != 0 {
+				out = append(out, JumpRec{P: st.p, KG: lg.kg, From: st.jumpFrom, To: st.jumpTo})
+			}
+		}
+	}
+	return out
+}
+
+// RestoreJumps gives a restored buffer the jumps its checkpoint recorded:
+// a Replay across one is answered as the jumped buffer answered it.
+// Streams the buffer no longer holds are skipped.
+func (b *Buffer) RestoreJumps(js []JumpRec) {
+	for _, j := range js {
+		if st := b.stream(j.P, j.KG); st != nil && st.jumpTo == 0 {
+			st.jumpFrom, st.jumpTo = j.From, j.To
+		}
+	}
+}

@@ -84,3 +84,47 @@ func TestReplayAfterAJumpLacksNothing(t *testing.T) {
 		t.Fatal("replay after 2: records 3 was released by the jump, want ErrTrimmed")
 	}
 }
+
+// A restored buffer given the jumps of its checkpoint answers a replay
+// across one as the jumped buffer did; without them it refuses it (the
+// soak: a new owner restored after a move refused a sink restored from
+// before the move, whose records in between the old owner replays).
+func TestRestoredJumpsAnswerAsBefore(t *testing.T) {
+	b, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, kg := job.MakeProducer(1, 5), job.KeyGroup(3)
+	rec := job.Record{Key: []byte("k"), Time: 1, Value: 1}
+	b.Jump(p, kg, 10)
+	for s := uint64(11); s <= 12; s++ {
+		if err := b.Append(p, kg, s, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := b.MarkFull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := b.Jumps()
+	if len(js) != 1 || js[0] != (JumpRec{P: p, KG: kg, From: 0, To: 10}) {
+		t.Fatalf("jumps %v, want one from 0 to 10", js)
+	}
+	none := func(job.Producer, job.KeyGroup, uint64, job.Record) error { return nil }
+	for _, give := range []bool{false, true} {
+		r, err := Restore(DefaultConfig(), [][]byte{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if give {
+			r.RestoreJumps(js)
+		}
+		err = r.Replay(kg, map[job.Producer]uint64{p: 4}, none)
+		if give && err != nil {
+			t.Fatalf("with its jumps: %v", err)
+		}
+		if !give && err == nil {
+			t.Fatal("without its jumps, a replay across one is not refused (the weaker answer)")
+		}
+	}
+}

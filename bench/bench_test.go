@@ -112,7 +112,7 @@ func TestUntouchedInstances(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	metrics := func(ms int, inst string, rate float64) events.Event {
-		return events.Event{Time: at(ms), Kind: events.Metrics, Instance: inst, Fields: map[string]any{"in_rate": rate}}
+		return events.Event{Time: at(ms), Kind: events.Metrics, Instance: inst, Fields: events.MetricsFields{InRate: rate, Backpressure: "OK"}}
 	}
 	placed := []events.Event{
 		{Time: at(0), Kind: events.InstancePlaced, Instance: "source#0"},

@@ -42,17 +42,22 @@ func (r *run) observe(e events.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {
-	case "replay", events.RecoveryPlaced:
-		r.replayed += uint64(events.Num(e.Fields, "records"))
+	case events.Replay:
+		f, _ := e.Fields.(events.ReplayFields)
+		r.replayed += f.Records
+	case events.RecoveryPlaced:
+		f, _ := e.Fields.(events.RecoveryPlacedFields)
+		r.replayed += f.Records // a global rollback's; 0 for an instance's
 	case events.Checkpoint:
-		b, k := events.Num(e.Fields, "bytes"), events.Num(e.Fields, "keys")
+		f, _ := e.Fields.(events.CheckpointFields)
+		b, k := float64(f.Bytes), float64(f.Keys)
 		if b == 0 || !strings.HasPrefix(e.Instance, "count#") {
 			break
 		}
 		if r.lastFull == nil {
 			r.lastFull = map[string][2]float64{}
 		}
-		if events.Bool(e.Fields, "full") {
+		if f.Full {
 			r.lastFull[e.Instance] = [2]float64{b, k}
 		} else if f, ok := r.lastFull[e.Instance]; ok && f[1] > 0 {
 			r.deltaFull = append(r.deltaFull, b/f[0])
@@ -107,8 +112,8 @@ func clusterRun(ctx context.Context, cfg coord.Config, kill time.Duration, victi
 		defer mu.Unlock()
 		switch e.Kind {
 		case events.NodeSpawned:
-			if f, ok := e.Fields["pid"].(int); ok {
-				pids[e.Node] = f
+			if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
+				pids[e.Node] = f.PID
 			}
 		case events.InstancePlaced:
 			hosts[e.Instance] = e.Node
@@ -333,8 +338,8 @@ func untouched(r *run, recoveryS float64) Untouched {
 				restarted[e.Instance] = true
 			}
 		case e.Kind == events.Metrics && e.Instance != "" && e.Time.After(warm) && e.Time.Before(kill):
-			if v, ok := e.Fields["in_rate"].(float64); ok {
-				before[e.Instance] = append(before[e.Instance], v)
+			if f, ok := e.Fields.(events.MetricsFields); ok {
+				before[e.Instance] = append(before[e.Instance], f.InRate)
 			}
 		}
 	}
@@ -343,9 +348,9 @@ func untouched(r *run, recoveryS float64) Untouched {
 		if e.Kind != events.Metrics || e.Instance == "" || restarted[e.Instance] || !e.Time.After(kill) || e.Time.After(end) {
 			continue
 		}
-		v, ok := e.Fields["in_rate"].(float64)
+		m, ok := e.Fields.(events.MetricsFields)
 		if b := before[e.Instance]; ok && len(b) > 0 && median(b) > 0 {
-			if f := v / median(b); u.MinRate < 0 || f < u.MinRate {
+			if f := m.InRate / median(b); u.MinRate < 0 || f < u.MinRate {
 				u.MinRate = f
 			}
 		}

@@ -533,23 +533,27 @@ func checkpointStats(r *run) CheckpointStats {
 		if e.Time.Before(start) || e.Time.After(end) {
 			continue
 		}
-		switch {
-		case e.Kind == events.Checkpoint && events.Bool(e.Fields, "global"):
-			done[""] = append(done[""], e.Time)
-			n++
-			sumMs += events.Num(e.Fields, "took_ms")
-		case e.Kind == events.Checkpoint && e.Instance != "":
-			done[e.Instance] = append(done[e.Instance], e.Time)
-			n++
-			sumMs += events.Num(e.Fields, "total_us") / 1000
-		case e.Kind == "checkpoint_declined":
-			declined[fmt.Sprintf("global %v", events.Num(e.Fields, "id"))] = true
-		case e.Kind == events.Error && strings.Contains(e.Text, "abandoned"):
-			declined[fmt.Sprintf("global %v", events.Num(e.Fields, "id"))] = true
-		case e.Kind == "checkpoint_failed":
-			declined[fmt.Sprintf("%s %v", e.Instance, events.Num(e.Fields, "id"))] = true
-		case e.Kind == events.CheckpointCompacted:
-			compactMs += events.Num(e.Fields, "ms")
+		switch f := e.Fields.(type) {
+		case events.CheckpointFields:
+			if f.Global {
+				done[""] = append(done[""], e.Time)
+				n++
+				sumMs += float64(f.TookMs)
+			} else if e.Instance != "" {
+				done[e.Instance] = append(done[e.Instance], e.Time)
+				n++
+				sumMs += float64(f.TotalUs) / 1000
+			}
+		case events.CheckpointDeclinedFields:
+			declined[fmt.Sprintf("global %v", f.ID)] = true
+		case events.ErrorFields:
+			if strings.Contains(e.Text, "abandoned") {
+				declined[fmt.Sprintf("global %v", f.ID)] = true
+			}
+		case events.CheckpointFailedFields:
+			declined[fmt.Sprintf("%s %v", e.Instance, f.ID)] = true
+		case events.CheckpointCompactedFields:
+			compactMs += float64(f.Ms)
 		}
 	}
 	st := CheckpointStats{Declined: float64(len(declined)), CompactMsPerS: compactMs / secs}

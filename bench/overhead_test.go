@@ -74,10 +74,10 @@ func at(s float64) time.Time { return time.Time{}.Add(time.Duration(s * float64(
 
 func TestCheckpointStats(t *testing.T) {
 	spate := func(inst string, s, totalMs float64) events.Event {
-		return events.Event{Kind: events.Checkpoint, Instance: inst, Time: at(s), Fields: map[string]any{"total_us": totalMs * 1000}}
+		return events.Event{Kind: events.Checkpoint, Instance: inst, Time: at(s), Fields: events.CheckpointFields{TotalUs: int64(totalMs * 1000)}}
 	}
 	global := func(s, tookMs float64) events.Event {
-		return events.Event{Kind: events.Checkpoint, Time: at(s), Fields: map[string]any{"global": true, "took_ms": tookMs}}
+		return events.Event{Kind: events.Checkpoint, Time: at(s), Fields: events.CheckpointFields{Global: true, TookMs: int64(tookMs)}}
 	}
 	cases := []struct {
 		name string
@@ -94,17 +94,17 @@ func TestCheckpointStats(t *testing.T) {
 			CheckpointStats{PerSec: 1, MeanMs: 10}},
 		{"global, declined once: no checkpoint for the 10 s until it is abandoned",
 			evRun(14, global(0.2, 200), global(1.2, 200),
-				events.Event{Kind: "checkpoint_declined", Instance: "a#0", Time: at(2.5), Fields: map[string]any{"id": 3.0}},
-				events.Event{Kind: "checkpoint_declined", Instance: "a#1", Time: at(2.6), Fields: map[string]any{"id": 3.0}},
-				events.Event{Kind: events.Error, Time: at(12.1), Text: "global checkpoint 3 abandoned: not every instance reported in time", Fields: map[string]any{"id": 3}},
+				events.Event{Kind: "checkpoint_declined", Instance: "a#0", Time: at(2.5), Fields: events.CheckpointDeclinedFields{ID: 3}},
+				events.Event{Kind: "checkpoint_declined", Instance: "a#1", Time: at(2.6), Fields: events.CheckpointDeclinedFields{ID: 3}},
+				events.Event{Kind: events.Error, Time: at(12.1), Text: "global checkpoint 3 abandoned: not every instance reported in time", Fields: events.ErrorFields{ID: 3}},
 				global(13.3, 300)),
 			// spacing (13.3-0.2)/2 = 6.55 s
 			CheckpointStats{PerSec: 1 / 6.55, Declined: 1, MeanMs: 700.0 / 3}},
 		{"none: no checkpoints", evRun(10), CheckpointStats{}},
 		{"compactions: their time a second",
 			evRun(4, spate("a#0", 1, 10), spate("a#1", 1, 10), spate("a#0", 2, 10), spate("a#1", 2, 10),
-				events.Event{Kind: events.CheckpointCompacted, Instance: "a#0", Time: at(2.5), Fields: map[string]any{"ms": 60}},
-				events.Event{Kind: events.CheckpointCompacted, Instance: "a#1", Time: at(3), Fields: map[string]any{"ms": 20.0}}),
+				events.Event{Kind: events.CheckpointCompacted, Instance: "a#0", Time: at(2.5), Fields: events.CheckpointCompactedFields{Ms: 60}},
+				events.Event{Kind: events.CheckpointCompacted, Instance: "a#1", Time: at(3), Fields: events.CheckpointCompactedFields{Ms: 20}}),
 			CheckpointStats{PerSec: 1 / 1.5, MeanMs: 10, CompactMsPerS: 20}}, // (4-1)/2 s from the first to the end
 		{"what completes during the drain does not count",
 			evRun(2, spate("a#0", 1, 10), spate("a#1", 1, 10), spate("a#0", 2.5, 10)),

@@ -67,10 +67,10 @@ func scalingRun(ctx context.Context, cfg coord.Config, scaleAt time.Duration, to
 		defer mu.Unlock()
 		switch e.Kind {
 		case events.NodeSpawned:
-			if f, ok := e.Fields["pid"].(int); ok {
-				pids[e.Node] = f
+			if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
+				pids[e.Node] = f.PID
 			}
-		case events.InstancePlaced, events.RecoveryPlaced, "rescale_moved":
+		case events.InstancePlaced, events.RecoveryPlaced, events.RescaleMoved:
 			hosts[e.Instance] = e.Node
 		case events.JobStarted:
 			started = e.Time
@@ -93,12 +93,10 @@ func scalingRun(ctx context.Context, cfg coord.Config, scaleAt time.Duration, to
 					mu.Unlock()
 				}
 			}()
-		case "rescale_done":
+		case events.RescaleDone:
 			sr.doneMs = e.Time.Sub(started).Milliseconds()
-			if v, ok := e.Fields["pause_ms"].(int64); ok {
-				sr.pauseMs = float64(v)
-			} else if v, ok := e.Fields["pause_ms"].(float64); ok {
-				sr.pauseMs = v
+			if f, ok := e.Fields.(events.RescaleDoneFields); ok {
+				sr.pauseMs = float64(f.PauseMs)
 			}
 			if kill && sr.killAtMs < 0 {
 				if pid := pids[hosts["count#2"]]; pid > 0 {
@@ -384,10 +382,11 @@ func steadyRate(r *run, from, to int64) float64 {
 		if e.Kind != events.Throughput {
 			continue
 		}
-		in, ok := e.Fields["in"].(uint64)
+		f, ok := e.Fields.(events.ThroughputFields)
 		if !ok {
 			continue
 		}
+		in := f.In
 		t := e.Time.Sub(*r.info.JobStart).Milliseconds()
 		if t >= from && t0 < 0 {
 			t0, n0 = t, float64(in)

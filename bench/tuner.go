@@ -484,8 +484,8 @@ func killRun(ctx context.Context, cfg coord.Config, at []time.Duration, victims 
 		defer mu.Unlock()
 		switch e.Kind {
 		case events.NodeSpawned:
-			if pid, ok := e.Fields["pid"].(int); ok {
-				pids[e.Node] = pid
+			if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
+				pids[e.Node] = f.PID
 			}
 		case events.InstancePlaced, events.RecoveryPlaced:
 			if e.Instance != "" {
@@ -560,36 +560,28 @@ func readRunLog(dir string) (runLog, error) {
 	var at, in []float64
 	l.hits = map[job.InstanceID][]int{}
 	kill := 0
-	for sc.Scan() {
-		var e struct {
-			Kind   events.Kind `json:"kind"`
-			Time   time.Time   `json:"time"`
-			Fields struct {
-				Instances json.RawMessage `json:"instances"`
-				In        *float64        `json:"in"`
-			} `json:"fields"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
+	for n := 1; sc.Scan(); n++ {
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return l, fmt.Errorf("%s:%d: %v", filepath.Join(dir, "events.jsonl"), n, err)
 		}
 		switch e.Kind {
 		case events.JobStarted:
 			start = e.Time
 		case events.Throughput:
-			if !start.IsZero() && e.Fields.In != nil {
-				at, in = append(at, e.Time.Sub(start).Seconds()), append(in, *e.Fields.In)
+			if f, ok := e.Fields.(events.ThroughputFields); ok && !start.IsZero() {
+				at, in = append(at, e.Time.Sub(start).Seconds()), append(in, float64(f.In))
 			}
 		case events.NodeLost:
-			var lost []job.InstanceID
-			if json.Unmarshal(e.Fields.Instances, &lost) == nil {
-				for _, id := range lost {
-					l.hits[id] = append(l.hits[id], kill)
-				}
+			f, _ := e.Fields.(events.NodeLostFields)
+			for _, id := range f.Instances {
+				l.hits[id] = append(l.hits[id], kill)
 			}
 			kill++
 		case events.TunerSummary:
-			if err := json.Unmarshal(e.Fields.Instances, &l.accts); err != nil {
-				return l, fmt.Errorf("%s: tuner_summary: %v", dir, err)
+			f, _ := e.Fields.(events.TunerSummaryFields)
+			for _, a := range f.Instances {
+				l.accts = append(l.accts, coord.TunerAccount(a))
 			}
 			l.arrived = Arrived(at, in)
 			return l, nil

@@ -17,9 +17,15 @@ import (
 	"spate/events"
 )
 
+// ReportSchemaVersion is report.json's "v"; schemas/report.schema.json in
+// the repository describes it. Adding a field keeps the version; changing
+// or removing one bumps it.
+const ReportSchemaVersion = 1
+
 // Report is report.json: the verdict of a scenario run and what happened
 // in it. Times *_ms are milliseconds since the job started.
 type Report struct {
+	V             int               `json:"v"` // ReportSchemaVersion
 	Scenario      string            `json:"scenario"`
 	File          string            `json:"file,omitempty"`
 	Run           string            `json:"run"`
@@ -257,14 +263,15 @@ func ReadEvents(path string) ([]events.Event, string, error) {
 	}
 	var out []events.Event
 	var note string
+	names := events.Names{}
 	lines := bytes.Split(data, []byte("\n"))
 	for i, raw := range lines {
 		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
-		var e events.Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := events.DecodeLine(b, names)
+		if err != nil {
 			if i == len(lines)-1 { // no newline after it: cut short
 				note = fmt.Sprintf("%s:%d: a cut-short last line was dropped", path, i+1)
 				break
@@ -295,7 +302,7 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
+	r := &Report{V: ReportSchemaVersion, Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
 		Faults: []FaultSpan{}, Recoveries: []Recovery{}, Checks: []CheckResult{}}
 	if note != "" {
 		r.Notes = append(r.Notes, note)
@@ -412,37 +419,39 @@ func (b *builder) at(t time.Time) float64 { return ms(t.Sub(b.origin)) }
 
 func (b *builder) add(e events.Event) {
 	r := b.r
-	f := e.Fields
 	switch e.Kind {
-	case "fault_started":
+	case events.FaultStarted:
+		f, _ := e.Fields.(events.FaultStartedFields)
 		if b.faults == nil {
 			b.faults = map[int]int{}
 		}
-		fs := FaultSpan{ID: int(events.Num(f, "id")), Verb: events.Str(f, "verb"), Target: events.Str(f, "target"), Nodes: strs(f, "nodes"), Args: strMap(f, "args"),
+		fs := FaultSpan{ID: f.ID, Verb: f.Verb, Target: f.Target, Nodes: f.Nodes, Args: f.Args,
 			Start: e.Time, StartMs: b.at(e.Time), Open: true}
 		b.faults[fs.ID] = len(r.Faults)
 		r.Faults = append(r.Faults, fs)
-	case "fault_ended":
-		if i, ok := b.faults[int(events.Num(f, "id"))]; ok && r.Faults[i].Open {
+	case events.FaultEnded:
+		f, _ := e.Fields.(events.FaultEndedFields)
+		if i, ok := b.faults[f.ID]; ok && r.Faults[i].Open {
 			r.Faults[i].End, r.Faults[i].EndMs, r.Faults[i].Open = e.Time, b.at(e.Time), false
 		}
 	case events.NodeLost:
+		f, _ := e.Fields.(events.NodeLostFields)
 		if b.lost == nil {
 			b.lost = map[string]time.Time{}
 		}
 		b.lost[e.Node] = e.Time
-		ids := strs(f, "instances")
-		if len(ids) == 0 {
+		if len(f.Instances) == 0 {
 			return
 		}
 		if b.ft == "global" {
-			b.start("job", e, events.Str(f, "reason"))
+			b.start("job", e, f.Reason)
 			return
 		}
-		for _, id := range ids {
-			b.start(id, e, events.Str(f, "reason"))
+		for _, id := range f.Instances {
+			b.start(string(id), e, f.Reason)
 		}
 	case events.RecoveryPlaced:
+		f, _ := e.Fields.(events.RecoveryPlacedFields)
 		id := e.Instance
 		if id == "" { // global: the whole job rolls back
 			id = "job"
@@ -454,19 +463,20 @@ func (b *builder) add(e events.Event) {
 			rc.To = e.Node
 			if id == "job" {
 				rc.To = ""
-				rc.Checkpoint = int64(events.Num(f, "checkpoint"))
-				rc.Replayed += int64(events.Num(f, "records"))
+				rc.Checkpoint = int64(f.Checkpoint)
+				rc.Replayed += int64(f.Records)
 			}
 			rc.Phases = append(rc.Phases, Phase{Name: "place", StartMs: rc.DetectedMs, EndMs: b.at(e.Time)})
 		}
 	case events.RecoveryRestored:
+		f, _ := e.Fields.(events.RecoveryRestoredFields)
 		id := e.Instance
 		if id == "" {
 			id = "job"
 		}
 		if rc := b.open[id]; rc != nil {
-			rc.Checkpoint = int64(events.Num(f, "checkpoint"))
-			rc.Fellback = events.Bool(f, "fellback")
+			rc.Checkpoint = int64(f.Checkpoint)
+			rc.Fellback = f.Fellback
 			start := rc.DetectedMs
 			if n := len(rc.Phases); n > 0 {
 				start = rc.Phases[n-1].EndMs
@@ -476,96 +486,117 @@ func (b *builder) add(e events.Event) {
 				b.done(rc, e.Time, -1)
 			}
 		}
-	case "replay":
-		to := events.Str(f, "to")
-		if rc := b.open[to]; rc != nil {
-			rc.Replayed += int64(events.Num(f, "records"))
+	case events.Replay:
+		f, _ := e.Fields.(events.ReplayFields)
+		if rc := b.open[f.To]; rc != nil {
+			rc.Replayed += int64(f.Records)
 		} else {
 			for i := len(b.recs) - 1; i >= 0; i-- {
-				if b.recs[i].Instance == to {
-					b.recs[i].Replayed += int64(events.Num(f, "records"))
+				if b.recs[i].Instance == f.To {
+					b.recs[i].Replayed += int64(f.Records)
 					break
 				}
 			}
 		}
 	case events.RecoveryDone:
+		f, _ := e.Fields.(events.RecoveryDoneFields)
 		if rc := b.open[e.Instance]; rc != nil {
 			start := rc.DetectedMs
 			if n := len(rc.Phases); n > 0 {
 				start = rc.Phases[n-1].EndMs
 			}
 			rc.Phases = append(rc.Phases, Phase{Name: "catch_up", StartMs: start, EndMs: b.at(e.Time)})
-			total := -1.0
-			if _, ok := f["total_ms"]; ok {
-				total = events.Num(f, "total_ms")
-			}
-			b.done(rc, e.Time, total)
+			b.done(rc, e.Time, float64(f.TotalMs))
 		}
 	case events.Checkpoint:
-		b.checkpoint(e)
+		f, _ := e.Fields.(events.CheckpointFields)
+		b.checkpoint(e, f)
 	case events.Throughput:
-		p := RatePoint{Ms: b.at(e.Time), InRps: events.Num(f, "in_rps"), OutRps: events.Num(f, "out_rps")}
+		f, _ := e.Fields.(events.ThroughputFields)
+		p := RatePoint{Ms: b.at(e.Time), InRps: f.InRps, OutRps: f.OutRps}
 		r.Series.Throughput = append(r.Series.Throughput, p)
 		b.in, b.out = append(b.in, p.InRps), append(b.out, p.OutRps)
-		b.lastIn = uint64(events.Num(f, "in"))
+		b.lastIn = f.In
 	case events.RunFinished:
-		r.LostInstances = strs(f, "lost")
-	case events.Error:
-		r.Notes = append(r.Notes, fmt.Sprintf("%.1fs: %s", b.at(e.Time)/1000, e.Text))
-	case "trim":
-		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "trim", Held: int64(events.Num(f, "held_bytes"))})
-	case "backup_spill":
-		m, sp := int64(events.Num(f, "mem_bytes")), int64(events.Num(f, "spill_bytes"))
-		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "spill", Held: m + sp, Mem: m, Spill: sp, Spilling: events.Bool(f, "spilling")})
-	case "backup_full":
-		p := BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "full", PausedMs: events.Num(f, "paused_ms")}
-		if events.Bool(f, "full") {
-			p.Mem, p.Spill = int64(events.Num(f, "mem_bytes")), int64(events.Num(f, "spill_bytes"))
+		f, _ := e.Fields.(events.RunFinishedFields)
+		r.LostInstances = f.Lost
+	case events.Trim:
+		f, _ := e.Fields.(events.TrimFields)
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "trim", Held: f.HeldBytes})
+	case events.BackupSpill:
+		f, _ := e.Fields.(events.BackupSpillFields)
+		r.Series.Backup = append(r.Series.Backup, BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "spill",
+			Held: f.MemBytes + f.SpillBytes, Mem: f.MemBytes, Spill: f.SpillBytes, Spilling: f.Spilling})
+	case events.BackupFull:
+		f, _ := e.Fields.(events.BackupFullFields)
+		p := BackupPoint{Ms: b.at(e.Time), Instance: e.Instance, Kind: "full", PausedMs: float64(f.PausedMs)}
+		if f.Full {
+			p.Mem, p.Spill = f.MemBytes, f.SpillBytes
 			p.Held = p.Mem + p.Spill
 		} else {
 			p.Kind = "unblocked"
 		}
 		r.Series.Backup = append(r.Series.Backup, p)
 	case events.Interval:
-		id := events.Str(f, "instance")
+		f, _ := e.Fields.(events.IntervalFields)
+		id := f.Instance
 		if id == "" {
 			id = e.Instance
 		}
-		r.Series.Intervals = append(r.Series.Intervals, IntervalPoint{Ms: b.at(e.Time), Instance: id, IntervalMs: events.Num(f, "interval_ms"),
-			OptimumMs: events.Num(f, "optimum_ms"), Changed: events.Bool(f, "changed"), Reason: events.Str(f, "reason")})
-	case "rescale_planned", "rescale_staged", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done":
-		b.rescale(e)
-	}
-}
-
-// rescale folds one rescale_* event into its rescale.
-func (b *builder) rescale(e events.Event) {
-	f := e.Fields
-	id := int64(events.Num(f, "id"))
-	name := string(e.Kind)[len("rescale_"):]
-	var rs *Rescale
-	for i := range b.r.Rescales {
-		if b.r.Rescales[i].ID == id {
-			rs = &b.r.Rescales[i]
-		}
-	}
-	if rs == nil || name == "planned" {
-		mode := events.Str(f, "mode")
+		r.Series.Intervals = append(r.Series.Intervals, IntervalPoint{Ms: b.at(e.Time), Instance: id, IntervalMs: float64(f.IntervalMs),
+			OptimumMs: float64(f.OptimumMs), Changed: f.Changed, Reason: f.Reason})
+	case events.RescalePlanned:
+		f, _ := e.Fields.(events.RescalePlannedFields)
+		mode := f.Mode
 		if mode == "" {
 			mode = "eds"
 		}
-		b.r.Rescales = append(b.r.Rescales, Rescale{ID: id, Op: events.Str(f, "op"), From: int(events.Num(f, "from")), To: int(events.Num(f, "to")), Mode: mode,
-			Why: events.Str(f, "why"), PlannedMs: b.at(e.Time), DoneMs: -1})
+		b.r.Rescales = append(b.r.Rescales, Rescale{ID: int64(f.ID), Op: f.Op, From: f.From, To: f.To, Mode: mode,
+			Why: f.Why, PlannedMs: b.at(e.Time), DoneMs: -1})
+		b.step(e, f.ID, f.Op, f.Mode, "", 0)
+	case events.RescaleStaged:
+		f, _ := e.Fields.(events.RescaleStagedFields)
+		b.step(e, f.ID, f.Op, "", f.Range, int64(f.Bytes))
+	case events.RescaleCaptured:
+		f, _ := e.Fields.(events.RescaleCapturedFields)
+		b.step(e, f.ID, f.Op, f.Mode, f.Range, int64(f.Bytes))
+	case events.RescaleMoved:
+		f, _ := e.Fields.(events.RescaleMovedFields)
+		b.step(e, f.ID, f.Op, "", f.Range, 0)
+	case events.RescaleRerouted:
+		f, _ := e.Fields.(events.RescaleReroutedFields)
+		b.step(e, f.ID, f.Op, f.Mode, "", 0)
+	case events.RescaleDone:
+		f, _ := e.Fields.(events.RescaleDoneFields)
+		if rs := b.step(e, f.ID, f.Op, f.Mode, "", 0); rs != nil {
+			rs.DoneMs, rs.PauseMs, rs.Bytes = b.at(e.Time), float64(f.PauseMs), int64(f.Bytes)
+		}
+	}
+	if e.Kind == events.Error {
+		r.Notes = append(r.Notes, fmt.Sprintf("%.1fs: %s", b.at(e.Time)/1000, e.Text))
+	}
+}
+
+// step adds one step of rescale id (a rescale_* event) to its rescale,
+// and returns it. A step of a rescale whose planning the run does not
+// hold opens it.
+func (b *builder) step(e events.Event, id uint64, op, mode, rng string, bytes int64) *Rescale {
+	name := strings.TrimPrefix(string(e.Kind), "rescale_")
+	var rs *Rescale
+	for i := range b.r.Rescales {
+		if b.r.Rescales[i].ID == int64(id) {
+			rs = &b.r.Rescales[i]
+		}
+	}
+	if rs == nil {
+		if mode == "" {
+			mode = "eds"
+		}
+		b.r.Rescales = append(b.r.Rescales, Rescale{ID: int64(id), Op: op, Mode: mode, PlannedMs: b.at(e.Time), DoneMs: -1})
 		rs = &b.r.Rescales[len(b.r.Rescales)-1]
 	}
-	st := RescaleStep{Name: name, Ms: b.at(e.Time), Instance: e.Instance, Range: events.Str(f, "range")}
-	if name != "done" {
-		st.Bytes = int64(events.Num(f, "bytes"))
-	}
-	rs.Steps = append(rs.Steps, st)
-	if name == "done" {
-		rs.DoneMs, rs.PauseMs, rs.Bytes = b.at(e.Time), events.Num(f, "pause_ms"), int64(events.Num(f, "bytes"))
-	}
+	rs.Steps = append(rs.Steps, RescaleStep{Name: name, Ms: b.at(e.Time), Instance: e.Instance, Range: rng, Bytes: bytes})
+	return rs
 }
 
 // limits are the checks' limits in the units of the charts.
@@ -616,33 +647,31 @@ func (b *builder) done(rc *Recovery, t time.Time, total float64) {
 	delete(b.open, rc.Instance)
 }
 
-func (b *builder) checkpoint(e events.Event) {
-	f := e.Fields
+func (b *builder) checkpoint(e events.Event, f events.CheckpointFields) {
 	st := &b.r.Checkpoints
 	st.Count++
 	end := b.at(e.Time)
-	if events.Bool(f, "global") {
+	if f.Global {
 		st.Global++
 		st.Full++
-		took := events.Num(f, "took_ms")
+		took := float64(f.TookMs)
 		b.tot = append(b.tot, took*1000)
-		b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: "global", ID: int64(events.Num(f, "id")), Full: true, StartMs: end - took, CaptureMs: end - took, EndMs: end})
+		b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: "global", ID: int64(f.ID), Full: true, StartMs: end - took, CaptureMs: end - took, EndMs: end})
 		return
 	}
-	full := events.Bool(f, "full")
-	if full {
+	if f.Full {
 		st.Full++
 	} else {
 		st.Delta++
 	}
-	st.RawBytes += int64(events.Num(f, "raw_bytes"))
-	st.StoredBytes += int64(events.Num(f, "bytes"))
-	capUs, perUs, totUs := events.Num(f, "capture_us"), events.Num(f, "persist_us"), events.Num(f, "total_us")
+	st.RawBytes += int64(f.RawBytes)
+	st.StoredBytes += int64(f.Bytes)
+	capUs, perUs, totUs := float64(f.CaptureUs), float64(f.PersistUs), float64(f.TotalUs)
 	b.cap, b.per, b.tot = append(b.cap, capUs), append(b.per, perUs), append(b.tot, totUs)
 	start := end - totUs/1000
-	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(events.Num(f, "id")), Full: full,
+	b.r.Series.Checkpoints = append(b.r.Series.Checkpoints, CheckpointSpan{Instance: e.Instance, ID: int64(f.ID), Full: f.Full,
 		StartMs: round3(start), CaptureMs: round3(start + capUs/1000), EndMs: end,
-		Keys: int64(events.Num(f, "keys")), RawBytes: int64(events.Num(f, "raw_bytes")), Bytes: int64(events.Num(f, "bytes"))})
+		Keys: int64(f.Keys), RawBytes: int64(f.RawBytes), Bytes: int64(f.Bytes)})
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -720,42 +749,6 @@ func latencySummary(lag [][2]int64) LatencySummary {
 
 // Field readers: events arrive as decoded JSON, so numbers are float64
 // and lists are []any; anything else reads as zero.
-
-func strs(f map[string]any, k string) []string {
-	switch v := f[k].(type) {
-	case []string:
-		return v
-	case []any:
-		var out []string
-		for _, x := range v {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			} else if x != nil {
-				out = append(out, fmt.Sprint(x))
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-func strMap(f map[string]any, k string) map[string]string {
-	switch v := f[k].(type) {
-	case map[string]string:
-		return v
-	case map[string]any:
-		out := make(map[string]string, len(v))
-		for k, x := range v {
-			if s, ok := x.(string); ok {
-				out[k] = s
-			} else {
-				out[k] = fmt.Sprint(x)
-			}
-		}
-		return out
-	}
-	return nil
-}
 
 // WriteReport writes r as DIR/report.json and DIR/report.html, each to a
 // temporary name first and renamed into place.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/job"
 )
 
 // killRun copies testdata/run-kill (a real 10s run in which n3 was killed
@@ -44,9 +45,9 @@ func killRun(t *testing.T) string {
 		return tm
 	}
 	faults := []events.Event{
-		{Time: at("2026-11-30T05:16:40.000Z"), Kind: "fault_started", Fields: map[string]any{"id": 1, "verb": "partition", "target": "", "nodes": []string{"n1", "n2"}, "args": map[string]string{"shape": "majority", "for": "1s"}}},
-		{Time: at("2026-11-30T05:16:41.000Z"), Kind: "fault_ended", Fields: map[string]any{"id": 1}},
-		{Time: at("2026-11-30T05:16:42.500Z"), Kind: "fault_started", Fields: map[string]any{"id": 2, "verb": "kill", "target": "n3", "nodes": []string{"n3"}}},
+		{Time: at("2026-11-30T05:16:40.000Z"), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "partition", Target: "", Nodes: []string{"n1", "n2"}, Args: map[string]string{"shape": "majority", "for": "1s"}}},
+		{Time: at("2026-11-30T05:16:41.000Z"), Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
+		{Time: at("2026-11-30T05:16:42.500Z"), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 2, Verb: "kill", Target: "n3", Nodes: []string{"n3"}}},
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
@@ -219,11 +220,11 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 func TestBuildReportNoFT(t *testing.T) {
 	dir := writeRun(t, "none", []events.Event{
 		{Time: at(0), Kind: events.JobStarted},
-		{Time: at(5000), Kind: "fault_started", Fields: map[string]any{"id": 1, "verb": "kill", "target": "count", "nodes": []any{"n3"}}},
-		{Time: at(5001), Kind: "fault_ended", Fields: map[string]any{"id": 1}},
-		{Time: at(5100), Kind: events.NodeLost, Node: "n3", Fields: map[string]any{"instances": []any{"count#0"}, "reason": "EOF"}},
+		{Time: at(5000), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "kill", Target: "count", Nodes: []string{"n3"}}},
+		{Time: at(5001), Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
+		{Time: at(5100), Kind: events.NodeLost, Node: "n3", Fields: events.NodeLostFields{Instances: []job.InstanceID{"count#0"}, Reason: "EOF"}},
 		{Time: at(9000), Kind: events.Error, Text: "something odd"},
-		{Time: at(10000), Kind: events.RunFinished, Fields: map[string]any{"lost": []any{"count#0"}}},
+		{Time: at(10000), Kind: events.RunFinished, Fields: events.RunFinishedFields{Lost: []string{"count#0"}}},
 	}, nil)
 	sc := mustParse(t, "name: none\nschedule: []\nchecks: [exactly_once, all_recovered, {max_recovery: 5s}, {max_lag: 1s}]\n")
 	r, err := BuildReport(dir, sc, Verify{Windows: 100, Lost: 40})
@@ -253,10 +254,10 @@ func TestBuildReportNoFT(t *testing.T) {
 func TestBuildReportGlobal(t *testing.T) {
 	dir := writeRun(t, "global", []events.Event{
 		{Time: at(0), Kind: events.JobStarted},
-		{Time: at(1000), Kind: events.Checkpoint, Fields: map[string]any{"id": 1, "global": true, "took_ms": 40}},
-		{Time: at(3000), Kind: events.NodeLost, Node: "n2", Fields: map[string]any{"instances": []any{"count#1", "sink#1"}}},
-		{Time: at(3010), Kind: events.RecoveryPlaced, Node: "n2", Fields: map[string]any{"checkpoint": 1, "records": 9000}},
-		{Time: at(3200), Kind: events.RecoveryRestored, Fields: map[string]any{"checkpoint": 1}},
+		{Time: at(1000), Kind: events.Checkpoint, Fields: events.CheckpointFields{ID: 1, Global: true, TookMs: 40}},
+		{Time: at(3000), Kind: events.NodeLost, Node: "n2", Fields: events.NodeLostFields{Instances: []job.InstanceID{"count#1", "sink#1"}}},
+		{Time: at(3010), Kind: events.RecoveryPlaced, Node: "n2", Fields: events.RecoveryPlacedFields{Checkpoint: 1, Records: 9000}},
+		{Time: at(3200), Kind: events.RecoveryRestored, Fields: events.RecoveryRestoredFields{Checkpoint: 1}},
 		{Time: at(6000), Kind: events.RunFinished},
 	}, [][2]int64{{100, 50}, {200, 70}, {300, 900}})
 	r, err := BuildReport(dir, nil, Verify{Windows: 10})
@@ -410,13 +411,13 @@ func TestBuildReportRealNoFT(t *testing.T) {
 func TestBuildReportLostAgainDuringItsRecovery(t *testing.T) {
 	dir := writeRun(t, "spate", []events.Event{
 		{Time: at(0), Kind: events.JobStarted},
-		{Time: at(5000), Kind: events.NodeLost, Node: "n5", Fields: map[string]any{"instances": []any{"source#0"}, "reason": "EOF"}},
+		{Time: at(5000), Kind: events.NodeLost, Node: "n5", Fields: events.NodeLostFields{Instances: []job.InstanceID{"source#0"}, Reason: "EOF"}},
 		{Time: at(5020), Kind: events.RecoveryPlaced, Node: "n11", Instance: "source#0"},
-		{Time: at(6200), Kind: events.RecoveryRestored, Node: "n11", Instance: "source#0", Fields: map[string]any{"checkpoint": 84}},
-		{Time: at(8900), Kind: events.NodeLost, Node: "n11", Fields: map[string]any{"instances": []any{"source#0"}, "reason": "EOF"}},
+		{Time: at(6200), Kind: events.RecoveryRestored, Node: "n11", Instance: "source#0", Fields: events.RecoveryRestoredFields{Checkpoint: 84, Gen: 2}},
+		{Time: at(8900), Kind: events.NodeLost, Node: "n11", Fields: events.NodeLostFields{Instances: []job.InstanceID{"source#0"}, Reason: "EOF"}},
 		{Time: at(8950), Kind: events.RecoveryPlaced, Node: "n13", Instance: "source#0"},
-		{Time: at(8960), Kind: events.RecoveryRestored, Node: "n13", Instance: "source#0", Fields: map[string]any{"checkpoint": 84}},
-		{Time: at(9100), Kind: events.RecoveryDone, Node: "n13", Instance: "source#0", Fields: map[string]any{"total_ms": 4100}},
+		{Time: at(8960), Kind: events.RecoveryRestored, Node: "n13", Instance: "source#0", Fields: events.RecoveryRestoredFields{Checkpoint: 84, Gen: 2}},
+		{Time: at(9100), Kind: events.RecoveryDone, Node: "n13", Instance: "source#0", Fields: events.RecoveryDoneFields{TotalMs: 4100}},
 		{Time: at(10000), Kind: events.RunFinished},
 	}, nil)
 	sc := mustParse(t, "name: twice\nschedule: []\nchecks: [all_recovered, {max_recovery: 5s}]\n")

@@ -107,8 +107,8 @@ func (fc *fakeCluster) start(ctx context.Context, args []string) (string, func()
 		var ev bytes.Buffer
 		for _, e := range []events.Event{
 			{Seq: 2, Time: t0, Kind: events.JobStarted},
-			{Seq: 3, Time: t0.Add(10 * time.Second), Kind: "fault_started", Fields: map[string]any{"id": 1, "verb": "kill", "target": "n2", "nodes": []string{"n2"}}},
-			{Seq: 4, Time: t0.Add(10 * time.Second), Kind: "fault_ended", Fields: map[string]any{"id": 1}},
+			{Seq: 3, Time: t0.Add(10 * time.Second), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "kill", Target: "n2", Nodes: []string{"n2"}}},
+			{Seq: 4, Time: t0.Add(10 * time.Second), Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
 			{Seq: 5, Time: t0.Add(30 * time.Second), Kind: events.RunFinished},
 		} {
 			json.NewEncoder(&ev).Encode(e)

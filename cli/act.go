@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -147,8 +149,8 @@ var verbs = []verb{
 		long:    "Restart kills the target's node processes and starts a fresh process in each one's place.",
 		example: "  spate chaos restart n3\n  spate chaos restart minority"},
 	{name: "pause", short: "SIGSTOP the target (past the detection timeout it is lost, then a fenced zombie)", target: "TARGET", needTarget: true, lasting: true,
-		long:    "Pause stops the target's node processes with SIGSTOP; past the failure-detection timeout the node is lost, and when it wakes it is a fenced zombie. With --for the coordinator resumes it itself.",
-		example: "  spate chaos pause n2 --for 3s\n  spate chaos pause count\n  spate chaos resume n2"},
+		long:    "Pause stops the target's node processes with SIGSTOP; past the failure-detection timeout the node is lost, and when it wakes it is a fenced zombie. With --for the coordinator resumes it itself. The target coord (with --for) stalls the coordinator's own event loop instead, as a GC pause or a slow disk would: the nodes run on, their messages queue, and the heartbeats judged after it count only the time the coordinator ran.",
+		example: "  spate chaos pause n2 --for 3s\n  spate chaos pause count\n  spate chaos pause coord --for 3s\n  spate chaos resume n2"},
 	{name: "resume", short: "SIGCONT a paused target", target: "TARGET", needTarget: true,
 		long:    "Resume continues the target's paused node processes (SIGCONT).",
 		example: "  spate chaos resume n2\n  spate chaos resume all"},
@@ -246,12 +248,29 @@ checkpoint and restarts it with the new parallelism.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.act(cmd, "spate scale", v, args)
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		// OP from the running cluster's keyed operators (count and rollup
+		// without one); N around OP's parallelism there.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			data, _ := cmd.Flags().GetString("data")
+			ops := keyedOps(data)
 			switch len(args) {
 			case 0:
-				return []string{"count", "rollup"}, cobra.ShellCompDirectiveNoFileComp
+				names := []string{"count", "rollup"}
+				if len(ops) > 0 {
+					names = slices.Sorted(maps.Keys(ops))
+				}
+				return prefixed(names, toComplete), cobra.ShellCompDirectiveNoFileComp
 			case 1:
-				return []string{"1", "2", "3", "4", "6", "8"}, cobra.ShellCompDirectiveNoFileComp
+				ns := []string{"1", "2", "3", "4", "6", "8"}
+				if n := ops[args[0]]; n > 0 {
+					ns = nil
+					for _, k := range []int{n + 1, n * 2, n - 1} {
+						if k >= 1 && k != n {
+							ns = append(ns, strconv.Itoa(k))
+						}
+					}
+				}
+				return prefixed(ns, toComplete), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},

@@ -107,6 +107,10 @@ func TestMistakesAreOneLineAndExit2(t *testing.T) {
 		{"argument to up", []string{"up", "extra"}, `unexpected argument "extra"`},
 		{"bad --show", []string{"up", "--show", "chekpoint"}, "did you mean checkpoint?"},
 		{"quiet and show", []string{"up", "--quiet", "--show", "checkpoint"}, "choose one"},
+		{"bad --events kind", []string{"up", "--events", "chekpoint"}, "did you mean checkpoint? (a file of that name: --events ./chekpoint)"},
+		{"bad kind in --events", []string{"up", "--events", "checkpoint,recovery_don"}, `"recovery_don" is not an event kind: did you mean recovery_done?`},
+		{"--events kinds and --show", []string{"up", "--events", "checkpoint", "--show", "trim"}, "choose one"},
+		{"quiet and --events kinds", []string{"up", "--quiet", "--events=node_lost"}, "choose one"},
 		{"unknown flag of status", []string{"status", "--jsn"}, "did you mean --json?"},
 		{"argument to status", []string{"status", "now"}, `unexpected argument "now"`},
 		{"missing value", []string{"status", "--data"}, "--data needs a value"},
@@ -185,7 +189,9 @@ func fakeRun(t *testing.T) string {
 func fakeRunWith(t *testing.T) (string, *control.Fake) {
 	t.Helper()
 	f := control.NewFake(control.Status{Run: "r1", Nodes: []control.Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}},
-		Instances: []control.Instance{{ID: "count#0", Op: "count", Node: "n1"}, {ID: "sink#1", Op: "sink", Node: "n3"}}})
+		Instances: []control.Instance{{ID: "count#0", Op: "count", Node: "n1", KeyGroups: []int{0, 1}}, {ID: "count#1", Op: "count", Node: "n2", KeyGroups: []int{2}},
+			{ID: "rollup#0", Op: "rollup", Node: "n2", KeyGroups: []int{0, 1, 2}}, {ID: "source#0", Op: "source", Node: "n1"},
+			{ID: "sink#1", Op: "sink", Node: "n3", KeyGroups: []int{0, 1, 2}}}})
 	srv, err := control.Listen("127.0.0.1:0", "secret", f)
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +234,20 @@ func TestCompletionNamesTheRunningClustersNodesAndInstances(t *testing.T) {
 	}
 	if got := complete(t, "scale", ""); !slices.Equal(got, []string{"count", "rollup"}) {
 		t.Errorf("scale <TAB>: %q", got)
+	}
+	// From the running cluster: its keyed operators, N around their
+	// parallelism, and KEY= values (peer= its nodes).
+	if got := complete(t, "scale", "--data", dir, ""); !slices.Equal(got, []string{"count", "rollup"}) {
+		t.Errorf("scale <TAB> on the cluster: %q", got)
+	}
+	if got := complete(t, "scale", "count", "--data", dir, ""); !slices.Equal(got, []string{"3", "4", "1"}) {
+		t.Errorf("scale count <TAB> (2 instances): %q", got)
+	}
+	if got := complete(t, "chaos", "link", "n1", "--data", dir, "peer="); !slices.Equal(got, []string{"peer=n1", "peer=n2", "peer=n3"}) {
+		t.Errorf("chaos link n1 peer=<TAB>: %q", got)
+	}
+	if got := complete(t, "chaos", "partition", "--data", dir, "shape=m"); !slices.Equal(got, []string{"shape=majority"}) {
+		t.Errorf("chaos partition shape=m<TAB>: %q", got)
 	}
 }
 

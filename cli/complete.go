@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,9 +20,10 @@ func (a *app) completionCmd() *cobra.Command {
 		Short: "shell completion script",
 		Long: `Completion prints a completion script for bash, zsh or fish. It completes
 commands, flags and their values and, for the commands that act on a
-running cluster, the cluster's node and instance names (asked of the
-cluster found through --data, as spate status does; without a running
-cluster only the fixed words are offered).`,
+running cluster, what the cluster has (asked of the cluster found through
+--data, as spate status does): its node and instance names as targets and
+as peer=, the operators spate scale can rescale and counts near their
+parallelism. Without a running cluster only the fixed words are offered.`,
 		Example: `  source <(spate completion bash)
   spate completion zsh > "${fpath[1]}/_spate"
   spate completion fish > ~/.config/fish/completions/spate.fish`,
@@ -55,22 +57,29 @@ cluster only the fixed words are offered).`,
 // completion must never hang the shell.
 const statusTimeout = 2 * time.Second
 
-// clusterNames are the node and instance names of the running cluster
-// found through data, and nil when there is none (silently: completion
-// has nowhere to say anything).
-func clusterNames(data string) (nodes, instances []string) {
+// clusterOf is the running cluster found through data: its status, and
+// false when there is none (silently: completion has nowhere to say
+// anything).
+func clusterOf(data string) (control.Status, bool) {
 	dir, err := coord.ResolveDataDir(data)
 	if err != nil {
-		return nil, nil
+		return control.Status{}, false
 	}
 	c, err := control.Dial(dir)
 	if err != nil {
-		return nil, nil
+		return control.Status{}, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
 	st, err := c.Status(ctx)
-	if err != nil {
+	return st, err == nil
+}
+
+// clusterNames are the node and instance names of the running cluster
+// found through data, nil when there is none.
+func clusterNames(data string) (nodes, instances []string) {
+	st, ok := clusterOf(data)
+	if !ok {
 		return nil, nil
 	}
 	for _, n := range st.Nodes {
@@ -82,17 +91,62 @@ func clusterNames(data string) (nodes, instances []string) {
 	return nodes, instances
 }
 
+// keyedOps are the operators of the running cluster that rescale (those
+// whose instances own key groups), with their parallelism; nil without
+// a cluster.
+func keyedOps(data string) map[string]int {
+	st, ok := clusterOf(data)
+	if !ok {
+		return nil
+	}
+	ops := map[string]int{}
+	for _, in := range st.Instances {
+		if len(in.KeyGroups) > 0 && in.Op != "sink" {
+			ops[in.Op]++
+		}
+	}
+	return ops
+}
+
+// keyValues are the values a verb's KEY= takes, where they are few or
+// known from the cluster (peer=NODE).
+func keyValues(v verb, key, data string) []string {
+	switch key {
+	case "peer":
+		nodes, _ := clusterNames(data)
+		return nodes
+	case "shape":
+		return []string{"one", "majority", "bridge"}
+	case "oneway", "stall", "reset", "corrupt", "fail":
+		return []string{"true", "false"}
+	case "latency", "jitter", "slow":
+		return []string{"10ms", "50ms", "200ms"}
+	case "bandwidth":
+		return []string{"1MB/s", "10MB/s"}
+	case "interval":
+		return []string{"auto", "500ms", "1s", "5s"}
+	}
+	return nil
+}
+
 // targetCompletion completes a verb's target from the running cluster,
 // then its KEY= arguments.
 func targetCompletion(v verb) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		data, _ := cmd.Flags().GetString("data")
+		if key, _, ok := strings.Cut(toComplete, "="); ok && slices.Contains(v.keys, key) {
+			var out []string
+			for _, val := range keyValues(v, key, data) {
+				out = append(out, key+"="+val)
+			}
+			return prefixed(out, toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
 		var out []string
 		hasTarget := false
 		for _, w := range args {
 			hasTarget = hasTarget || !strings.Contains(w, "=")
 		}
 		if v.target != "" && !hasTarget {
-			data, _ := cmd.Flags().GetString("data")
 			nodes, instances := clusterNames(data)
 			out = append(out, nodes...)
 			out = append(out, instances...)

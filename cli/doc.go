@@ -1,9 +1,10 @@
 // Package cli is spate's command line: every command, its flags, its help
 // (--help, -h, help COMMAND: synopsis, flags, examples, on stdout, exit 0),
 // its one-line errors (exit 2, with a suggestion when a known name is
-// close), shell completion (bash, zsh, fish; node and instance names from
-// the running cluster's status) and the man page, all from one set of
-// cobra definitions. main.go calls Main and nothing else.
+// close), shell completion (bash, zsh, fish; from the running cluster's
+// status its node and instance names, its keyed operators and their
+// parallelism) and the man page, all from one set of cobra definitions.
+// main.go calls Main and nothing else.
 //
 // The engines stay where they are and are called as libraries:
 // coord.ParseUp, coord.Up and coord.VerifyRun for up, chaos run and
@@ -19,8 +20,11 @@
 // (headless.go, fed by coord.Options.Observe): by default every
 // lifecycle event, one throughput line a second and the checkpoints and
 // fired windows of each second summed on one line; --quiet, the
-// lifecycle events and a summary; --show KIND,..., exactly those kinds.
-// events.jsonl always has every event.
+// lifecycle events and a summary; --events KIND,... (or --show), exactly
+// those kinds. --events keeps its old meaning, a file for a second copy
+// of the events log, for any value that is not made of event kinds
+// (eventsFlag). The kinds are events.Kinds(). events.jsonl always has
+// every event.
 //
 // Exit codes: 0 ok, 1 a check failed or the cluster refused an action, 2
 // bad input or could not run.

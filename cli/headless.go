@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,29 +20,18 @@ import (
 // the drain, errors), always printed by default and under --quiet.
 var frequent = map[events.Kind]bool{
 	events.Throughput: true, events.Checkpoint: true, events.WindowFired: true, events.Metrics: true,
-	events.Interval: true, events.CheckpointCompacted: true, "trim": true, "replay": true,
+	events.Interval: true, events.CheckpointCompacted: true, events.Trim: true, events.Replay: true,
 }
 
-// knownKinds are the event kinds --show checks names against (a name far
-// from all of them is taken as a kind this binary does not know yet).
-var knownKinds = []events.Kind{
-	events.RunStarted, events.NodeSpawned, events.NodeJoined, events.NodeRefused, events.NodeSuspect,
-	events.NodeLost, events.NodeExited, events.InstancePlaced, events.JobStarted, events.WindowFired,
-	events.Throughput, events.SourceEnded, events.DrainStarted, events.InstanceDone, events.FrameError,
-	events.Checkpoint, events.Fenced, events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryDone,
-	events.RunFinished, events.FaultStarted, events.FaultEnded, events.Healed, events.Partition,
-	events.Metrics, events.CheckpointRequested, events.CheckpointCompacted, events.CheckpointFallback,
-	events.Error, events.Interval, events.TunerSummary,
-	"rescale_planned", "rescale_staged", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done",
-	"autoscale", "backup_full", "trim", "replay",
-}
-
+// kindNames are the event kinds --show checks names against (a name far
+// from all of them is taken as a kind this binary does not know yet), in
+// name order.
 func kindNames() []string {
-	out := make([]string, len(knownKinds))
-	for i, k := range knownKinds {
+	kinds := events.Kinds()
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
 		out[i] = string(k)
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -220,7 +208,8 @@ func (p *printer) count(e events.Event) {
 			p.jobStart = e.Time
 		}
 	case events.Throughput:
-		p.in = num(e.Fields["in"])
+		f, _ := e.Fields.(events.ThroughputFields)
+		p.in = float64(f.In)
 		p.end = e.Time
 	case events.Checkpoint:
 		p.checkpoints++
@@ -228,12 +217,12 @@ func (p *printer) count(e events.Event) {
 		p.faults++
 	case events.RecoveryDone:
 		p.recoveries++
-	case "rescale_done":
+	case events.RescaleDone:
 		p.rescales++
 	case events.RunFinished:
 		p.end, p.finished = e.Time, true
-		if n := num(e.Fields["records"]); n > 0 {
-			p.in = n // every record read, the drain's included
+		if f, _ := e.Fields.(events.RunFinishedFields); f.Records > 0 {
+			p.in = float64(f.Records) // every record read, the drain's included
 		}
 	}
 }
@@ -282,21 +271,21 @@ func (s *checkpointSum) stamp(t time.Time) {
 func (s *checkpointSum) add(e events.Event) {
 	s.stamp(e.Time)
 	s.n++
-	f := e.Fields
-	if g, _ := f["global"].(bool); g {
+	f, _ := e.Fields.(events.CheckpointFields)
+	if f.Global {
 		s.global++
-		if us := num(f["took_ms"]) * 1000; us > s.slowestUs {
+		if us := float64(f.TookMs) * 1000; us > s.slowestUs {
 			s.slowestUs, s.slowest = us, "global"
 		}
 		return
 	}
-	if full, _ := f["full"].(bool); full {
+	if f.Full {
 		s.full++
 	}
-	s.keys += num(f["keys"])
-	s.bytes += num(f["bytes"])
-	s.raw += num(f["raw_bytes"])
-	if us := num(f["total_us"]); us > s.slowestUs || s.slowest == "" {
+	s.keys += float64(f.Keys)
+	s.bytes += float64(f.Bytes)
+	s.raw += float64(f.RawBytes)
+	if us := float64(f.TotalUs); us > s.slowestUs || s.slowest == "" {
 		s.slowestUs, s.slowest = us, e.Instance
 	}
 }
@@ -350,8 +339,9 @@ func (s *windowSum) add(e events.Event) {
 	}
 	s.last = e.Time
 	s.n++
-	s.results += num(e.Fields["results"])
-	s.upTo = max(s.upTo, num(e.Fields["watermark"]))
+	f, _ := e.Fields.(events.WindowFiredFields)
+	s.results += float64(f.Results)
+	s.upTo = max(s.upTo, f.Watermark)
 }
 
 func (s *windowSum) line() string {
@@ -364,30 +354,6 @@ func (s *windowSum) line() string {
 	}
 	return fmt.Sprintf("%s %-15s %d instances fired windows %s: %s results", s.last.Format("15:04:05.000"),
 		events.WindowFired, s.n, upTo, human(s.results))
-}
-
-// num is a number field of an event, whatever its Go type (0 if none).
-func num(v any) float64 {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case uint32:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	case interface{ Float64() (float64, error) }:
-		f, _ := x.Float64()
-		return f
-	}
-	return 0
 }
 
 func human(v float64) string {

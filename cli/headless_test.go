@@ -14,15 +14,15 @@ import (
 func stream() []events.Event {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	ck := func(ms int, inst string, full bool, keys, bytes, totalUs int64) events.Event {
+	ck := func(ms int, inst string, full bool, keys, bytes int, totalUs int64) events.Event {
 		return events.Event{Time: at(ms), Kind: events.Checkpoint, Instance: inst, Text: "checkpoint of " + inst,
-			Fields: map[string]any{"full": full, "keys": keys, "bytes": bytes, "raw_bytes": 2 * bytes, "total_us": totalUs}}
+			Fields: events.CheckpointFields{Full: full, Keys: keys, Bytes: bytes, RawBytes: 2 * bytes, TotalUs: totalUs}}
 	}
 	tp := func(ms int, in, out uint64) events.Event {
-		return events.Event{Time: at(ms), Kind: events.Throughput, Text: "throughput line", Fields: map[string]any{"in": in, "out": out}}
+		return events.Event{Time: at(ms), Kind: events.Throughput, Text: "throughput line", Fields: events.ThroughputFields{In: in, Out: out}}
 	}
-	wf := func(ms int, inst string, wm int64, results int) events.Event {
-		return events.Event{Time: at(ms), Kind: events.WindowFired, Instance: inst, Text: "fired", Fields: map[string]any{"watermark": wm, "results": results}}
+	wf := func(ms int, inst string, wm float64, results uint64) events.Event {
+		return events.Event{Time: at(ms), Kind: events.WindowFired, Instance: inst, Text: "fired", Fields: events.WindowFiredFields{Watermark: wm, Results: results}}
 	}
 	metrics := events.Event{Time: at(500), Kind: events.Metrics, Text: "metrics"}
 	return []events.Event{
@@ -39,7 +39,7 @@ func stream() []events.Event {
 		ck(1700, "count#1", false, 20, 1024, 3000),
 		tp(2000, 200000, 130),
 		{Time: at(2100), Kind: events.DrainStarted, Text: "draining"},
-		{Time: at(2200), Kind: events.RunFinished, Text: "run finished", Fields: map[string]any{"records": 210000}},
+		{Time: at(2200), Kind: events.RunFinished, Text: "run finished", Fields: events.RunFinishedFields{Records: 210000}},
 	}
 }
 
@@ -125,6 +125,39 @@ func TestShowPrintsExactlyTheChosenKinds(t *testing.T) {
 	}
 	if _, err := parseOutputMode(false, "recovery_don"); err == nil || !strings.Contains(err.Error(), "did you mean recovery_done?") {
 		t.Errorf("recovery_don: %v", err)
+	}
+}
+
+// TestEventsIsKindsOrAFile: --events names kinds when all its words are
+// kinds (or prefix*), a file otherwise; a word close to a kind, or a list
+// with a word that is none, is a mistake.
+func TestEventsIsKindsOrAFile(t *testing.T) {
+	for _, c := range []struct {
+		v     string
+		kinds bool
+		err   string
+	}{
+		{"", false, ""},
+		{"checkpoint", true, ""},
+		{"checkpoint, recovery_done,rescale_*", true, ""},
+		{"rescale_*", true, ""},
+		{"/tmp/run/copy.jsonl", false, ""},
+		{"copy.jsonl", false, ""},
+		{"./checkpoint", false, ""},
+		{"mylog", false, ""},
+		{"zz*", false, ""},
+		{"errors", false, "did you mean error?"},
+		{"checkpoint,mylog", false, `"mylog" is not an event kind`},
+	} {
+		kinds, err := eventsFlag(c.v)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error with %q", c.v, err, c.err)
+			}
+		case err != nil || kinds != c.kinds:
+			t.Errorf("%q: kinds %v, %v; want %v", c.v, kinds, err, c.kinds)
+		}
 	}
 }
 

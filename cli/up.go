@@ -8,8 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"spate/metrics"
-	"spate/report"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +19,8 @@ import (
 	"spate/control"
 	"spate/coord"
 	"spate/events"
+	"spate/metrics"
+	"spate/report"
 	"spate/tui"
 )
 
@@ -39,15 +40,18 @@ open window, sinks flush. On a terminal it opens the dashboard; elsewhere,
 or with --headless, it prints the run: every lifecycle event, one
 throughput line a second, and the checkpoints and fired windows of each
 second summed on one line. --quiet keeps the lifecycle events and a final
-summary; --show KIND,... prints exactly the events of those kinds
-(--events FILE is the events log, as before).
+summary; --events KIND,... (or --show KIND,...) prints exactly the events
+of those kinds, rescale_* for a prefix. --events FILE, as before, writes a
+second copy of the events log: a value whose words are all event kinds
+is the kinds, any other a file (./checkpoint for a file of that name).
 
 The run directory (--data, by default ./spate-data/RUN-ID) holds run.json,
 events.jsonl, the checkpoints and the output; check it with spate verify.`,
 		Example: `  spate up                                             # the dashboard, 4 nodes, windowcount on gen:diurnal
   spate up --headless --nodes 3 --duration 20s --data /tmp/run1
   spate up --headless --quiet --ft global --interval 2s --duration 30s
-  spate up --headless --show fault_started,recovery_done --script examples/teaching.yaml`,
+  spate up --headless --events fault_started,recovery_done --script examples/teaching.yaml
+  spate up --headless --events rescale_*,checkpoint --autoscale --duration 1m`,
 		GroupID:            "run",
 		Args:               cobra.ArbitraryArgs,
 		DisableFlagParsing: true,
@@ -120,15 +124,55 @@ func (a *app) runUp(cmd *cobra.Command, args []string) error {
 	}
 	quiet, _ := cmd.Flags().GetBool("quiet")
 	show, _ := cmd.Flags().GetString("show")
+	ours := map[string]bool{"quiet": false, "show": true}
+	evs, _ := cmd.Flags().GetString("events")
+	kinds, err := eventsFlag(evs)
+	if err != nil {
+		return usagef("spate up: %v", err)
+	}
+	if kinds {
+		if show != "" {
+			return usagef("spate up: --events %s and --show %s: choose one", evs, show)
+		}
+		show, ours["events"] = evs, true // not the events log's file
+	}
 	mode, err := parseOutputMode(quiet, show)
 	if err != nil {
 		return usagef("spate up: %v", err)
 	}
-	cfg, err := coord.ParseUp(withoutFlags(args, map[string]bool{"quiet": false, "show": true}), io.Discard)
+	cfg, err := coord.ParseUp(withoutFlags(args, ours), io.Discard)
 	if err != nil {
 		return usagef("spate up: %s", trimUsage(err))
 	}
 	return code(a.up(cfg, mode))
+}
+
+// eventsFlag says what --events VALUE is: the kinds headless up prints
+// (kinds true), when every comma-separated word of it is an event kind or
+// a prefix* of some, as --show takes them; or, as it has always been, the
+// file of a second copy of the events log. A word that is neither a kind
+// nor likely a file name (a list of words, or one close to a kind) is a
+// mistake; a file named like a kind is ./NAME.
+func eventsFlag(v string) (kinds bool, err error) {
+	if v == "" || strings.ContainsAny(v, `/\.`) {
+		return false, nil
+	}
+	known := kindNames()
+	words := strings.Split(v, ",")
+	for _, w := range words {
+		w = strings.TrimSpace(w)
+		if slices.Contains(known, w) {
+			continue
+		}
+		if p, ok := strings.CutSuffix(w, "*"); ok && p != "" && slices.ContainsFunc(known, func(k string) bool { return strings.HasPrefix(k, p) }) {
+			continue
+		}
+		if s := didYouMean(w, known, ""); len(words) > 1 || s != "" {
+			return false, fmt.Errorf("--events %s: %q is not an event kind%s (a file of that name: --events ./%s)", v, w, s, v)
+		}
+		return false, nil
+	}
+	return true, nil
 }
 
 // up is `spate up` with a parsed configuration; it returns the exit code.

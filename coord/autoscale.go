@@ -98,9 +98,9 @@ func (c *Coordinator) autoscaleTick() {
 		busy := c.eds.cur != nil || c.eds.restart != nil || len(c.recovering) > 0
 		if d.Changed() || now.Sub(a.lastEvent[op.Name]) >= 10*time.Second {
 			a.lastEvent[op.Name] = now
-			c.emit(events.Kind("autoscale"), "", "", map[string]any{"op": op.Name, "from": d.From, "to": d.To, "reason": d.Reason,
-				"true_rate": obs.TrueRate, "input_rate": obs.InputRate, "backlog": obs.Backlog, "backlog_rate": obs.BacklogRate,
-				"target": d.Target, "need": d.Need, "util": d.Util, "deferred": d.Changed() && busy},
+			c.emit(events.Autoscale, "", "", events.AutoscaleFields{Op: op.Name, From: d.From, To: d.To, Reason: d.Reason,
+				TrueRate: obs.TrueRate, InputRate: obs.InputRate, Backlog: obs.Backlog, BacklogRate: obs.BacklogRate,
+				Target: d.Target, Need: d.Need, Util: d.Util, Deferred: d.Changed() && busy},
 				"autoscale %s", d)
 		}
 		if !d.Changed() || busy {
@@ -113,7 +113,7 @@ func (c *Coordinator) autoscaleTick() {
 			_, err2 = c.startRescale(op.Name, d.To, "autoscale: "+d.Reason)
 		}
 		if err2 != nil {
-			c.emit(events.Error, "", "", map[string]any{"op": op.Name}, "autoscale %s: %v", op.Name, err2)
+			c.emit(events.Error, "", "", events.ErrorFields{Op: op.Name}, "autoscale %s: %v", op.Name, err2)
 			continue
 		}
 		a.lastChange[op.Name] = now

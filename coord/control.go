@@ -185,7 +185,7 @@ func (c *Coordinator) handleCtl(r ctlReq) {
 	res, err := c.act(*r.act)
 	if err != nil {
 		res = control.Result{Text: err.Error()}
-		c.emit(events.Error, "", "", map[string]any{"action": r.act.String()}, "control: %s: %v", r.act, err)
+		c.emit(events.Error, "", "", events.ErrorFields{Action: r.act.String()}, "control: %s: %v", r.act, err)
 	} else {
 		res.OK = true
 	}
@@ -271,6 +271,9 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 		}
 		dur = d
 	}
+	if a.Verb == "pause" && a.Target == "coord" {
+		return c.stallSelf(a, dur)
+	}
 	switch a.Verb {
 	case "kill", "restart", "pause", "resume":
 		nodes, err := c.resolve(a.Target)
@@ -340,7 +343,7 @@ func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 			_ = ns.send(wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
 		}
 	}
-	c.emit(events.CheckpointRequested, "", "", map[string]any{"instances": ids}, "checkpoint requested of %d instances", len(ids))
+	c.emit(events.CheckpointRequested, "", "", events.CheckpointRequestedFields{Instances: ids}, "checkpoint requested of %d instances", len(ids))
 	return control.Result{Text: fmt.Sprintf("checkpoint requested of %d instances", len(ids))}, nil
 }
 
@@ -434,6 +437,37 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 	return control.Result{Text: text, Nodes: done}, nil
 }
 
+// maxStall bounds a pause of the coordinator.
+const maxStall = time.Minute
+
+// stallSelf is `pause coord for=D`: the coordinator's event loop stands
+// still for D once the action is answered, as a GC pause, a slow disk or
+// SIGSTOP would hold it, while the nodes run on and their messages queue.
+// Heartbeats judged after it count only the time it ran
+// (checkHeartbeats). A real SIGSTOP of the coordinator process, from
+// outside, stops its readers too.
+func (c *Coordinator) stallSelf(a control.Action, dur time.Duration) (control.Result, error) {
+	if dur <= 0 || dur > maxStall {
+		return control.Result{}, fmt.Errorf("pause coord: for= must be a duration up to %v", maxStall)
+	}
+	if c.stall != nil {
+		return control.Result{}, errors.New("pause coord: the coordinator is pausing already")
+	}
+	c.stall = c.startFault(a, []string{"coord"}, 0)
+	c.stallFor = dur
+	return control.Result{Text: fmt.Sprintf("pause coord for %v", dur)}, nil
+}
+
+// stallNow carries out a pending pause of the coordinator itself.
+func (c *Coordinator) stallNow() {
+	if c.stall == nil {
+		return
+	}
+	time.Sleep(c.stallFor) // the pause itself: nothing else of the loop runs
+	c.endFault(c.stall)
+	c.stall, c.stallFor = nil, 0
+}
+
 // startFault records a fault and, with a duration, arms its lifting.
 func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Duration) *fault {
 	c.faultSeq++
@@ -449,7 +483,7 @@ func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Dura
 			}
 		})
 	}
-	c.emit(events.FaultStarted, "", "", map[string]any{"id": f.id, "verb": a.Verb, "target": a.Target, "nodes": nodes, "args": a.Args},
+	c.emit(events.FaultStarted, "", "", events.FaultStartedFields{ID: f.id, Verb: a.Verb, Target: a.Target, Nodes: nodes, Args: a.Args},
 		"fault %d: %s on %s", f.id, a, strings.Join(nodes, ","))
 	return f
 }
@@ -460,7 +494,7 @@ func (c *Coordinator) endFault(f *fault) {
 		f.timer.Stop()
 	}
 	delete(c.faults, f.id)
-	c.emit(events.FaultEnded, "", "", map[string]any{"id": f.id, "verb": f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
+	c.emit(events.FaultEnded, "", "", events.FaultEndedFields{ID: f.id, Verb: f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
 }
 
 // partitioned reports whether an active partition cuts node name off.
@@ -560,6 +594,6 @@ func (c *Coordinator) healTarget(target string) (control.Result, error) {
 	if target != "" {
 		what = " on " + strings.Join(only, ",")
 	}
-	c.emit(events.Healed, "", "", map[string]any{"faults": len(ids), "target": target}, "healed%s: %d faults lifted", what, len(ids))
+	c.emit(events.Healed, "", "", events.HealedFields{Faults: len(ids), Target: target}, "healed%s: %d faults lifted", what, len(ids))
 	return control.Result{Text: fmt.Sprintf("healed %d faults%s", len(ids), what), Nodes: only}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"spate/internal/chanmu"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +47,12 @@ type Options struct {
 	// serving it over HTTP on loopback (the simulation, which has no
 	// sockets).
 	Control func(control.Backend)
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory. The nodes must see the same one.
+	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // Process is a spawned node process.
@@ -60,12 +65,15 @@ type Process interface {
 
 // nodeState is the coordinator's view of a node.
 type nodeState struct {
-	name     string
-	pid      int
-	listen   string
-	sess     *yamux.Session
-	ctl      *wire.Writer
-	ctlMu    chanmu.Mutex // held across a write that may wait for the node
+	name   string
+	pid    int
+	listen string
+	sess   *yamux.Session
+	// out is the node's control messages on their way: the event loop
+	// queues them and never waits for the node; the connection's writer
+	// (writeControl) writes them in order. outErr is why it stopped.
+	out      chan wire.Control
+	outErr   atomic.Pointer[error]
 	lastBeat time.Time
 	state    nodeStatus
 	late     bool // joined the running job (a respawn): has not built the generator's key table
@@ -96,19 +104,47 @@ func (n *nodeState) gone() bool { return n.state == nodeLost || n.state == nodeE
 
 // live reports whether n is a joined node that is neither lost nor exited.
 func (n *nodeState) live() bool {
-	return n != nil && !n.gone() && n.sess != nil
+	return n != nil && !n.gone() && n.out != nil
 }
 
+// outboxSize bounds a node's queue of control messages: a node that
+// reads none of thousands is judged by its heartbeats, not waited for.
+const outboxSize = 1 << 14
+
+// send queues a control message for the node; it never blocks.
 func (n *nodeState) send(m wire.Control) error {
-	n.ctlMu.Lock()
-	defer n.ctlMu.Unlock()
-	if n.ctl == nil {
+	if n.out == nil {
 		return errors.New("no control stream")
 	}
-	if err := n.ctl.WriteJSON(wire.TControl, m); err != nil {
-		return err
+	if err := n.outErr.Load(); err != nil {
+		return *err
 	}
-	return n.ctl.Flush()
+	select {
+	case n.out <- m:
+		return nil
+	default:
+		return fmt.Errorf("%d control messages queued: the node reads none", outboxSize)
+	}
+}
+
+// writeControl writes the node's queued control messages to its control
+// stream, in order, until the stream fails or its session closes.
+func (n *nodeState) writeControl(w *wire.Writer, closed <-chan struct{}) {
+	for {
+		select {
+		case m := <-n.out:
+			err := w.WriteJSON(wire.TControl, m)
+			if err == nil && len(n.out) == 0 {
+				err = w.Flush()
+			}
+			if err != nil {
+				n.outErr.Store(&err)
+				return
+			}
+		case <-closed:
+			return
+		}
+	}
 }
 
 // nodeMsg is what a node's reader goroutine hands the event loop.
@@ -156,6 +192,10 @@ type Coordinator struct {
 
 	lastIn, lastOut uint64
 	lastTick        time.Time
+	lastJudged      time.Time                         // the last heartbeat judgement (checkHeartbeats)
+	stall           *fault                            // a pause of the coordinator itself, pending (stallSelf)
+	endedAt         map[job.InstanceID]map[int]uint64 // sources recovered after they had drained: where they ended
+	stallFor        time.Duration
 	sinkWM          map[job.InstanceID]int64 // each sink's watermark as last reported, kept while it is not reporting
 	lagClock        *wire.PacingClock        // the sources' pacing clock, once one has reported it
 
@@ -193,6 +233,25 @@ type Coordinator struct {
 	compactc   chan compaction
 }
 
+// newCoordinator is a coordinator's state before anything of its I/O
+// exists: no run directory, store, listener or fault layer yet.
+func newCoordinator(cfg Config, opt Options, token string) *Coordinator {
+	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: token,
+		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
+		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
+		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
+		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
+		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
+	c.joinSeq.Store(int64(cfg.Local))
+	c.ft = ftFor(wire.FTMode(cfg.FT))
+	c.run = NewRunID(opt.Now())
+	c.manifest = newManifest(c.run, c.spec.Name)
+	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
+	c.bus = events.NewBus(opt.Now)
+	return c
+}
+
 // Up runs `spate up` with cfg until the job drains. It returns the run
 // directory.
 func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
@@ -213,29 +272,21 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if _, err := traces.Open(cfg.Source, cfg.SourceOptions()); err != nil {
 		return "", fmt.Errorf("%w: --source: %v", ErrUsage, err)
 	}
-	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: NewToken(),
-		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
-		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
-		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
-		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
-		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
-	c.joinSeq.Store(int64(cfg.Local))
-	c.ft = ftFor(wire.FTMode(cfg.FT))
-	if c.layer, err = netfault.NewLayer(netfault.DefaultConfig()); err != nil {
+	c := newCoordinator(cfg, opt, NewToken())
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = opt.FrameAligned
+	if c.layer, err = netfault.NewLayer(fcfg); err != nil {
 		return "", err
 	}
-	c.run = NewRunID(opt.Now())
 	c.dir, err = CreateRunDir(cfg.Data, c.run, c.token)
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
-	c.manifest = newManifest(c.run, c.spec.Name)
-	c.mw.reqc, c.mw.donec = make(chan manifestWrite, 1), make(chan manifestWrite, 1)
-	if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
-		return c.dir, fmt.Errorf("checkpoint store: %w", err)
+	if c.store = opt.Store; c.store == nil {
+		if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
+			return c.dir, fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
-	c.bus = events.NewBus(opt.Now)
 	logDone, err := c.startLogs()
 	if err != nil {
 		return c.dir, err
@@ -303,7 +354,7 @@ func (c *Coordinator) startLogs() (wait func() error, err error) {
 	return func() error { wg.Wait(); return errors.Join(errs...) }, nil
 }
 
-func (c *Coordinator) emit(kind events.Kind, node, inst string, fields map[string]any, format string, args ...any) {
+func (c *Coordinator) emit(kind events.Kind, node, inst string, fields events.Payload, format string, args ...any) {
 	c.bus.Publish(events.Event{Kind: kind, Node: node, Instance: inst, Text: fmt.Sprintf(format, args...), Fields: fields})
 }
 
@@ -320,7 +371,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}
-	c.emit(events.RunStarted, "", "", map[string]any{"dir": c.dir, "coord": addr},
+	c.emit(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
 		"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
 	if c.cfg.Local < c.cfg.Nodes {
 		c.emit(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
@@ -349,7 +400,7 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		}
 		ns := &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid()}
 		c.nodes[name] = ns
-		c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
+		c.emit(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
 		go func() { _ = proc.Wait(); c.exitc <- name }()
 	}
 	err = c.loop(ctx)
@@ -384,12 +435,13 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				return wire.Welcome{Node: name, Run: c.run}, nil
 			})
 			if err != nil {
-				c.emit(events.NodeRefused, "", "", map[string]any{"remote": conn.RemoteAddr().String()},
+				c.emit(events.NodeRefused, "", "", events.NodeRefusedFields{Remote: conn.RemoteAddr().String()},
 					"refused connection from %s: %v", conn.RemoteAddr(), err)
 				conn.Close()
 				return
 			}
 			conn = c.layer.Wrap(conn, netfault.Coord, name)
+			netfault.Framed(conn)
 			sess, err := yamux.Server(conn, wire.YamuxConfig())
 			if err != nil {
 				conn.Close()
@@ -400,7 +452,8 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
-			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, ctl: wire.NewWriter(st)}
+			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan wire.Control, outboxSize)}
+			go ns.writeControl(wire.NewWriter(st), sess.CloseChan())
 			select {
 			case c.joinc <- ns:
 			case <-ctx.Done():
@@ -513,6 +566,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.sampleLag()
 		case r := <-c.ctlc:
 			c.handleCtl(r)
+			c.stallNow()
 		case id := <-c.liftc:
 			c.lift(id)
 		case r := <-c.compactc:
@@ -539,7 +593,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 					waiting = append(waiting, string(p.ID))
 				}
 			}
-			c.emit(events.Error, "", "", map[string]any{"waiting": waiting}, "the drain did not finish: still waiting for %v", waiting)
+			c.emit(events.Error, "", "", events.ErrorFields{Waiting: waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
 		if c.cfg.CheckInvariants {
@@ -600,7 +654,7 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			}
 		case wire.CtlEvent:
 			if e := m.ctl.Event; e != nil {
-				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), e.Fields, "%s", e.Text)
+				c.emit(events.Kind(e.Kind), m.node.name, string(e.Instance), events.FieldsOf(events.Kind(e.Kind), e.Fields), "%s", e.Text)
 			}
 		}
 	}
@@ -636,7 +690,7 @@ func (c *Coordinator) join(ns *nodeState) error {
 	}
 	ns.state, ns.lastBeat = nodeJoined, c.opt.Now()
 	c.nodes[ns.name] = ns
-	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
+	c.emit(events.NodeJoined, ns.name, "", events.NodeJoinedFields{PID: ns.pid, Listen: ns.listen}, "node %s joined (pid %d, peers at %s)", ns.name, ns.pid, ns.listen)
 	return nil
 }
 
@@ -661,7 +715,7 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 			d.Nodes[name] = n.listen
 		}
 	}
-	c.emit(events.NodeJoined, ns.name, "", map[string]any{"pid": ns.pid, "listen": ns.listen, "late": true},
+	c.emit(events.NodeJoined, ns.name, "", events.NodeJoinedFields{PID: ns.pid, Listen: ns.listen, Late: true},
 		"node %s joined the running job (pid %d); it hosts the next recoveries", ns.name, ns.pid)
 	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
 }
@@ -682,7 +736,7 @@ const (
 func (c *Coordinator) respawn(lost string) string {
 	restart := c.restarts[lost]
 	delete(c.restarts, lost)
-	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.draining || c.coordAddr == "" {
+	if (!restart && (!c.cfg.Respawn || !c.ft.respawns())) || c.finished() || c.coordAddr == "" {
 		return ""
 	}
 	now := c.opt.Now()
@@ -704,7 +758,7 @@ func (c *Coordinator) respawn(lost string) string {
 		return ""
 	}
 	c.nodes[name] = &nodeState{name: name, state: nodeSpawned, proc: proc, pid: proc.Pid(), respawnedAt: now}
-	c.emit(events.NodeSpawned, name, "", map[string]any{"pid": proc.Pid(), "replaces": lost},
+	c.emit(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid(), Replaces: lost},
 		"node %s spawned (pid %d) in place of %s", name, proc.Pid(), lost)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
 	return name
@@ -735,7 +789,7 @@ func (c *Coordinator) deploy() error {
 		if p.Partitions != nil {
 			what = fmt.Sprintf("partitions %v", p.Partitions)
 		}
-		c.emit(events.InstancePlaced, p.Node, string(p.ID), map[string]any{"op": p.Op, "ranges": p.Ranges, "partitions": p.Partitions},
+		c.emit(events.InstancePlaced, p.Node, string(p.ID), events.InstancePlacedFields{Op: p.Op, Ranges: p.Ranges, Partitions: p.Partitions},
 			"%s placed on %s: %s", p.ID, p.Node, what)
 	}
 	for _, name := range c.order {
@@ -816,6 +870,20 @@ func (c *Coordinator) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time)
 
 func (c *Coordinator) checkHeartbeats() {
 	now := c.opt.Now()
+	// A gap between two judgements longer than a few heartbeats is the
+	// coordinator's own stall (its loop paused: a GC pause, SIGSTOP, a
+	// slow disk), not the nodes' silence: the nodes' last heartbeats move
+	// on by it, and the timeout counts only time the coordinator ran.
+	// Judged as silence, every node was lost at once after a pause.
+	if gap := now.Sub(c.lastJudged); !c.lastJudged.IsZero() && gap > 3*c.cfg.Heartbeat {
+		stall := gap - c.cfg.Heartbeat
+		for _, ns := range c.nodes {
+			if ns.live() {
+				ns.lastBeat = minTime(ns.lastBeat.Add(stall), now)
+			}
+		}
+	}
+	c.lastJudged = now
 	for _, name := range c.order {
 		ns := c.nodes[name]
 		if !ns.live() {
@@ -825,6 +893,13 @@ func (c *Coordinator) checkHeartbeats() {
 			c.nodeLost(ns, fmt.Sprintf("no heartbeat for %v", gap.Round(time.Millisecond)))
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // nodeLost marks a node dead. With --ft spate its instances are restored
@@ -851,13 +926,38 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 	var ids []job.InstanceID
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
-			if p.Node == ns.name && c.done[p.ID] == nil && !c.lost[p.ID] {
+			if p.Node != ns.name || c.lost[p.ID] {
+				continue
+			}
+			if c.done[p.ID] != nil && c.ft.mode() == wire.FTSpate && c.downstreamRunning(p.Op) {
+				// Drained, but a downstream is not: it may be restored yet
+				// and need a replay from it (seed 65: count#1, restored
+				// after source#0 had drained and was lost, waited for
+				// ever). Restored, it drains again; a source reads
+				// exactly as far as it had, where the downstreams that
+				// drained saw it end.
+				c.reopen(p)
+			}
+			if c.done[p.ID] == nil {
 				ids = append(ids, p.ID)
+			}
+		}
+		// An instance recovered so may need a drained upstream that was
+		// lost earlier, when nothing downstream of it ran any more (seed
+		// 37: count#1 restored after source#1's node was lost).
+		for again := len(ids) > 0 && c.ft.mode() == wire.FTSpate; again; {
+			again = false
+			for _, p := range c.plan.Instances {
+				if d := c.done[p.ID]; d != nil && !c.lost[p.ID] && c.nodes[p.Node].gone() && c.downstreamRunning(p.Op) {
+					c.reopen(p)
+					ids = append(ids, p.ID)
+					again = true
+				}
 			}
 		}
 	}
 	if c.plan == nil {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why}, "node %s lost before the job was deployed: %s", ns.name, why)
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why}, "node %s lost before the job was deployed: %s", ns.name, why)
 		return
 	}
 	c.ft.lost(c, ns, ids, fresh, why)
@@ -876,11 +976,11 @@ func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why 
 		return !c.isSource(c.placeOf[id].Op)
 	})
 	if fresh != "" && c.eds.cur == nil && keyed && c.cfg.RecoverOn == "respawned" {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids, "awaiting": fresh},
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids, Awaiting: fresh},
 			"node %s lost: %s; recovering %v once %s, the node respawned in its place, joins (keyed instances on it, sources on survivors)", ns.name, why, ids, fresh)
 		c.awaitRespawn(ns.name, ids, fresh)
 	} else {
-		c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+		c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 			"node %s lost: %s; recovering %v", ns.name, why, ids)
 		c.recover(ns.name, ids, "")
 	}
@@ -893,7 +993,7 @@ func (c *Coordinator) noneLost(ns *nodeState, ids []job.InstanceID, why string) 
 	for _, id := range ids {
 		c.lost[id] = true
 	}
-	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
 	for _, name := range c.order {
 		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
@@ -911,8 +1011,35 @@ func (c *Coordinator) instanceDone(ns *nodeState, d *wire.Done) {
 		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d
-	c.emit(events.InstanceDone, ns.name, string(d.Instance), map[string]any{"in": d.In, "out": d.Out, "late": d.Late},
+	c.emit(events.InstanceDone, ns.name, string(d.Instance), events.InstanceDoneFields{In: d.In, Out: d.Out, Late: d.Late},
 		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+}
+
+// reopen forgets that instance p drained, for its recovery: a source
+// keeps where it ended, which its restore reads exactly to.
+func (c *Coordinator) reopen(p wire.Placement) {
+	if c.isSource(p.Op) {
+		if c.endedAt == nil {
+			c.endedAt = map[job.InstanceID]map[int]uint64{}
+		}
+		c.endedAt[p.ID] = c.done[p.ID].Positions
+	}
+	delete(c.done, p.ID)
+}
+
+// downstreamRunning reports whether an instance of an operator op feeds
+// has not drained yet.
+func (c *Coordinator) downstreamRunning(op string) bool {
+	i := c.spec.Op(op)
+	for _, p := range c.plan.Instances {
+		if c.done[p.ID] != nil || c.lost[p.ID] {
+			continue
+		}
+		if slices.Contains(c.spec.Inputs(c.spec.Op(p.Op)), i) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Coordinator) finished() bool {
@@ -975,10 +1102,11 @@ func (c *Coordinator) throughput() {
 	if wm != job.NoWatermark && wm != job.MaxWatermark {
 		wmText = fmt.Sprintf("%.1fs", float64(wm)/1000)
 	}
-	fields := map[string]any{"in_rps": rin, "out_rps": rout, "in": in, "out": out, "watermark": wm}
+	fields := events.ThroughputFields{InRps: rin, OutRps: rout, In: in, Out: out, Watermark: wm}
 	lagText := ""
 	if n := len(c.info.Lag); n > 0 {
-		fields["lag_ms"] = c.info.Lag[n-1][1]
+		lag := c.info.Lag[n-1][1]
+		fields.LagMs = &lag
 		lagText = fmt.Sprintf(", output lag %dms", c.info.Lag[n-1][1])
 	}
 	c.emit(events.Throughput, "", "", fields,
@@ -1016,15 +1144,15 @@ func (c *Coordinator) metrics(dt float64) {
 			}
 			c.lastStats[id] = s
 			nin, nout, backlog = nin+rin, nout+rout, backlog+s.Backlog
-			c.emit(events.Metrics, name, string(id), map[string]any{"in_rate": rin, "out_rate": rout, "backlog": s.Backlog,
-				"backpressure": pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
+			c.emit(events.Metrics, name, string(id), events.MetricsFields{InRate: rin, OutRate: rout, Backlog: s.Backlog,
+				Backpressure: pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
 		}
 		cpu := 0.0
 		if ns.lastCPU > 0 && ns.cpu >= ns.lastCPU {
 			cpu = 100 * (ns.cpu - ns.lastCPU) / dt
 		}
 		ns.lastCPU = ns.cpu
-		c.emit(events.Metrics, name, "", map[string]any{"cpu": cpu, "rss": ns.rss, "in_rate": nin, "out_rate": nout, "backlog": backlog},
+		c.emit(events.Metrics, name, "", events.MetricsFields{CPU: cpu, RSS: ns.rss, InRate: nin, OutRate: nout, Backlog: backlog},
 			"node %s: cpu %.0f%%, rss %s, %s in/s, %s out/s", name, cpu, bytesText(int(ns.rss)), human(nin), human(nout))
 	}
 }
@@ -1143,7 +1271,7 @@ func (c *Coordinator) finish() error {
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}
-	c.emit(events.RunFinished, "", "", map[string]any{"records": total, "lost": lost}, "%s", msg)
+	c.emit(events.RunFinished, "", "", events.RunFinishedFields{Records: total, Lost: lost}, "%s", msg)
 	return nil
 }
 

@@ -195,7 +195,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 		return
 	}
 	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == nodeLost {
-		c.emit(events.Fenced, ns.name, string(cp.Instance), map[string]any{"gen": cp.Gen, "current": p.Gen},
+		c.emit(events.Fenced, ns.name, string(cp.Instance), events.FencedFields{Gen: cp.Gen, Current: p.Gen},
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
 	}
@@ -223,7 +223,7 @@ func (c *Coordinator) onDamaged(ns *nodeState, cp *wire.Checkpoint) {
 	if gone := c.manifest.damaged(cp.Instance, cp.File, c.edsPinned(cp.Instance)...); len(gone) > 0 {
 		c.mw.version++
 		c.writeManifest()
-		c.emit(events.CheckpointsForgotten, ns.name, string(cp.Instance), map[string]any{"file": cp.File, "forgotten": gone},
+		c.emit(events.CheckpointsForgotten, ns.name, string(cp.Instance), events.CheckpointsForgottenFields{File: cp.File, Forgotten: gone},
 			"%s: %s is damaged: checkpoints %v are no longer restorable", cp.Instance, cp.File, gone)
 	}
 }
@@ -234,9 +234,9 @@ func (c *Coordinator) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if cp.Full {
 		kind = "full"
 	}
-	c.emit(events.Checkpoint, ns.name, string(cp.Instance), map[string]any{
-		"id": cp.ID, "full": cp.Full, "keys": cp.Keys, "raw_bytes": cp.RawBytes, "bytes": cp.Bytes,
-		"capture_us": cp.CaptureUs, "encode_us": cp.EncodeUs, "persist_us": cp.PersistUs, "total_us": cp.TotalUs, "gen": cp.Gen},
+	c.emit(events.Checkpoint, ns.name, string(cp.Instance), events.CheckpointFields{
+		ID: cp.ID, Full: cp.Full, Keys: cp.Keys, RawBytes: cp.RawBytes, Bytes: cp.Bytes,
+		CaptureUs: cp.CaptureUs, EncodeUs: cp.EncodeUs, PersistUs: cp.PersistUs, TotalUs: cp.TotalUs, Gen: cp.Gen},
 		"checkpoint %d of %s complete: %s, %d keys, %s raw, %s stored, capture %s, persist %s, total %s",
 		cp.ID, cp.Instance, kind, cp.Keys, bytesText(cp.RawBytes), bytesText(cp.Bytes),
 		usText(cp.CaptureUs), usText(cp.PersistUs), usText(cp.TotalUs))
@@ -434,7 +434,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		np.Node, np.Gen = target, p.Gen+1
 		*p = np
 		chains, cps := c.manifest.restorable(id)
-		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id)}
+		rs := &wire.Restore{Place: np, Clock: r.clock, NextID: c.manifest.nextID(id), EndAt: c.endedAt[id]}
 		what := "no checkpoint yet: from the start, by replay"
 		if len(chains) > 0 {
 			rs.Chain = chains[0]
@@ -450,7 +450,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		var fresh []wire.Placement
 		rs.Slices, rs.HoldWM, fresh = c.edsRestore(id)
 		r.placed = c.opt.Now()
-		c.emit(events.RecoveryPlaced, target, string(id), map[string]any{"gen": np.Gen, "from": lost, "chain": rs.Chain},
+		c.emit(events.RecoveryPlaced, target, string(id), events.RecoveryPlacedFields{Gen: np.Gen, From: lost, Chain: rs.Chain},
 			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
 		// Sent once every lost instance is placed, with the whole plan, so
 		// that each new owner knows where the others went.
@@ -532,7 +532,7 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 	// The checkpoints after the restored one are a dead branch (the latest
 	// was unusable): never restorable again.
 	if gone := c.manifest.restoredAt(p.ID, rs.ID, c.edsPinned(p.ID)...); len(gone) > 0 {
-		c.emit(events.CheckpointsForgotten, ns.name, string(p.ID), map[string]any{"checkpoint": rs.ID, "forgotten": gone},
+		c.emit(events.CheckpointsForgotten, ns.name, string(p.ID), events.CheckpointsForgottenFields{Checkpoint: rs.ID, Forgotten: gone},
 			"%s restored from checkpoint %d: checkpoints %v are no longer restorable", p.ID, rs.ID, gone)
 	}
 	if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
@@ -554,7 +554,7 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 			what += " (the fallback: the latest was unusable)"
 		}
 	}
-	c.emit(events.RecoveryRestored, ns.name, string(p.ID), map[string]any{"gen": p.Gen, "checkpoint": rs.ID, "fellback": rs.Fellback},
+	c.emit(events.RecoveryRestored, ns.name, string(p.ID), events.RecoveryRestoredFields{Gen: p.Gen, Checkpoint: rs.ID, Fellback: rs.Fellback},
 		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
 	// The upstreams route to it what it was restored with and still owns:
 	// a move into it committed since it was placed reaches it by the
@@ -639,11 +639,11 @@ func (c *Coordinator) checkCaughtUp() {
 			continue
 		}
 		now := c.opt.Now()
-		c.emit(events.RecoveryDone, p.Node, string(id), map[string]any{
-			"detect_to_placed_ms": r.placed.Sub(r.detected).Milliseconds(),
-			"restore_ms":          r.restored.Sub(r.placed).Milliseconds(),
-			"catch_up_ms":         now.Sub(r.restored).Milliseconds(),
-			"total_ms":            now.Sub(r.detected).Milliseconds()},
+		c.emit(events.RecoveryDone, p.Node, string(id), events.RecoveryDoneFields{
+			DetectToPlacedMs: r.placed.Sub(r.detected).Milliseconds(),
+			RestoreMs:        r.restored.Sub(r.placed).Milliseconds(),
+			CatchUpMs:        now.Sub(r.restored).Milliseconds(),
+			TotalMs:          now.Sub(r.detected).Milliseconds()},
 			"%s caught up %v after its node was lost (restore %v, replay and catch-up %v)", id,
 			now.Sub(r.detected).Round(time.Millisecond), r.restored.Sub(r.placed).Round(time.Millisecond), now.Sub(r.restored).Round(time.Millisecond))
 		delete(c.recovering, id)

@@ -34,7 +34,7 @@ func (c *Coordinator) globalTick() {
 	iv := c.globalInterval()
 	if g.pending != 0 {
 		if now.Sub(g.since) > max(10*iv, 10*time.Second) {
-			c.emit(events.Error, "", "", map[string]any{"id": g.pending}, "global checkpoint %d abandoned: not every instance reported in time", g.pending)
+			c.emit(events.Error, "", "", events.ErrorFields{ID: g.pending}, "global checkpoint %d abandoned: not every instance reported in time", g.pending)
 			g.pending = 0
 		}
 		return
@@ -65,13 +65,13 @@ func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
 	}
 	g.prev, g.complete, g.pending = g.complete, cp.ID, 0
 	c.manifest.Global = cp.ID
-	c.emit(events.Checkpoint, "", "", map[string]any{"id": cp.ID, "global": true, "took_ms": c.opt.Now().Sub(g.since).Milliseconds()},
+	c.emit(events.Checkpoint, "", "", events.CheckpointFields{ID: cp.ID, Global: true, TookMs: c.opt.Now().Sub(g.since).Milliseconds()},
 		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
 }
 
 // globalLost rolls the whole job back on the loss of node ns.
 func (c *Coordinator) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
-	c.emit(events.NodeLost, ns.name, "", map[string]any{"reason": why, "instances": ids},
+	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 		"node %s lost: %s; the whole job rolls back", ns.name, why)
 	c.rollback(ns.name)
 }
@@ -114,7 +114,7 @@ func (c *Coordinator) rollback(lost string) {
 			}
 		}
 	}
-	c.emit(events.RecoveryPlaced, lost, "", map[string]any{"checkpoint": g.complete, "records": again},
+	c.emit(events.RecoveryPlaced, lost, "", events.RecoveryPlacedFields{Checkpoint: g.complete, Records: again},
 		"rolling the whole job back to %s: every instance restarts, the sources read %d records again", what, again)
 	plan := append([]wire.Placement(nil), c.plan.Instances...)
 	for _, p := range plan {
@@ -148,7 +148,7 @@ func (c *Coordinator) globalRestoreFailed(ns *nodeState, p *wire.Placement, why 
 	if g.prev > 0 {
 		from = fmt.Sprintf("global checkpoint %d", g.prev)
 	}
-	c.emit(events.CheckpointFallback, ns.name, string(p.ID), map[string]any{"error": why, "checkpoint": g.complete, "fallback": g.prev},
+	c.emit(events.CheckpointFallback, ns.name, string(p.ID), events.CheckpointFallbackFields{Error: why, Checkpoint: g.complete, Fallback: g.prev},
 		"global checkpoint %d unusable (%s could not load it: %s); the whole job rolls back to %s", g.complete, p.ID, why, from)
 	g.complete, g.prev = g.prev, 0
 	c.manifest.Global = g.complete
@@ -178,7 +178,7 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 	if err := c.writeOutputManifest(); err != nil {
 		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 	}
-	c.emit(events.RecoveryRestored, "", "", map[string]any{"checkpoint": g.complete}, "every instance restored; the job restarts")
+	c.emit(events.RecoveryRestored, "", "", events.RecoveryRestoredFields{Checkpoint: g.complete}, "every instance restored; the job restarts")
 	for _, name := range c.order {
 		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})

@@ -28,9 +28,16 @@ var updateScripts = flag.Bool("update-scripts", false, "rewrite coord/testdata/l
 //	damaged INST FILE                                         a scrub found FILE damaged
 //	# ...                                                     a comment, echoed
 func TestLedgerScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "ledger", "*.txt"))
+	runScripts(t, "ledger", func(_ *testing.T, script string) (string, error) { return runLedgerScript(script) })
+}
+
+// runScripts runs every script of testdata/DIR through run and compares
+// each transcript with the script's .golden file (-update-scripts
+// rewrites them).
+func runScripts(t *testing.T, dir string, run func(*testing.T, string) (string, error)) {
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.txt"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in testdata/ledger (%v)", err)
+		t.Fatalf("no scripts in testdata/%s (%v)", dir, err)
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
@@ -38,7 +45,7 @@ func TestLedgerScripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := runLedgerScript(string(b))
+			got, err := run(t, string(b))
 			if err != nil {
 				t.Fatalf("%s:%v", f, err)
 			}
@@ -54,7 +61,7 @@ func TestLedgerScripts(t *testing.T) {
 				t.Fatalf("%v (run with -update-scripts to create it)", err)
 			}
 			if got != string(want) {
-				t.Fatalf("%s: the state differs from %s (-update-scripts rewrites it after a check):\n--- got\n%s\n--- want\n%s", f, golden, got, want)
+				t.Fatalf("%s: the transcript differs from %s (-update-scripts rewrites it after a check):\n--- got\n%s\n--- want\n%s", f, golden, got, want)
 			}
 		})
 	}

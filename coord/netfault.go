@@ -121,7 +121,7 @@ func (c *Coordinator) partition(a control.Action, dur time.Duration) (control.Re
 	}
 	sort.Slice(nf.cut, func(i, j int) bool { return nodeLess(nf.cut[i], nf.cut[j]) })
 	f := c.startNetFault(a, nf.cut, dur, nf)
-	c.emit(events.Partition, "", "", map[string]any{"id": f.id, "groups": cuts.Groups, "bridge": cuts.Bridge, "oneway": cuts.OneWay},
+	c.emit(events.Partition, "", "", events.PartitionFields{ID: f.id, Groups: cuts.Groups, Bridge: cuts.Bridge, OneWay: cuts.OneWay},
 		"partition %d: %s", f.id, cuts)
 	return control.Result{Text: fmt.Sprintf("partition %s", cuts), Nodes: nf.cut}, nil
 }

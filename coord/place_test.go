@@ -3,8 +3,6 @@ package coord
 import (
 	"testing"
 
-	"github.com/hashicorp/yamux"
-
 	"spate/job"
 	"spate/wire"
 )
@@ -13,7 +11,9 @@ import (
 // generator's key table, even when a respawned node hosts fewer instances;
 // other instances go to the least loaded node whatever its age.
 func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
-	live := func(late bool) *nodeState { return &nodeState{state: "ready", sess: &yamux.Session{}, late: late} }
+	live := func(late bool) *nodeState {
+		return &nodeState{state: "ready", out: make(chan wire.Control, 1), late: late}
+	}
 	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2}, 1000, 0), order: []string{"n1", "n2", "n5"},
 		nodes: map[string]*nodeState{"n1": live(false), "n2": live(false), "n5": live(true)},
 		plan: &wire.Deploy{Instances: []wire.Placement{{ID: "count#0", Op: "count", Node: "n1"}, {ID: "rollup#0", Op: "rollup", Node: "n1"},
@@ -36,7 +36,7 @@ func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
 // the others (of none: MaxWatermark) would be out of reach or too low.
 func TestUpstreamWatermarkWaitsForEveryUpstream(t *testing.T) {
 	node := func(stats map[job.InstanceID]wire.InstanceStats) *nodeState {
-		return &nodeState{state: "ready", sess: &yamux.Session{}, stats: stats}
+		return &nodeState{state: "ready", out: make(chan wire.Control, 1), stats: stats}
 	}
 	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0),
 		nodes: map[string]*nodeState{"n1": node(map[job.InstanceID]wire.InstanceStats{"source#0": {Watermark: 500}}), "n5": node(nil)},

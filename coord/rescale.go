@@ -95,6 +95,7 @@ type move struct {
 	loadSent bool // the new owner, restored without the slice, was asked to load it (sendLoad)
 	chain    []string
 	base     uint64
+	prevBase uint64 // the old owner's restorable checkpoint before base (0: none), the base's fallback
 	staged   bool
 	stagedAt time.Time
 }
@@ -106,7 +107,8 @@ type sliceRef struct {
 	load  wire.SliceLoad
 	owner job.InstanceID // whose checkpoint the capture is
 	ckpt  uint64
-	done  int // complete checkpoints of the new owner holding it
+	prev  uint64 // a pre-copy's: the owner's checkpoint before ckpt, its fallback (0: none)
+	done  int    // complete checkpoints of the new owner holding it
 }
 
 func (e *edsState) init() {
@@ -257,8 +259,8 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	for i, m := range plan.Moves {
 		moves[i] = fmt.Sprintf("%v %s→%s", m.Range, job.MakeInstanceID(op, m.From), job.MakeInstanceID(op, m.To))
 	}
-	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": moves, "load": load,
-		"key_groups": plan.Moved(), "max_load_before": plan.OldMaxLoad, "max_load_after": plan.MaxLoad, "why": why, "id": r.id},
+	c.emit(events.RescalePlanned, "", "", events.RescalePlannedFields{Op: op, From: old.N(), To: n, Moves: moves, Load: load,
+		KeyGroups: plan.Moved(), MaxLoadBefore: plan.OldMaxLoad, MaxLoadAfter: plan.MaxLoad, Why: why, ID: r.id},
 		"rescale %d of %s (%s): %v", r.id, op, why, plan)
 	if r.phase == phasePrepare {
 		c.sendPrepare(r)
@@ -402,7 +404,10 @@ func (c *Coordinator) choosePrecopy(r *rescaleOp) {
 			continue
 		}
 		chains, cps := c.manifest.restorable(mv.from)
-		mv.pre, mv.chain, mv.base = true, chains[0], cps[0].ID
+		mv.pre, mv.chain, mv.base, mv.prevBase = true, chains[0], cps[0].ID, 0
+		if len(cps) > 1 {
+			mv.prevBase = cps[1].ID
+		}
 		r.phase = phaseStage
 	}
 }
@@ -565,8 +570,8 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.ckpt}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
-	c.emit(events.Kind("rescale_captured"), ns.name, string(mv.from), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
-		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "id": r.id},
+	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
+		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, ID: r.id},
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
 	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
 		mv.loadSent = true
@@ -603,8 +608,8 @@ func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 			if wm, ok := r.holds[mv.to]; !ok || m.WM < wm {
 				r.holds[mv.to] = m.WM // the release waits until the old owner is at least there
 			}
-			c.emit(events.Kind("rescale_staged"), ns.name, string(mv.to), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
-				"to": string(mv.to), "checkpoint": mv.base, "bytes": m.Bytes, "ms": c.opt.Now().Sub(r.started).Milliseconds(), "id": r.id},
+			c.emit(events.RescaleStaged, ns.name, string(mv.to), events.RescaleStagedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
+				To: string(mv.to), Checkpoint: mv.base, Bytes: m.Bytes, Ms: c.opt.Now().Sub(r.started).Milliseconds(), ID: r.id},
 				"rescale %d: %s staged %v from checkpoint %d of %s (%s) while %s keeps processing it", r.id, mv.to, mv.r, mv.base, mv.from, bytesText(m.Bytes), mv.from)
 		}
 	}
@@ -640,10 +645,10 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		c.reindex()
 		created = true
 	}
-	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base}
+	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base, prev: mv.prevBase}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
-	c.emit(events.Kind("rescale_captured"), ns.name, string(mv.from), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
-		"to": string(mv.to), "bytes": mv.bytes, "file": mv.file, "checkpoint": mv.ckpt, "watermark": mv.wm, "precopy": true, "id": r.id},
+	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
+		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, Precopy: true, ID: r.id},
 		"rescale %d: %s dropped %v; it is %s's from now on, from checkpoint %d and the upstreams' backup", r.id, mv.from, mv.r, mv.to, mv.ckpt)
 	q := c.placeOf[mv.to]
 	if tn := c.nodes[q.Node]; tn == nil || tn.gone() {
@@ -695,8 +700,8 @@ func (c *Coordinator) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 func (c *Coordinator) markLoaded(r *rescaleOp, mv *move, after uint64, node string) {
 	mv.phase = moveLoaded
 	mv.slice.load.After = after
-	c.emit(events.Kind("rescale_moved"), node, string(mv.to), map[string]any{"op": r.op, "range": mv.r.String(), "from": string(mv.from),
-		"to": string(mv.to), "after": after, "id": r.id},
+	c.emit(events.RescaleMoved, node, string(mv.to), events.RescaleMovedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
+		To: string(mv.to), After: after, ID: r.id},
 		"rescale %d: %s loaded %v from %s", r.id, mv.to, mv.r, mv.file)
 }
 
@@ -754,8 +759,8 @@ func (c *Coordinator) rescaleAdvance() {
 		}
 		r.phase = phaseSettle
 		r.rerouted = c.opt.Now()
-		c.emit(events.Kind("rescale_rerouted"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "id": r.id,
-			"ms": r.rerouted.Sub(r.started).Milliseconds()},
+		c.emit(events.RescaleRerouted, "", "", events.RescaleReroutedFields{Op: r.op, From: r.from, To: r.to, ID: r.id,
+			Ms: r.rerouted.Sub(r.started).Milliseconds()},
 			"rescale %d: every upstream of %s re-routes by the new plan and replayed what the new owners lacked", r.id, r.op)
 		for _, name := range c.liveNodes() {
 			_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
@@ -803,8 +808,8 @@ func (c *Coordinator) rescaleSettled() {
 		}
 	}
 	now := c.opt.Now()
-	c.emit(events.Kind("rescale_done"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "bytes_moved": bytes, "bytes": bytes,
-		"pause_ms": pause, "moves": len(r.moves), "total_ms": now.Sub(r.started).Milliseconds(), "id": r.id},
+	c.emit(events.RescaleDone, "", "", events.RescaleDoneFields{Op: r.op, From: r.from, To: r.to, BytesMoved: bytes, Bytes: bytes,
+		PauseMs: pause, Moves: len(r.moves), TotalMs: now.Sub(r.started).Milliseconds(), ID: r.id},
 		"rescale %d of %s %d→%d done in %v: %s moved, longest key-group pause %dms", r.id, r.op, r.from, r.to,
 		now.Sub(r.started).Round(time.Millisecond), bytesText(bytes), pause)
 	c.eds.cur = nil
@@ -823,7 +828,7 @@ func (c *Coordinator) edsLost(id job.InstanceID) {
 	if r == nil || !slices.Contains(r.recv, id) && !slices.ContainsFunc(r.moves, func(mv *move) bool { return mv.from == id || mv.to == id }) {
 		return
 	}
-	c.emit(events.Error, "", string(id), map[string]any{"id": r.id, "op": r.op},
+	c.emit(events.Error, "", string(id), events.ErrorFields{ID: r.id, Op: r.op},
 		"rescale %d of %s abandoned: %s was lost with nothing to restore it from", r.id, r.op, id)
 	for _, name := range c.liveNodes() {
 		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
@@ -907,14 +912,14 @@ func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 	if r := c.eds.cur; r != nil {
 		for _, mv := range r.moves {
 			if mv.pre && mv.from == id {
-				out = append(out, mv.base) // a staging reads it
+				out = append(out, mv.base, mv.prevBase) // a staging reads the base; a restore may fall back to the one before
 			}
 		}
 	}
 	for _, list := range c.eds.slices {
 		for _, s := range list {
 			if s.owner == id {
-				out = append(out, s.ckpt)
+				out = append(out, s.ckpt, s.prev)
 			}
 		}
 	}
@@ -934,6 +939,11 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 			if cp, ok := c.manifest.byID[s.owner][s.ckpt]; ok {
 				if files, ok := c.manifest.chain(cp); ok {
 					l.Chain = files
+				}
+			}
+			if cp, ok := c.manifest.byID[s.owner][s.prev]; ok && s.prev > 0 {
+				if files, ok := c.manifest.chain(cp); ok {
+					l.Fallback = files
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/wire"
 )
 
 type fakeProc struct{ pid int }
@@ -46,5 +47,36 @@ func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
 		if want := map[bool]int{true: 5, false: 3}[killed]; spawned != want {
 			t.Errorf("killed by an action %v: %d respawns of 5 quick deaths, want %d", killed, spawned, want)
 		}
+	}
+}
+
+// The coordinator's own stall (its loop paused past the timeout: a GC
+// pause, SIGSTOP, a slow disk) is not the nodes' silence: the heartbeats
+// judged after it count only the time the coordinator was running.
+func TestACoordinatorStallIsNotTheNodesSilence(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := &Coordinator{cfg: Config{Heartbeat: 100 * time.Millisecond, Timeout: time.Second}, ft: spateFT{},
+		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, out: make(chan wire.Control, 16)}}, order: []string{"n1"}}
+	c.bus = events.NewBus(func() time.Time { return now })
+	c.opt.Now = func() time.Time { return now }
+	c.checkHeartbeats()
+	now = now.Add(3 * time.Second) // the loop stood still
+	c.checkHeartbeats()
+	if s := c.nodes["n1"].state; s != nodeReady {
+		t.Fatalf("n1 is %s after the coordinator's own stall", s)
+	}
+	for range 8 { // running again: 800 ms of real silence
+		now = now.Add(100 * time.Millisecond)
+		c.checkHeartbeats()
+	}
+	if s := c.nodes["n1"].state; s != nodeReady {
+		t.Fatalf("n1 is %s 800 ms into its silence", s)
+	}
+	for range 3 {
+		now = now.Add(100 * time.Millisecond)
+		c.checkHeartbeats()
+	}
+	if s := c.nodes["n1"].state; s != nodeLost {
+		t.Fatalf("n1 is %s 1.1 s into its silence, past the timeout", s)
 	}
 }

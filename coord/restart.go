@@ -62,8 +62,8 @@ func (c *Coordinator) scaleRestart(op string, n int) (control.Result, error) {
 		}
 	}
 	c.eds.restart = r
-	c.emit(events.Kind("rescale_planned"), "", "", map[string]any{"op": op, "from": old.N(), "to": n, "moves": len(plan.Moves), "load": load,
-		"key_groups": plan.Moved(), "mode": "restart", "id": r.id},
+	c.emit(events.RescalePlanned, "", "", events.RescalePlannedFields{Op: op, From: old.N(), To: n, MoveCount: len(plan.Moves), Load: load,
+		KeyGroups: plan.Moved(), Mode: "restart", ID: r.id},
 		"rescale %d of %s by restart: every instance checkpoints in full, then the job restarts with %v", r.id, op, plan)
 	for _, name := range c.liveNodes() {
 		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleFull, Op: op}})
@@ -117,8 +117,8 @@ func (c *Coordinator) restartStopped(name string) {
 // restartAll stops and restores every instance, the rescaled operator's
 // with the new assignment.
 func (c *Coordinator) restartAll(r *restartOp) {
-	c.emit(events.Kind("rescale_captured"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "bytes": r.bytes, "mode": "restart",
-		"ms": r.stopped.Sub(r.asked).Milliseconds(), "id": r.id},
+	c.emit(events.RescaleCaptured, "", "", events.RescaleCapturedFields{Op: r.op, FromN: r.from, ToN: r.to, Bytes: r.bytes, Mode: "restart",
+		Ms: r.stopped.Sub(r.asked).Milliseconds(), ID: r.id},
 		"rescale %d: every instance has a full checkpoint (%s); the job stops and restarts", r.id, bytesText(r.bytes))
 	// The old owner of every key group of the operator, and its chain.
 	owner := make([]job.InstanceID, c.spec.Groups)
@@ -228,8 +228,8 @@ func (c *Coordinator) restartRestored(p *wire.Placement) {
 		return
 	}
 	r.running = c.opt.Now()
-	c.emit(events.Kind("rescale_rerouted"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "mode": "restart", "id": r.id,
-		"ms": r.running.Sub(r.stopped).Milliseconds()},
+	c.emit(events.RescaleRerouted, "", "", events.RescaleReroutedFields{Op: r.op, From: r.from, To: r.to, Mode: "restart", ID: r.id,
+		Ms: r.running.Sub(r.stopped).Milliseconds()},
 		"rescale %d: every instance restored with %s at %d after %v; upstreams replay", r.id, r.op, r.to, r.running.Sub(r.stopped).Round(time.Millisecond))
 	c.restartTick()
 }
@@ -241,8 +241,8 @@ func (c *Coordinator) restartTick() {
 		return
 	}
 	now := c.opt.Now()
-	c.emit(events.Kind("rescale_done"), "", "", map[string]any{"op": r.op, "from": r.from, "to": r.to, "bytes_moved": r.bytes, "bytes": r.bytes,
-		"pause_ms": r.running.Sub(r.stopped).Milliseconds(), "catch_up_ms": now.Sub(r.running).Milliseconds(), "total_ms": now.Sub(r.asked).Milliseconds(), "mode": "restart", "id": r.id},
+	c.emit(events.RescaleDone, "", "", events.RescaleDoneFields{Op: r.op, From: r.from, To: r.to, BytesMoved: r.bytes, Bytes: r.bytes,
+		PauseMs: r.running.Sub(r.stopped).Milliseconds(), CatchUpMs: now.Sub(r.running).Milliseconds(), TotalMs: now.Sub(r.asked).Milliseconds(), Mode: "restart", ID: r.id},
 		"rescale %d of %s %d→%d by restart done: the whole job stood still %v (full checkpoints %v before, caught up %v after)", r.id, r.op, r.from, r.to,
 		r.running.Sub(r.stopped).Round(time.Millisecond), r.stopped.Sub(r.asked).Round(time.Millisecond), now.Sub(r.running).Round(time.Millisecond))
 	c.eds.restart = nil

@@ -55,21 +55,9 @@ func LiveTunerConfig(failures string) (tuner.Config, error) {
 }
 
 // TunerAccount is what one instance did over a run, all its generations
-// together: the measurements behind the live useful fraction.
-type TunerAccount struct {
-	Instance      job.InstanceID `json:"instance"`
-	Processed     uint64         `json:"processed"`    // records processed, re-processing after failures included
-	Replayed      uint64         `json:"replayed"`     // records a failed generation had processed since the checkpoint its successor restored
-	BusyS         float64        `json:"busy_s"`       // time spent processing them
-	CheckpointS   float64        `json:"checkpoint_s"` // checkpoint cost: capture stalls plus encoding, completed checkpoints
-	Checkpoints   int            `json:"checkpoints"`
-	PersistS      float64        `json:"persist_s"`  // capture to durable, summed
-	DowntimeS     float64        `json:"downtime_s"` // per failure: last heartbeat to restored (detect, restart, load)
-	Failures      int            `json:"failures"`
-	ExposureS     float64        `json:"exposure_s"`          // time from the job's start to the instance's drain
-	MeanIntervalS float64        `json:"mean_interval_s"`     // the interval in force, averaged over time
-	PlannedCkpts  float64        `json:"planned_checkpoints"` // ∫ dt / interval: the checkpoints the intervals ask for
-}
+// together: the measurements behind the live useful fraction. It is the
+// payload of tuner_summary's instances.
+type TunerAccount = events.TunerAccount
 
 // tunerState is the coordinator's side of the interval tuner; the event
 // loop owns it.
@@ -121,14 +109,30 @@ func (c *Coordinator) tunerInit() error {
 		p := tuner.Params{Rate: 1, Capacity: 1, Cost: tc.Cost, FailureRate: 1 / tc.PriorMTBF.Seconds(),
 			Detect: tc.Detect, Restart: tc.Restart, Load: tc.Load, Persist: tc.Persist}
 		t.global = p.Optimal(tc.Min, tc.Max)
-		c.emit(events.Interval, "", "", map[string]any{"instance": "global", "interval_ms": t.global.Milliseconds(),
-			"reason": "static model at start (--ft global: one barrier period for the job)", "inputs": inputFields(p, 0)},
+		c.emit(events.Interval, "", "", events.IntervalFields{Instance: "global", IntervalMs: t.global.Milliseconds(),
+			Reason: "static model at start (--ft global: one barrier period for the job)", Inputs: inputFields(p, 0)},
 			"global checkpoint period %v: the static model once at start, on the assumed cost %v and prior MTBF %v", t.global, tc.Cost.Base, tc.PriorMTBF)
 		return nil
 	}
-	t.ctl, err = tuner.NewController(tc)
-	return err
+	if t.ctl, err = tuner.NewController(tc); err != nil {
+		return err
+	}
+	for _, p := range c.plan.Instances {
+		if c.spec.Ops[c.spec.Op(p.Op)].Kind == job.KindSink {
+			if err := t.ctl.SetMax(p.ID, 0, sinkMaxInterval); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
+
+// sinkMaxInterval bounds a sink's tuned interval: its checkpoint commits
+// its output, so the interval is how long its results stay uncommitted,
+// and how far back its output goes when it is restored. The model weighs
+// neither (at 30 s, a restored sink took the 10-minute soak's output lag
+// past its 30 s limit).
+const sinkMaxInterval = 5 * time.Second
 
 func (c *Coordinator) tunerInst(id job.InstanceID) *tunedInst {
 	ti := c.tn.insts[id]
@@ -245,22 +249,23 @@ func (c *Coordinator) sendInterval(id job.InstanceID) {
 }
 
 // inputFields are a decision's model inputs as event fields.
-func inputFields(p tuner.Params, interval time.Duration) map[string]any {
+func inputFields(p tuner.Params, interval time.Duration) events.IntervalInputs {
 	mtbf := math.Inf(1)
 	if p.FailureRate > 0 {
 		mtbf = 1 / p.FailureRate
 	}
-	f := map[string]any{
-		"rate": p.Rate, "capacity": p.Capacity, "util": p.Util(),
-		"cost_base_ms": ms(p.Cost.Base), "cost_per_key_us": p.Cost.PerKey * 1e6, "state_keys": p.Cost.StateKeys,
-		"failure_rate": p.FailureRate, "detect_ms": ms(p.Detect), "restart_ms": ms(p.Restart), "load_ms": ms(p.Load),
-		"persist_ms": ms(p.Persist),
+	f := events.IntervalInputs{
+		Rate: p.Rate, Capacity: p.Capacity, Util: p.Util(),
+		CostBaseMs: ms(p.Cost.Base), CostPerKeyUs: p.Cost.PerKey * 1e6, StateKeys: p.Cost.StateKeys,
+		FailureRate: p.FailureRate, DetectMs: ms(p.Detect), RestartMs: ms(p.Restart), LoadMs: ms(p.Load),
+		PersistMs: ms(p.Persist),
 	}
 	if !math.IsInf(mtbf, 1) {
-		f["mtbf_s"] = mtbf
+		f.MTBFS = &mtbf
 	}
 	if interval > 0 {
-		f["checkpoint_cost_ms"] = p.Cost.Seconds(p.Rate*interval.Seconds()) * 1000
+		cost := p.Cost.Seconds(p.Rate*interval.Seconds()) * 1000
+		f.CheckpointCostMs = &cost
 	}
 	return f
 }
@@ -274,14 +279,14 @@ func (c *Coordinator) emitDecision(d tuner.Decision) {
 		node = p.Node
 	}
 	reason := d.Reason()
-	f := map[string]any{
-		"instance": string(d.Instance), "interval_ms": d.Interval.Milliseconds(), "reason": reason,
-		"inputs": inputFields(d.Inputs, d.Interval), "previous_ms": d.Previous.Milliseconds(),
-		"optimum_ms": d.Optimum.Milliseconds(), "changed": d.Changed, "why": d.Why.String(),
-		"predicted_efficiency": d.Efficiency, "failures": d.Failures, "exposure_s": d.Exposure.Seconds(),
-		"own_failures": d.Own, "own_exposure_s": d.OwnExp.Seconds()}
-	if !math.IsInf(d.Weight, 1) {
-		f["prior_weight"] = d.Weight // absent: the pooled rate
+	f := events.IntervalFields{
+		Instance: string(d.Instance), IntervalMs: d.Interval.Milliseconds(), Reason: reason,
+		Inputs: inputFields(d.Inputs, d.Interval), PreviousMs: d.Previous.Milliseconds(),
+		OptimumMs: d.Optimum.Milliseconds(), Changed: d.Changed, Why: d.Why.String(),
+		PredictedEfficiency: d.Efficiency, Failures: d.Failures, ExposureS: d.Exposure.Seconds(),
+		OwnFailures: d.Own, OwnExposureS: d.OwnExp.Seconds()}
+	if w := d.Weight; !math.IsInf(w, 1) {
+		f.PriorWeight = &w // absent: the pooled rate
 	}
 	c.emit(events.Interval, node, string(d.Instance), f, "%s interval %s", d.Instance, reason)
 }
@@ -401,7 +406,7 @@ func (c *Coordinator) tunerFinish() {
 		accts = append(accts, a)
 	}
 	policy := c.cfg.Interval
-	c.emit(events.TunerSummary, "", "", map[string]any{"interval": policy, "instances": accts},
+	c.emit(events.TunerSummary, "", "", events.TunerSummaryFields{Interval: policy, Instances: accts},
 		"interval tuner summary (--interval %s): %s", policy, summaryText(accts))
 }
 
@@ -480,8 +485,8 @@ func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
 		if p := c.placeOf[id]; p != nil {
 			node = p.Node
 		}
-		c.emit(events.Interval, node, string(id), map[string]any{"instance": string(id), "interval_ms": ti.iv.Milliseconds(),
-			"previous_ms": prev.Milliseconds(), "reason": reason, "pinned": ti.pinned, "inputs": map[string]any{}},
+		c.emit(events.Interval, node, string(id), events.IntervalFields{Instance: string(id), IntervalMs: ti.iv.Milliseconds(),
+			PreviousMs: prev.Milliseconds(), Reason: reason, Pinned: ti.pinned, Inputs: events.IntervalInputs{}},
 			"%s interval %v -> %v: %s", id, prev, ti.iv, reason)
 	}
 	what := v

@@ -36,7 +36,7 @@ func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 		decided, pinned, after := false, false, 0
 		for e := range evc {
 			switch {
-			case !decided && e.Kind == events.Interval && e.Instance == "count#1" && !strings.HasPrefix(e.Fields["reason"].(string), "set by hand"):
+			case !decided && e.Kind == events.Interval && e.Instance == "count#1" && !strings.HasPrefix(e.Fields.(events.IntervalFields).Reason, "set by hand"):
 				decided = true
 				var err error
 				if cl, err = control.Dial(cfg.Data); err != nil {
@@ -49,7 +49,7 @@ func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 				if _, o.pinErr = cl.Act(ctx, control.Action{Verb: "interval", Target: "count/1", Args: map[string]string{"interval": "50ms"}}); o.pinErr != nil {
 					return
 				}
-			case e.Kind == events.Interval && e.Instance == "count#1" && e.Fields["reason"] == "set by hand":
+			case e.Kind == events.Interval && e.Instance == "count#1" && e.Fields.(events.IntervalFields).Reason == "set by hand":
 				pinned = true // count checkpoints from here, in the stream's order, as the check below does
 			case pinned && e.Kind == events.Checkpoint && e.Instance == "count#1":
 				if after++; after == 5 {
@@ -84,27 +84,27 @@ func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 	for _, e := range evs {
 		switch {
 		case e.Kind == events.Interval:
-			reason, _ := e.Fields["reason"].(string)
-			inputs, _ := e.Fields["inputs"].(map[string]any)
-			if reason == "" || inputs == nil || e.Fields["instance"] != e.Instance || e.Fields["interval_ms"] == nil {
+			f, _ := e.Fields.(events.IntervalFields)
+			reason := f.Reason
+			if reason == "" || f.Instance != e.Instance || f.IntervalMs <= 0 {
 				t.Errorf("interval event without reason, inputs, instance or interval_ms: %s %v", e.Line(), e.Fields)
 			}
 			switch {
 			case reason == "set by hand":
 				pin++
 				pinSeq = e.Seq
-				if e.Instance != "count#1" || e.Fields["interval_ms"] != float64(50) {
+				if e.Instance != "count#1" || f.IntervalMs != 50 {
 					t.Errorf("pin event: %s %v", e.Line(), e.Fields)
 				}
 			case strings.HasPrefix(reason, "set by hand: back to auto"):
 				unpin++
 			default:
 				auto++
-				if _, ok := inputs["rate"]; !ok {
-					t.Errorf("decision without the input rate: %v", e.Fields)
+				if f.Why == "" || f.Inputs == (events.IntervalInputs{}) {
+					t.Errorf("decision without its kind or inputs: %+v", f)
 				}
-				if e.Instance == "count#1" && pin == 0 && e.Fields["interval_ms"].(float64) < 1000 {
-					t.Errorf("count#1's tuned interval is %vms; the test needs one of at least 1s to see the pin apply", e.Fields["interval_ms"])
+				if e.Instance == "count#1" && pin == 0 && f.IntervalMs < 1000 {
+					t.Errorf("count#1's tuned interval is %vms; the test needs one of at least 1s to see the pin apply", f.IntervalMs)
 				}
 			}
 		case e.Kind == events.Checkpoint && e.Instance == "count#1" && pin > 0:

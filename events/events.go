@@ -1,9 +1,9 @@
 package events
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,17 +50,42 @@ const (
 	Error                Kind = "error"
 	Interval             Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
 	TunerSummary         Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
+
+	Autoscale       Kind = "autoscale"
+	RescalePlanned  Kind = "rescale_planned"
+	RescaleStaged   Kind = "rescale_staged"
+	RescaleCaptured Kind = "rescale_captured"
+	RescaleMoved    Kind = "rescale_moved"
+	RescaleRerouted Kind = "rescale_rerouted"
+	RescaleDone     Kind = "rescale_done"
+
+	// From the nodes.
+	Trim                  Kind = "trim"
+	LinkReconnected       Kind = "link_reconnected"
+	PeerReconnected       Kind = "peer_reconnected"
+	Replay                Kind = "replay"
+	HeldRecords           Kind = "held_records"
+	BackupSpill           Kind = "backup_spill"
+	BackupFull            Kind = "backup_full"
+	CheckpointDeclined    Kind = "checkpoint_declined"
+	CheckpointFailed      Kind = "checkpoint_failed"
+	CheckpointChainBroken Kind = "checkpoint_chain_broken"
+	CheckpointCorrupted   Kind = "checkpoint_corrupted"
 )
 
-// Event is one thing that happened in a run.
+// Event is one thing that happened in a run. Fields is its payload: a
+// value of its kind's type (RunStartedFields for RunStarted, ...), nil for
+// an event without fields, or an Other for a kind this version does not
+// know. Its JSON is one object: seq, time, kind, node, instance, text and
+// the payload as "fields" (json.go).
 type Event struct {
-	Seq      uint64         `json:"seq"`
-	Time     time.Time      `json:"time"`
-	Kind     Kind           `json:"kind"`
-	Node     string         `json:"node,omitempty"`
-	Instance string         `json:"instance,omitempty"`
-	Text     string         `json:"text"`
-	Fields   map[string]any `json:"fields,omitempty"`
+	Seq      uint64
+	Time     time.Time
+	Kind     Kind
+	Node     string
+	Instance string
+	Text     string
+	Fields   Payload
 }
 
 // Line is the event as one human-readable line.
@@ -161,23 +186,34 @@ func (b *Bus) Close() {
 // field or a kind keeps the version; changing or removing one bumps it.
 const SchemaVersion = 1
 
-// jsonLine is an event as a line of events.jsonl: the schema version,
-// then the event's fields.
-type jsonLine struct {
-	V int `json:"v"`
-	Event
-}
-
 // WriteJSONL copies the events of s to w, one JSON object per line with
-// the schema version in "v", until s is closed. It returns the first
+// the schema version first ("v"), until s is closed. It returns the first
 // write error.
 func WriteJSONL(w io.Writer, s *Sub) error {
-	enc := json.NewEncoder(w)
 	var first error
+	var line []byte
 	for e := range s.C {
+		if first != nil {
+			continue
+		}
+		line, first = AppendLine(line[:0], e)
 		if first == nil {
-			first = enc.Encode(jsonLine{V: SchemaVersion, Event: e})
+			_, first = w.Write(line)
 		}
 	}
 	return first
+}
+
+// AppendLine appends e as a line of events.jsonl to b: {"v":1,"seq":...}
+// and a newline.
+func AppendLine(b []byte, e Event) ([]byte, error) {
+	j, err := e.MarshalJSON()
+	if err != nil {
+		return b, err
+	}
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = append(b, ',')
+	b = append(b, j[1:]...)
+	return append(b, '\n'), nil
 }

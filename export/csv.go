@@ -17,7 +17,10 @@ import (
 )
 
 // fixedColumns open every CSV file; the event's fields follow, sorted by
-// name. t_ms is milliseconds since the job started (negative before).
+// name: every field of the kind's payload type, whether an event of the
+// run has it or not (so a kind's columns are the same in every run), and
+// nested objects as dotted names. t_ms is milliseconds since the job
+// started (negative before).
 var fixedColumns = []string{"seq", "time", "t_ms", "node", "instance", "text"}
 
 // CSV writes one file per event kind of the run in dir into out
@@ -34,9 +37,12 @@ func CSV(dir, out string) ([]string, error) {
 	cols := map[events.Kind]map[string]bool{}
 	for _, e := range evs {
 		row := map[string]string{}
-		flatten("", e.Fields, row)
+		flatten("", events.FieldMap(e.Fields), row)
 		if cols[e.Kind] == nil {
 			cols[e.Kind] = map[string]bool{}
+			for _, name := range events.FieldNames(e.Kind) {
+				cols[e.Kind][name] = true
+			}
 		}
 		for k := range row {
 			cols[e.Kind][k] = true
@@ -56,7 +62,9 @@ func CSV(dir, out string) ([]string, error) {
 	for _, k := range kinds {
 		fields := make([]string, 0, len(cols[events.Kind(k)]))
 		for c := range cols[events.Kind(k)] {
-			fields = append(fields, c)
+			if !nested(c, cols[events.Kind(k)]) {
+				fields = append(fields, c)
+			}
 		}
 		sort.Strings(fields)
 		header := append(append([]string(nil), fixedColumns...), fields...)
@@ -113,9 +121,20 @@ func fileName(kind string) string {
 	}, kind)
 }
 
+// nested says whether column c is an object that has dotted columns of
+// its own (inputs, when there are inputs.rate, ...).
+func nested(c string, cols map[string]bool) bool {
+	for o := range cols {
+		if strings.HasPrefix(o, c+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // flatten writes the fields of m into row: nested objects with dotted
-// names, lists and other values as JSON, strings as they are, numbers
-// without exponent where they are whole.
+// names, lists and other values as JSON, strings as they are, numbers as
+// JSON has them.
 func flatten(prefix string, m map[string]any, row map[string]string) {
 	for k, v := range m {
 		name := prefix + k
@@ -132,8 +151,8 @@ func flatten(prefix string, m map[string]any, row map[string]string) {
 			row[name] = ""
 		case bool:
 			row[name] = strconv.FormatBool(x)
-		case float64:
-			row[name] = strconv.FormatFloat(x, 'f', -1, 64)
+		case json.Number:
+			row[name] = x.String()
 		default:
 			b, err := json.Marshal(x)
 			if err != nil {

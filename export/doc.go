@@ -2,8 +2,11 @@
 // researchers already use:
 //
 //	CSV(dir, out)        one CSV file per event kind, one column per field
-//	                     (nested objects flattened with dotted names,
-//	                     lists as JSON), for pandas and R
+//	                     of the kind's payload type (events/payloads.go),
+//	                     present in a run's events or not, so that a kind's
+//	                     columns are the same in every run (nested objects
+//	                     flattened with dotted names, lists as JSON), for
+//	                     pandas and R
 //	Perfetto(dir, w)     Chrome trace-event JSON, for Perfetto and
 //	                     chrome://tracing: a track per instance with its
 //	                     checkpoints (capture inside) and recoveries (their

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"spate/chaos"
+	"spate/events"
 )
 
 // run is a recorded run with a kill, a live rescale and backup spills.
@@ -75,13 +76,20 @@ func TestCSVReadsBack(t *testing.T) {
 		if row[0] != strconv.FormatUint(e.Seq, 10) || row[4] != e.Instance {
 			t.Errorf("row %v for event %d of %s", row[:5], e.Seq, e.Instance)
 		}
-		for _, f := range []string{"bytes", "raw_bytes", "keys", "capture_us", "persist_us", "total_us", "id"} {
-			if got, want := row[col("checkpoint", f)], strconv.FormatFloat(e.Fields[f].(float64), 'f', -1, 64); got != want {
+		ck := e.Fields.(events.CheckpointFields)
+		for f, v := range map[string]int64{"bytes": int64(ck.Bytes), "raw_bytes": int64(ck.RawBytes), "keys": int64(ck.Keys),
+			"capture_us": ck.CaptureUs, "persist_us": ck.PersistUs, "total_us": ck.TotalUs, "id": int64(ck.ID)} {
+			if got, want := row[col("checkpoint", f)], strconv.FormatInt(v, 10); got != want {
 				t.Errorf("checkpoint %s: %q, want %q", f, got, want)
 			}
 		}
-		if got := row[col("checkpoint", "full")]; got != strconv.FormatBool(e.Fields["full"].(bool)) {
+		if got := row[col("checkpoint", "full")]; got != strconv.FormatBool(ck.Full) {
 			t.Errorf("full: %q", got)
+		}
+		// Every field of the payload type has its column, even one no
+		// event of this run has (a global checkpoint's took_ms).
+		for _, f := range []string{"encode_us", "gen", "took_ms", "global"} {
+			col("checkpoint", f)
 		}
 		break
 	}

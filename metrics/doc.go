@@ -3,7 +3,8 @@
 // the dashboard: an Exporter folds each event into collectors (Observe
 // fits coord.Options.Observe), and Serve exposes them over HTTP at
 // /metrics. Nothing here reaches into the coordinator; what the events do
-// not carry, it cannot show.
+// not carry, it cannot show. It reads the events' payload types
+// (events.ThroughputFields, ...), switching on the kind.
 //
 // What it exports (every name prefixed spate_):
 //

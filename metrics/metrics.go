@@ -22,7 +22,7 @@ type Exporter struct {
 	lastIn   float64
 	lastOut  float64
 	open     map[string]bool // instances (or "job") lost and not yet caught up
-	faultsOn map[float64]bool
+	faultsOn map[int]bool
 
 	readTotal, writtenTotal    prometheus.Counter
 	inRate, outRate, lag       prometheus.Gauge
@@ -43,7 +43,7 @@ type Exporter struct {
 // New returns an exporter with its own registry (nothing global), the
 // Go runtime's and the process's collectors included.
 func New() *Exporter {
-	x := &Exporter{reg: prometheus.NewRegistry(), open: map[string]bool{}, faultsOn: map[float64]bool{}}
+	x := &Exporter{reg: prometheus.NewRegistry(), open: map[string]bool{}, faultsOn: map[int]bool{}}
 	f := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "spate", Name: name, Help: help}
 	}
@@ -112,16 +112,16 @@ func (x *Exporter) Handler() http.Handler {
 
 // Observe folds one event into the collectors. It never blocks on I/O.
 func (x *Exporter) Observe(e events.Event) {
-	f := e.Fields
 	switch e.Kind {
 	case events.Throughput:
-		x.inRate.Set(events.Num(f, "in_rps"))
-		x.outRate.Set(events.Num(f, "out_rps"))
-		if _, ok := f["lag_ms"]; ok {
-			x.lag.Set(events.Num(f, "lag_ms") / 1000)
+		f, _ := e.Fields.(events.ThroughputFields)
+		x.inRate.Set(f.InRps)
+		x.outRate.Set(f.OutRps)
+		if f.LagMs != nil {
+			x.lag.Set(float64(*f.LagMs) / 1000)
 		}
 		x.mu.Lock()
-		in, out := events.Num(f, "in"), events.Num(f, "out")
+		in, out := float64(f.In), float64(f.Out)
 		if in > x.lastIn {
 			x.readTotal.Add(in - x.lastIn)
 			x.lastIn = in
@@ -132,45 +132,51 @@ func (x *Exporter) Observe(e events.Event) {
 		}
 		x.mu.Unlock()
 	case events.Metrics:
+		f, _ := e.Fields.(events.MetricsFields)
 		if e.Instance != "" {
-			x.instIn.WithLabelValues(e.Instance).Set(events.Num(f, "in_rate"))
-			x.instBacklog.WithLabelValues(e.Instance).Set(events.Num(f, "backlog"))
+			x.instIn.WithLabelValues(e.Instance).Set(f.InRate)
+			x.instBacklog.WithLabelValues(e.Instance).Set(float64(f.Backlog))
 		}
 	case events.Checkpoint:
+		f, _ := e.Fields.(events.CheckpointFields)
 		kind := "delta"
 		switch {
-		case events.Bool(f, "global"):
+		case f.Global:
 			kind = "global"
-			x.ckptDur.WithLabelValues(kind).Observe(events.Num(f, "took_ms") / 1000)
-		case events.Bool(f, "full"):
+			x.ckptDur.WithLabelValues(kind).Observe(float64(f.TookMs) / 1000)
+		case f.Full:
 			kind = "full"
 		}
 		x.ckpts.WithLabelValues(kind).Inc()
 		if kind != "global" {
-			x.ckptDur.WithLabelValues(kind).Observe(events.Num(f, "total_us") / 1e6)
-			x.ckptCapture.Observe(events.Num(f, "capture_us") / 1e6)
-			x.ckptBytes.WithLabelValues(kind).Observe(events.Num(f, "bytes"))
-			x.ckptBytesTotal.Add(events.Num(f, "bytes"))
+			x.ckptDur.WithLabelValues(kind).Observe(float64(f.TotalUs) / 1e6)
+			x.ckptCapture.Observe(float64(f.CaptureUs) / 1e6)
+			x.ckptBytes.WithLabelValues(kind).Observe(float64(f.Bytes))
+			x.ckptBytesTotal.Add(float64(f.Bytes))
 		}
-	case "trim":
-		x.backupHeld.WithLabelValues(e.Instance).Set(events.Num(f, "held_bytes"))
-	case "backup_spill":
-		x.backupHeld.WithLabelValues(e.Instance).Set(events.Num(f, "mem_bytes") + events.Num(f, "spill_bytes"))
+	case events.Trim:
+		f, _ := e.Fields.(events.TrimFields)
+		x.backupHeld.WithLabelValues(e.Instance).Set(float64(f.HeldBytes))
+	case events.BackupSpill:
+		f, _ := e.Fields.(events.BackupSpillFields)
+		x.backupHeld.WithLabelValues(e.Instance).Set(float64(f.MemBytes + f.SpillBytes))
 		v := 0.0
-		if events.Bool(f, "spilling") {
+		if f.Spilling {
 			v = 1
 		}
 		x.backupSpilling.WithLabelValues(e.Instance).Set(v)
-	case "backup_full":
-		if events.Bool(f, "full") {
+	case events.BackupFull:
+		f, _ := e.Fields.(events.BackupFullFields)
+		if f.Full {
 			x.backupPauses.WithLabelValues(e.Instance).Inc()
 		}
 	case events.Interval:
-		id := events.Str(f, "instance")
+		f, _ := e.Fields.(events.IntervalFields)
+		id := f.Instance
 		if id == "" {
 			id = e.Instance
 		}
-		x.interval.WithLabelValues(id).Set(events.Num(f, "interval_ms") / 1000)
+		x.interval.WithLabelValues(id).Set(float64(f.IntervalMs) / 1000)
 	case events.NodeLost:
 		x.lost.Inc()
 	case events.RecoveryPlaced:
@@ -190,17 +196,21 @@ func (x *Exporter) Observe(e events.Event) {
 			x.finish("job", -1)
 		}
 	case events.RecoveryDone:
-		x.finish(e.Instance, events.Num(f, "total_ms"))
-	case events.FaultStarted, events.FaultEnded:
+		f, _ := e.Fields.(events.RecoveryDoneFields)
+		x.finish(e.Instance, float64(f.TotalMs))
+	case events.FaultStarted:
+		f, _ := e.Fields.(events.FaultStartedFields)
 		x.mu.Lock()
-		if e.Kind == events.FaultStarted {
-			x.faultsOn[events.Num(f, "id")] = true
-		} else {
-			delete(x.faultsOn, events.Num(f, "id"))
-		}
+		x.faultsOn[f.ID] = true
 		x.faults.Set(float64(len(x.faultsOn)))
 		x.mu.Unlock()
-	case "rescale_done":
+	case events.FaultEnded:
+		f, _ := e.Fields.(events.FaultEndedFields)
+		x.mu.Lock()
+		delete(x.faultsOn, f.ID)
+		x.faults.Set(float64(len(x.faultsOn)))
+		x.mu.Unlock()
+	case events.RescaleDone:
 		x.rescales.Inc()
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/job"
 )
 
 // scrape fetches /metrics from addr and returns each sample line's value
@@ -46,29 +47,31 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 	return out
 }
 
+func ms(v int64) *int64 { return &v }
+
 // The events of a short run with a checkpoint of each kind, a kill and
 // its recovery, backups trimmed and spilling, and a tuner decision, as the
-// coordinator publishes them in process (Go integers, not JSON floats).
+// coordinator publishes them.
 func feed(x *Exporter) {
 	t0 := time.Unix(1000, 0)
 	evs := []events.Event{
-		{Kind: events.Throughput, Fields: map[string]any{"in_rps": 50000.0, "out_rps": 1200.0, "in": uint64(50000), "out": uint64(1200), "lag_ms": int64(80)}},
-		{Kind: events.Throughput, Fields: map[string]any{"in_rps": 40000.0, "out_rps": 900.0, "in": uint64(90000), "out": uint64(2100), "lag_ms": int64(120)}},
-		{Kind: events.Metrics, Node: "n1", Instance: "count#0", Fields: map[string]any{"in_rate": 25000.0, "backlog": 3}},
-		{Kind: events.Checkpoint, Instance: "count#0", Fields: map[string]any{"full": true, "bytes": 4096, "total_us": int64(5000), "capture_us": int64(200)}},
-		{Kind: events.Checkpoint, Instance: "count#0", Fields: map[string]any{"full": false, "bytes": 1024, "total_us": int64(2000), "capture_us": int64(100)}},
-		{Kind: events.Checkpoint, Fields: map[string]any{"global": true, "took_ms": int64(30)}},
-		{Kind: "trim", Instance: "source#0", Fields: map[string]any{"held_bytes": int64(65536)}},
-		{Kind: "backup_spill", Instance: "count#1", Fields: map[string]any{"spilling": true, "mem_bytes": int64(1 << 20), "spill_bytes": int64(4096)}},
-		{Kind: "backup_full", Instance: "count#1", Fields: map[string]any{"full": true}},
-		{Kind: events.Interval, Instance: "count#0", Fields: map[string]any{"instance": "count#0", "interval_ms": int64(2500)}},
-		{Kind: events.FaultStarted, Fields: map[string]any{"id": 1, "verb": "kill"}},
-		{Kind: events.NodeLost, Node: "n2", Fields: map[string]any{"instances": []string{"count#1", "sink#1"}}},
+		{Kind: events.Throughput, Fields: events.ThroughputFields{InRps: 50000, OutRps: 1200, In: 50000, Out: 1200, LagMs: ms(80)}},
+		{Kind: events.Throughput, Fields: events.ThroughputFields{InRps: 40000, OutRps: 900, In: 90000, Out: 2100, LagMs: ms(120)}},
+		{Kind: events.Metrics, Node: "n1", Instance: "count#0", Fields: events.MetricsFields{InRate: 25000, Backlog: 3, Backpressure: "OK"}},
+		{Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{Full: true, Bytes: 4096, TotalUs: 5000, CaptureUs: 200}},
+		{Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{Full: false, Bytes: 1024, TotalUs: 2000, CaptureUs: 100}},
+		{Kind: events.Checkpoint, Fields: events.CheckpointFields{Global: true, TookMs: 30}},
+		{Kind: events.Trim, Instance: "source#0", Fields: events.TrimFields{HeldBytes: 65536}},
+		{Kind: events.BackupSpill, Instance: "count#1", Fields: events.BackupSpillFields{Spilling: true, MemBytes: 1 << 20, SpillBytes: 4096}},
+		{Kind: events.BackupFull, Instance: "count#1", Fields: events.BackupFullFields{Full: true}},
+		{Kind: events.Interval, Instance: "count#0", Fields: events.IntervalFields{Instance: "count#0", IntervalMs: 2500}},
+		{Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "kill"}},
+		{Kind: events.NodeLost, Node: "n2", Fields: events.NodeLostFields{Instances: []job.InstanceID{"count#1", "sink#1"}}},
 		{Kind: events.RecoveryPlaced, Node: "n1", Instance: "count#1"},
 		{Kind: events.RecoveryPlaced, Node: "n1", Instance: "sink#1"},
-		{Kind: events.RecoveryDone, Node: "n1", Instance: "count#1", Fields: map[string]any{"total_ms": int64(300)}},
-		{Kind: events.FaultEnded, Fields: map[string]any{"id": 1}},
-		{Kind: "rescale_done", Fields: map[string]any{"op": "count"}},
+		{Kind: events.RecoveryDone, Node: "n1", Instance: "count#1", Fields: events.RecoveryDoneFields{TotalMs: 300}},
+		{Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
+		{Kind: events.RescaleDone, Fields: events.RescaleDoneFields{Op: "count"}},
 	}
 	for i, e := range evs {
 		e.Seq, e.Time = uint64(i+1), t0.Add(time.Duration(i)*time.Second)
@@ -130,7 +133,7 @@ func TestScrapeOverLoopback(t *testing.T) {
 	}
 	// A throughput total that goes down (the coordinator's counter
 	// restarted) does not make the counter go back.
-	x.Observe(events.Event{Kind: events.Throughput, Fields: map[string]any{"in": uint64(10)}})
+	x.Observe(events.Event{Kind: events.Throughput, Fields: events.ThroughputFields{In: 10}})
 	if got := scrape(t, addr.String()); got["spate_records_read_total"] != 90000 {
 		t.Errorf("records_read_total went to %v", got["spate_records_read_total"])
 	}

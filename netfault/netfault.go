@@ -197,6 +197,14 @@ type Config struct {
 	Clock   Clock      // nil: RealClock
 	Rand    *rand.Rand // jitter draws; nil: a fixed seed
 	MaxHeld int        // bytes held per connection before Write blocks; 0: DefaultMaxHeld
+	// FrameAligned holds traffic only between two yamux frames of a
+	// connection marked Framed: the frame under way when a fault starts
+	// is delivered whole. For the simulation: yamux reads a frame's body
+	// under its stream's lock, and a reader held mid-frame leaves the
+	// stream's readers waiting on that mutex, which stops a synctest
+	// bubble's clock for good. The product holds bytes wherever they are,
+	// as a real network does.
+	FrameAligned bool
 }
 
 // DefaultConfig is the product's configuration, with the wall clock.
@@ -215,8 +223,9 @@ func (c Config) Validate() error {
 // Layer is one process's link fault layer. Safe for concurrent use. A nil
 // *Layer wraps nothing: Wrap returns the connection unchanged.
 type Layer struct {
-	clock   Clock
-	maxHeld int
+	clock        Clock
+	maxHeld      int
+	frameAligned bool
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -241,11 +250,12 @@ func NewLayer(cfg Config) (*Layer, error) {
 		cfg.MaxHeld = DefaultMaxHeld
 	}
 	return &Layer{
-		clock:   cfg.Clock,
-		maxHeld: cfg.MaxHeld,
-		rng:     cfg.Rand,
-		faults:  map[string]LinkFault{},
-		conns:   map[string]map[*faultConn]bool{},
+		clock:        cfg.Clock,
+		maxHeld:      cfg.MaxHeld,
+		frameAligned: cfg.FrameAligned,
+		rng:          cfg.Rand,
+		faults:       map[string]LinkFault{},
+		conns:        map[string]map[*faultConn]bool{},
 	}, nil
 }
 
@@ -454,6 +464,12 @@ type faultConn struct {
 	err     error         // closed or reset, sticky
 	changed chan struct{} // closed and replaced on every change
 	done    chan struct{} // closed by Close
+	// framed (Framed, with Config.FrameAligned): holds fall between
+	// frames. wcur follows the bytes delivered to the wrapped connection
+	// (under mu), rcur those handed to the reader (its goroutine's).
+	framed atomic.Bool
+	wcur   frameCursor
+	rcur   frameCursor
 
 	closeOnce sync.Once
 }
@@ -542,6 +558,11 @@ func (c *faultConn) updateFlagsLocked() {
 func (c *faultConn) Write(p []byte) (int, error) {
 	if c.flags.Load()&flagSendSlow == 0 {
 		n, err := c.Conn.Write(p)
+		if c.framed.Load() {
+			c.mu.Lock()
+			c.wcur.advance(p[:n])
+			c.mu.Unlock()
+		}
 		if err != nil {
 			err = c.ownErr(err)
 		}
@@ -565,8 +586,12 @@ func (c *faultConn) writeSlow(p []byte) (int, error) {
 	c.mu.Lock()
 	if c.flags.Load()&flagSendSlow == 0 {
 		// The fault was lifted and the queue drained meanwhile.
+		n, err := c.Conn.Write(p)
+		if c.framed.Load() {
+			c.wcur.advance(p[:n])
+		}
 		c.mu.Unlock()
-		return c.Conn.Write(p)
+		return n, err
 	}
 	if err := c.writeErrLocked(); err != nil {
 		c.mu.Unlock()
@@ -644,7 +669,9 @@ func (c *faultConn) pump() {
 			c.mu.Unlock()
 			return
 		}
-		if c.fault.sendBlocked() {
+		// Framed, the frame under way goes out whole before the hold.
+		finish := c.fault.sendBlocked() && c.framed.Load() && c.wcur.left() > 0
+		if c.fault.sendBlocked() && !finish {
 			c.waitLocked(time.Time{})
 			continue
 		}
@@ -656,6 +683,9 @@ func (c *faultConn) pump() {
 			continue
 		}
 		n := len(head.b)
+		if finish {
+			n = min(n, c.wcur.left())
+		}
 		if bw := c.fault.Bandwidth; bw > 0 {
 			burst := c.fault.burst()
 			c.tokens = min(burst, c.tokens+float64(bw)*now.Sub(c.tokAt).Seconds())
@@ -674,6 +704,9 @@ func (c *faultConn) pump() {
 		c.mu.Unlock()
 		w, err := c.Conn.Write(b)
 		c.mu.Lock()
+		if c.framed.Load() {
+			c.wcur.advance(b[:w])
+		}
 		if w > 0 && len(c.queue) > 0 {
 			// Close may have emptied the queue meanwhile.
 			c.queue[0].b = c.queue[0].b[w:]
@@ -692,24 +725,42 @@ func (c *faultConn) pump() {
 
 // Read reads from the peer, or waits while its traffic is held.
 func (c *faultConn) Read(p []byte) (int, error) {
+	framed := c.framed.Load()
 	for {
-		if c.flags.Load()&flagRecvSlow == 0 {
-			n, err := c.Conn.Read(p)
+		slow := c.flags.Load()&flagRecvSlow != 0
+		if !slow || framed && c.rcur.left() > 0 && c.nothingHeld() {
+			q := p
+			if slow { // framed, mid-frame: the rest of the frame only
+				q = p[:min(len(p), c.rcur.left())]
+			}
+			n, err := c.Conn.Read(q)
 			if n == 0 && err != nil {
 				return 0, c.ownErr(err)
 			}
 			if n == 0 || c.flags.Load()&flagRecvSlow == 0 {
+				if framed {
+					c.rcur.advance(q[:n])
+				}
 				return n, err
 			}
 			// A fault arrived while we were reading: these bytes are
-			// on the far side of the cut now.
+			// on the far side of the cut now, but for the rest of the
+			// frame under way, framed.
+			k := 0
+			if framed {
+				k = c.rcur.boundaryIn(q[:n])
+				c.rcur.advance(q[:k])
+			}
 			c.mu.Lock()
-			c.in = append(c.in, p[:n]...)
+			c.in = append(c.in, q[k:n]...)
 			if err != nil && c.rerr == nil {
 				c.rerr = err
 			}
 			c.updateFlagsLocked()
 			c.mu.Unlock()
+			if k > 0 {
+				return k, nil
+			}
 		}
 		n, err, again := c.readHeld(p)
 		if !again {
@@ -727,9 +778,16 @@ func (c *faultConn) readHeld(p []byte) (int, error, bool) {
 		if c.err != nil {
 			return 0, c.err, false
 		}
-		if !c.fault.recvBlocked() {
+		if mid := c.framed.Load() && c.rcur.left() > 0; !c.fault.recvBlocked() || mid && len(c.in) > 0 {
 			if len(c.in) > 0 {
-				n := copy(p, c.in)
+				q := p
+				if c.fault.recvBlocked() { // framed: the rest of the frame under way only
+					q = p[:min(len(p), c.rcur.left())]
+				}
+				n := copy(q, c.in)
+				if c.framed.Load() {
+					c.rcur.advance(q[:n])
+				}
 				c.in = c.in[n:]
 				if len(c.in) == 0 {
 					c.in = nil
@@ -751,6 +809,13 @@ func (c *faultConn) readHeld(p []byte) (int, error, bool) {
 		}
 		c.waitLocked(c.rdl)
 	}
+}
+
+// nothingHeld reports whether no inbound byte or error waits in the hold.
+func (c *faultConn) nothingHeld() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.in) == 0 && c.rerr == nil && c.err == nil
 }
 
 // Close closes the connection, unblocks every Read and Write, and discards

@@ -3,6 +3,8 @@ package node
 import (
 	"fmt"
 	"time"
+
+	"spate/events"
 )
 
 // input is the channel runKeyed takes input from: nil while one of the
@@ -26,12 +28,12 @@ func (in *instance) input() chan inMsg {
 	case full >= 0 && in.paused.IsZero():
 		in.paused = time.Now()
 		st := in.ports[full].backup.Stats()
-		in.n.event("backup_full", in.id, map[string]any{"full": true, "mem_bytes": st.MemBytes, "limit_bytes": st.MemLimit, "spill_bytes": st.SpillBytes},
+		in.n.event(events.BackupFull, in.id, events.BackupFullFields{Full: true, MemBytes: st.MemBytes, LimitBytes: st.MemLimit, SpillBytes: st.SpillBytes},
 			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", mib(st.MemBytes), mib(st.MemLimit))
 	case full < 0 && !in.paused.IsZero():
 		d := time.Since(in.paused)
 		in.paused = time.Time{}
-		in.n.event("backup_full", in.id, map[string]any{"full": false, "paused_ms": d.Milliseconds()},
+		in.n.event(events.BackupFull, in.id, events.BackupFullFields{Full: false, PausedMs: d.Milliseconds()},
 			"upstream backup has room again: input resumed after %v", d.Round(time.Millisecond))
 	}
 	if full >= 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spate/backup"
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -62,6 +63,11 @@ func (c *checkpointer) markParts(pi int) *backup.MarkParts {
 }
 
 func markSection(pi int) string { return fmt.Sprintf("backup.%d", pi) }
+
+// jumpSection is the section of port pi's backup jumps (backup.JumpRec,
+// JSON): every checkpoint writes them all, since only the last file's
+// sections are read at a restore.
+func jumpSection(pi int) string { return fmt.Sprintf("jumps.%d", pi) }
 
 // wantFull decides whether the next checkpoint is a full one: every k-th,
 // when the chain is broken, or when its deltas cost more than a base.
@@ -221,7 +227,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 		if pt.backup != nil {
 			if st := pt.backup.Stats(); st.Spilling != in.ck.spilling {
 				in.ck.spilling = st.Spilling
-				in.n.event("backup_spill", in.id, map[string]any{"spilling": st.Spilling, "mem_bytes": st.MemBytes, "spill_bytes": st.SpillBytes},
+				in.n.event(events.BackupSpill, in.id, events.BackupSpillFields{Spilling: st.Spilling, MemBytes: st.MemBytes, SpillBytes: st.SpillBytes},
 					"upstream backup spilling to disk: %v (%d bytes in memory, %d spilled)", st.Spilling, st.MemBytes, st.SpillBytes)
 			}
 			// The mark points into the backup's chunks, pinned until the
@@ -235,12 +241,20 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 				err = pt.backup.MarkInParts(mp)
 			}
 			if err != nil {
-				in.n.event("error", in.id, nil, "backup: %v", err)
+				in.n.event(events.Error, in.id, nil, "backup: %v", err)
 			}
 			if snap.Pieces == nil {
 				snap.Pieces = map[string][][]byte{}
 			}
 			snap.Pieces[markSection(pi)] = mp.Parts()
+			if js := pt.backup.Jumps(); len(js) > 0 {
+				// Streams another instance numbered for a while (a key
+				// group moved away and back, or in from an old owner): a
+				// restored backup must answer a replay across them as this
+				// one does, not refuse it (the soak: a new owner restored
+				// after a move refused a sink restored from before it).
+				snap.Sections[jumpSection(pi)], _ = json.Marshal(js)
+			}
 			marks = append(marks, mp)
 		}
 	}
@@ -377,7 +391,7 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	}
 	pc.stateBytes = pc.bytes - snap.PlainSize()
 	if err != nil {
-		in.n.event("checkpoint_failed", in.id, map[string]any{"id": snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
+		in.n.event(events.CheckpointFailed, in.id, events.CheckpointFailedFields{ID: snap.ID}, "checkpoint %d failed: %v", snap.ID, err)
 		return err
 	}
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: &wire.Checkpoint{
@@ -421,7 +435,7 @@ func (in *instance) reportDamaged(pc *pendingCheckpoint, err error) {
 	if err == nil {
 		what = "the checkpoints it restores are forgotten"
 	}
-	in.n.event("checkpoint_chain_broken", in.id, map[string]any{"id": snap.ID, "parent": snap.Parent, "damaged": pc.damaged, "damaged_id": pc.damagedID},
+	in.n.event(events.CheckpointChainBroken, in.id, events.CheckpointChainBrokenFields{ID: snap.ID, Parent: snap.Parent, Damaged: pc.damaged, DamagedID: pc.damagedID},
 		"checkpoint %d of %s found %s damaged; %s", snap.ID, in.id, pc.damaged, what)
 	if in.n.ctl != nil {
 		_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlDamaged, Checkpoint: &wire.Checkpoint{
@@ -569,6 +583,13 @@ func (in *instance) restore(files []string) (uint64, error) {
 			b, err := backups.take(pi)
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint %s: backup: %w", files[len(files)-1], err)
+			}
+			if raw := last.Sections[jumpSection(pi)]; len(raw) > 0 {
+				var js []backup.JumpRec
+				if err := json.Unmarshal(raw, &js); err != nil {
+					return 0, fmt.Errorf("checkpoint %s: %s: %w", files[len(files)-1], jumpSection(pi), err)
+				}
+				b.RestoreJumps(js)
 			}
 			pt.backup = b
 		}

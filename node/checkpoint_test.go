@@ -407,3 +407,31 @@ func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
 		}
 	}
 }
+
+// The backups' jumps (streams another instance numbered for a while) go
+// into every checkpoint and come back at its restore: without them a new
+// owner restored after a move refused a downstream restored from before
+// the move (the soak: 483,566 results wrong).
+func TestBackupJumpsSurviveARestore(t *testing.T) {
+	f := newChain(t, 300, nil)
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	p, kg := job.MakeProducer(in.opIdx, 7), job.KeyGroup(7)
+	in.ports[0].backup.Jump(p, kg, 5000)
+	want := in.ports[0].backup.Jumps()
+	if len(want) == 0 {
+		t.Fatal("the jump left no trace in the backup")
+	}
+	r.feed(0, 50, 42_000)
+	r.checkpoint(2, false)
+	again := f.instance(t)
+	if _, err := again.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.ports[0].backup.Jumps(); !slices.Equal(got, want) {
+		t.Fatalf("jumps after the restore %v, want %v", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -55,7 +56,7 @@ func (n *Node) applyFaults(f *wire.Faults) {
 	n.layer.ClearAll()
 	for peer, lf := range f.Links {
 		if err := n.layer.Set(peer, lf); err != nil {
-			n.event("error", "", map[string]any{"peer": peer}, "link fault toward %s: %v", peer, err)
+			n.event(events.Error, "", events.ErrorFields{Peer: peer}, "link fault toward %s: %v", peer, err)
 		}
 	}
 	n.mu.Lock()
@@ -65,9 +66,9 @@ func (n *Node) applyFaults(f *wire.Faults) {
 		st.set(f.Store)
 		for _, id := range f.Corrupt {
 			if name, err := st.corruptLatest(id); err != nil {
-				n.event("error", id, nil, "could not corrupt a checkpoint of %s: %v", id, err)
+				n.event(events.Error, id, nil, "could not corrupt a checkpoint of %s: %v", id, err)
 			} else {
-				n.event("checkpoint_corrupted", id, map[string]any{"file": name}, "checkpoint file %s damaged on purpose", name)
+				n.event(events.CheckpointCorrupted, id, events.CheckpointCorruptedFields{File: name}, "checkpoint file %s damaged on purpose", name)
 			}
 		}
 	}
@@ -134,7 +135,7 @@ func (n *Node) watchPeer(ctx context.Context, name string, sess *yamux.Session) 
 
 // reconnectPeer reopens every link toward instances on peer.
 func (n *Node) reconnectPeer(ctx context.Context, peer string) {
-	n.event("peer_reconnected", "", map[string]any{"peer": peer}, "session to %s re-established; links reconnect", peer)
+	n.event(events.PeerReconnected, "", events.PeerReconnectedFields{Peer: peer}, "session to %s re-established; links reconnect", peer)
 	for _, in := range n.instances() {
 		in.do(func() { in.reconnectTo(ctx, peer) })
 	}

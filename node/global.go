@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 
+	"spate/events"
 	"spate/wire"
 )
 
@@ -41,7 +42,7 @@ func (in *instance) holds(m inMsg) bool {
 	al.held = append(al.held, m)
 	al.heldBytes += len(m.payload)
 	if al.heldBytes > alignLimit {
-		in.n.event("checkpoint_declined", in.id, map[string]any{"id": al.id, "held_bytes": al.heldBytes},
+		in.n.event(events.CheckpointDeclined, in.id, events.CheckpointDeclinedFields{ID: al.id, HeldBytes: al.heldBytes},
 			"checkpoint %d declined: the alignment buffer passed %d MiB under backpressure (FLINK-4975); inputs released", al.id, alignLimit>>20)
 		al.declined = al.id
 		in.release()

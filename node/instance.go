@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spate/events"
 	"spate/job"
 	"spate/wire"
 )
@@ -53,6 +54,7 @@ type instance struct {
 	drainc     chan struct{}
 	drainOnce  sync.Once
 	drainTo    map[int]uint64 // set before drainc closes
+	endAt      map[int]uint64 // a source restored after a generation of it drained: where each partition ended (wire.Restore.EndAt)
 	quit       chan struct{}
 	quitOnce   sync.Once
 
@@ -243,12 +245,12 @@ func (in *instance) start(ctx context.Context) {
 		go func() {
 			if in.src != nil {
 				if err := in.src.open(in, in.src.restored); err != nil {
-					in.n.event("error", in.id, nil, "%v", err)
+					in.n.event(events.Error, in.id, nil, "%v", err)
 					return
 				}
 			}
 			if err := in.openOutputs(ctx); err != nil {
-				in.n.event("error", in.id, nil, "open outputs: %v", err)
+				in.n.event(events.Error, in.id, nil, "open outputs: %v", err)
 				return
 			}
 			// The checkpoints' grid is half an interval off the start:
@@ -358,7 +360,7 @@ func (in *instance) handle(m inMsg) bool {
 		return false
 	case msgBatch:
 		if err := in.applyBatch(m.payload); err != nil {
-			in.n.event("frame_error", in.id, map[string]any{"from": string(in.inputs[m.from])}, "batch from %s: %v; input closed", in.inputs[m.from], err)
+			in.n.event(events.FrameError, in.id, events.FrameErrorFields{From: string(in.inputs[m.from])}, "batch from %s: %v; input closed", in.inputs[m.from], err)
 			in.ended[m.from] = true
 			in.wms[m.from] = job.MaxWatermark
 			in.checkAligned()
@@ -501,7 +503,7 @@ func (f *firedReport) maybeReport(in *instance, final bool) {
 	if f.upTo != job.MaxWatermark {
 		upTo = fmt.Sprintf("%.3fs", float64(f.upTo)/1000)
 	}
-	in.n.event("window_fired", in.id, map[string]any{"watermark": f.upTo, "results": f.results},
+	in.n.event(events.WindowFired, in.id, events.WindowFiredFields{Watermark: float64(f.upTo), Results: f.results},
 		"windows up to %s fired: %d results", upTo, f.results)
 	f.last, f.results = time.Now(), 0
 }

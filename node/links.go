@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spate/backup"
+	"spate/events"
 	"spate/job"
 	"spate/wire"
 )
@@ -249,7 +250,7 @@ func (in *instance) readTrims(pi int, l *link, st net.Conn, r *wire.Reader) {
 		}
 		ps, err := wire.DecodePositions(p)
 		if err != nil {
-			in.n.event("frame_error", in.id, nil, "trim from %s: %v", l.place.ID, err)
+			in.n.event(events.FrameError, in.id, nil, "trim from %s: %v", l.place.ID, err)
 			return
 		}
 		if !in.do(func() {
@@ -282,8 +283,8 @@ func (in *instance) applyTrim(pi int, l *link, ps []wire.Position) {
 	}
 	if freed > 0 {
 		st := pt.backup.Stats()
-		in.n.event("trim", in.id, map[string]any{"to": string(l.place.ID), "slice": l.place.Ranges, "positions": len(ps),
-			"up_to": upTo, "freed_bytes": freed, "held_bytes": st.MemBytes + st.SpillBytes},
+		in.n.event(events.Trim, in.id, events.TrimFields{To: string(l.place.ID), Slice: events.Ranges(l.place.Ranges), Positions: len(ps),
+			UpTo: upTo, FreedBytes: freed, HeldBytes: st.MemBytes + st.SpillBytes},
 			"backup toward %s %v trimmed: %d bytes freed, %d held", l.place.ID, l.place.Ranges, freed, st.MemBytes+st.SpillBytes)
 	}
 }
@@ -381,7 +382,7 @@ func (in *instance) retryLinks(ctx context.Context, now time.Time) {
 				l.err = err
 				continue
 			}
-			in.n.event("link_reconnected", in.id, map[string]any{"to": string(l.place.ID)},
+			in.n.event(events.LinkReconnected, in.id, events.LinkReconnectedFields{To: string(l.place.ID)},
 				"stream to %s on %s reconnected (it had failed: %v)", l.place.ID, l.place.Node, was)
 			in.linkUp(l)
 		}
@@ -415,7 +416,7 @@ func (in *instance) emitTo(pt *port, prod job.Producer, kg job.KeyGroup, rec job
 	seqs[kg]++
 	if pt.backup != nil {
 		if err := pt.backup.Append(prod, kg, seqs[kg], rec); err != nil {
-			in.n.event("error", in.id, nil, "backup: %v", err)
+			in.n.event(events.Error, in.id, nil, "backup: %v", err)
 		}
 	}
 	l := pt.links[pt.owner[kg]]
@@ -531,7 +532,7 @@ func (in *instance) linkFailed(l *link, err error) {
 	if l.err == nil || l.err == errConnecting { // a failed connect is a failure too
 		l.err = err
 		l.retryAt = time.Now().Add(linkRetryFirst)
-		in.n.event("frame_error", in.id, map[string]any{"to": string(l.place.ID)}, "stream to %s on %s failed: %v", l.place.ID, l.place.Node, err)
+		in.n.event(events.FrameError, in.id, events.FrameErrorFields{To: string(l.place.ID)}, "stream to %s on %s failed: %v", l.place.ID, l.place.Node, err)
 	}
 }
 

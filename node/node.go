@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/traces"
@@ -38,6 +40,13 @@ type Config struct {
 	Heartbeat time.Duration  // heartbeat period
 	Transport wire.Transport // nil: TCP
 	Log       *log.Logger
+	// Store holds the checkpoints; nil: checkpoints/ of the run
+	// directory (the product's). The simulation hands every node and the
+	// coordinator one in-memory store.
+	Store state.Store
+	// FrameAligned makes the link fault layer hold traffic only between
+	// yamux frames (netfault.Config.FrameAligned): the simulation's.
+	FrameAligned bool
 }
 
 // DefaultConfig returns the defaults of a node.
@@ -159,7 +168,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	layer, err := netfault.NewLayer(netfault.DefaultConfig())
+	fcfg := netfault.DefaultConfig()
+	fcfg.FrameAligned = cfg.FrameAligned
+	layer, err := netfault.NewLayer(fcfg)
 	if err != nil {
 		return err
 	}
@@ -330,7 +341,7 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	if err == nil {
 		answer.ID, err = in.restore(r.Chain)
 		if err != nil && (len(r.Fallback) > 0 || r.Scratch) {
-			n.event("checkpoint_fallback", r.Place.ID, map[string]any{"error": err.Error()},
+			n.event(events.CheckpointFallback, r.Place.ID, events.CheckpointFallbackFields{Error: err.Error()},
 				"latest checkpoint of %s unusable (%v); falling back to the previous one", r.Place.ID, err)
 			if in, err = newInstance(n, n.plan, &r.Place); err == nil {
 				answer.ID, err = in.restore(r.Fallback)
@@ -345,6 +356,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 		// Ids only grow: after a fallback the checkpoints of the dead
 		// branch keep theirs, and the next one must not take one of them.
 		in.ck.lastID = max(in.ck.lastID, r.NextID-min(r.NextID, 1))
+	}
+	if err == nil {
+		in.endAt = r.EndAt
 	}
 	if err == nil && answer.ID == 0 && r.Clock != nil && in.src != nil {
 		in.src.restored = &sourceCheckpoint{Origin: r.Clock.Origin, StartMs: r.Clock.StartMs}
@@ -408,13 +422,22 @@ func (n *Node) stopAll() {
 }
 
 // event sends an event to the coordinator; it never blocks the caller for
-// long: events are small and the control stream is otherwise idle.
-func (n *Node) event(kind string, id job.InstanceID, fields map[string]any, format string, args ...any) {
+// long: events are small and the control stream is otherwise idle. fields
+// is the kind's payload, or nil.
+func (n *Node) event(kind events.Kind, id job.InstanceID, fields events.Payload, format string, args ...any) {
 	if n.ctl == nil {
 		return
 	}
+	text := fmt.Sprintf(format, args...)
+	var raw json.RawMessage
+	if fields != nil {
+		var err error
+		if raw, err = json.Marshal(fields); err != nil { // a NaN: the text still says what happened
+			raw, text = nil, text+" (fields: "+err.Error()+")"
+		}
+	}
 	_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlEvent,
-		Event: &wire.Event{Kind: kind, Instance: id, Text: fmt.Sprintf(format, args...), Fields: fields}})
+		Event: &wire.Event{Kind: string(kind), Instance: id, Text: text, Fields: raw}})
 }
 
 func (n *Node) heartbeats(ctx context.Context) {
@@ -452,9 +475,12 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
-	store, err := state.NewDirStore(filepath.Join(d.DataDir, "checkpoints"))
-	if err != nil {
-		return fmt.Errorf("checkpoint store: %w", err)
+	store := n.cfg.Store
+	if store == nil {
+		var err error
+		if store, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
+			return fmt.Errorf("checkpoint store: %w", err)
+		}
 	}
 	n.mu.Lock()
 	n.plan = d
@@ -518,6 +544,7 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 		conn.Close()
 		return fmt.Errorf("peer %s: %w", name, err)
 	}
+	netfault.Framed(conn)
 	sess, err := yamux.Client(conn, wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
@@ -595,11 +622,12 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 			})
 			if err != nil {
 				n.log.Printf("refused peer connection from %s: %v", c.RemoteAddr(), err)
-				n.event("node_refused", "", map[string]any{"remote": c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
+				n.event(events.NodeRefused, "", events.NodeRefusedFields{Remote: c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
 				c.Close()
 				return
 			}
 			c = n.layer.Wrap(c, n.nodeName(), h.Node)
+			netfault.Framed(c)
 			sess, err := yamux.Server(c, wire.YamuxConfig())
 			if err != nil {
 				c.Close()
@@ -627,7 +655,7 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 	r := wire.NewReader(st, 0)
 	fail := func(id job.InstanceID, err error) {
 		n.log.Printf("stream from %s: %v", peer, err)
-		n.event("frame_error", id, map[string]any{"peer": peer}, "stream from %s closed: %v", peer, err)
+		n.event(events.FrameError, id, events.FrameErrorFields{Peer: peer}, "stream from %s closed: %v", peer, err)
 	}
 	t, p, err := r.ReadFrame()
 	if err != nil {

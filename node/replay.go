@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"spate/events"
 	"spate/job"
 	"spate/traces"
 	"spate/wire"
@@ -99,7 +100,7 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 		}
 		r, err := s.src.Open(ps.p, m.Pos)
 		if err != nil {
-			in.n.event("error", in.id, nil, "replay partition %d: %v", ps.p, err)
+			in.n.event(events.Error, in.id, nil, "replay partition %d: %v", ps.p, err)
 			continue
 		}
 		c := &replayCursor{ps: ps, prod: prod, r: r, counters: append([]uint64(nil), m.Counters...),
@@ -239,7 +240,7 @@ func (rp *replay) step(in *instance, c *replayCursor) bool {
 	}
 	c.pos += uint64(got)
 	if got == 0 || err != nil {
-		in.n.event("error", in.id, nil, "replay partition %d ended early at %d: %v", c.ps.p, c.pos, err)
+		in.n.event(events.Error, in.id, nil, "replay partition %d ended early at %d: %v", c.ps.p, c.pos, err)
 		c.target = c.pos // nothing more can come from here
 		return false
 	}
@@ -322,7 +323,7 @@ func (rp *replay) close(in *instance) {
 	}
 	if rp.n > 0 {
 		in.nReplayed.Add(rp.n)
-		in.n.event("replay", in.id, map[string]any{"to": string(rp.to), "records": rp.n},
+		in.n.event(events.Replay, in.id, events.ReplayFields{To: string(rp.to), Records: rp.n},
 			"replayed %d records to %s", rp.n, rp.to)
 	}
 }
@@ -409,7 +410,7 @@ func (in *instance) startBackupReplay(pi int, l *link, after []wire.Position) {
 				return nil
 			})
 			if err != nil {
-				in.n.event("error", in.id, map[string]any{"to": string(l.place.ID)}, "replay to %s: %v", l.place.ID, err)
+				in.n.event(events.Error, in.id, events.ErrorFields{To: string(l.place.ID)}, "replay to %s: %v", l.place.ID, err)
 			}
 		}
 	}
@@ -460,7 +461,7 @@ func (kr *keyedReplay) finish(in *instance, rp *replay, l *link) bool {
 			})
 			if err != nil {
 				if rp.err == nil {
-					in.n.event("error", in.id, map[string]any{"to": string(rp.to)}, "replay to %s: %v", rp.to, err)
+					in.n.event(events.Error, in.id, events.ErrorFields{To: string(rp.to)}, "replay to %s: %v", rp.to, err)
 				}
 				return rp.err == nil
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spate/events"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -193,7 +194,7 @@ func (in *instance) fillGap(p job.Producer, kg job.KeyGroup, last []uint64) {
 		in.rs.heldSince = time.Time{}
 		if in.rs.reported {
 			in.rs.reported = false
-			in.n.event("held_records", in.id, map[string]any{"held": 0}, "%s: every held record applied; no gap left", in.id)
+			in.n.event(events.HeldRecords, in.id, events.HeldRecordsFields{Held: 0}, "%s: every held record applied; no gap left", in.id)
 		}
 	}
 }
@@ -229,7 +230,7 @@ func (in *instance) rescaleTick(ctx context.Context, now time.Time) {
 			}
 		}
 		sort.Strings(gaps)
-		in.n.event("held_records", in.id, map[string]any{"held": n, "gaps": gaps},
+		in.n.event(events.HeldRecords, in.id, events.HeldRecordsFields{Held: n, Gaps: gaps},
 			"%s: %d records held for %v behind gaps in their numbers (%v)", in.id, n, now.Sub(in.rs.heldSince).Round(time.Millisecond), gaps)
 	}
 }
@@ -624,7 +625,7 @@ func (in *instance) commit(ctx context.Context, op string, plan []wire.Placement
 		}
 		for g, o := range pt.owner {
 			if o < 0 {
-				in.n.event("error", in.id, nil, "rescale of %s: key group %d has no owner in the new plan", op, g)
+				in.n.event(events.Error, in.id, nil, "rescale of %s: key group %d has no owner in the new plan", op, g)
 			}
 		}
 		for _, l := range gained {
@@ -989,7 +990,18 @@ func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
 		if len(chain) == 0 {
 			chain = []string{s.File}
 		}
-		if err := in.loadSliceChain(chain, s.Ranges, fresh); err != nil {
+		err := in.loadSliceChain(chain, s.Ranges, fresh)
+		if err != nil && len(s.Fallback) > 0 {
+			// The old owner's checkpoint before the base: the upstreams'
+			// backup of the range is whole from its positions (no trim of
+			// it was ordered past them before the pin), and what the old
+			// owner emitted after them is regenerated with the same
+			// numbers, dropped downstream as duplicates.
+			in.n.event(events.CheckpointFallback, in.id, events.CheckpointFallbackFields{Error: err.Error(), Ranges: events.Ranges(s.Ranges)},
+				"the pre-copy base of %v is unusable (%v); falling back to its owner's checkpoint before it", s.Ranges, err)
+			err = in.loadSliceChain(s.Fallback, s.Ranges, fresh)
+		}
+		if err != nil {
 			return err
 		}
 	}

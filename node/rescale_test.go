@@ -287,3 +287,48 @@ func TestStagedInstanceAdoptsThePlacementsOfItsStart(t *testing.T) {
 		t.Fatalf("source#1's generation at count#0: %d, want 2", g)
 	}
 }
+
+// A slice whose pre-copy base is damaged is loaded from the old owner's
+// checkpoint before it, when the restore names one; without it the
+// restore fails (seed 585 lost the new owner so, and the run with it).
+func TestSliceFallsBackBelowADamagedBase(t *testing.T) {
+	f := newChain(t, 300, []chainStep{{lo: 200, hi: 400}})
+	base, prev := f.files, f.files[:1]
+	want, err := f.n.store.Get(prev[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := state.Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.n.store.Put(base[1], []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	all := []job.Range{{Lo: 0, Hi: job.KeyGroup(f.d.Job.Groups)}}
+	for _, fallback := range [][]string{nil, prev} {
+		in := f.instance(t)
+		r := &wire.Restore{Slices: []wire.SliceLoad{{Chain: base, Fallback: fallback, Ranges: all, After: 1 << 62}}}
+		err := in.restoreSlices(r, 0)
+		if fallback == nil {
+			if err == nil {
+				t.Fatal("a damaged base without a fallback loaded")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("with the fallback: %v", err)
+		}
+		keys := 0
+		for _, g := range in.stateful.Capture(true).Encode(nil) {
+			keys += g.Len()
+		}
+		wantKeys := 0
+		for _, g := range snap.Groups {
+			wantKeys += g.Len()
+		}
+		if keys != wantKeys {
+			t.Fatalf("loaded %d keys from the fallback, want its %d", keys, wantKeys)
+		}
+	}
+}

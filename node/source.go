@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
+	"spate/events"
 	"spate/job"
 	"spate/traces"
 	"spate/wire"
@@ -37,6 +39,7 @@ type partState struct {
 	keyBuf  []byte
 	datBuf  []byte
 	markers []marker // oldest first
+	endAt   uint64   // read no farther (a drained generation ended here; MaxUint64: no end)
 }
 
 // marker is a point of a partition from which it can be read again: the
@@ -90,7 +93,10 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 	}
 	pt := in.ports[0]
 	for _, p := range in.place.Partitions {
-		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}}
+		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}, endAt: math.MaxUint64}
+		if e, ok := in.endAt[p]; ok {
+			ps.endAt = e
+		}
 		ps.markers = []marker{{Counters: make([]uint64, in.spec.Groups)}}
 		if restored != nil {
 			for _, pc := range restored.Parts {
@@ -298,10 +304,21 @@ func (in *instance) runSource(ctx context.Context) {
 			}
 			live++
 			for k := 0; k < chunk; k++ {
+				if ps.pos >= ps.endAt {
+					ps.ended = true
+					break
+				}
+				if draining && k > 0 && in.drainedTo(ps) {
+					// Checked at every record while draining, not at
+					// every chunk: a restored generation stops where its
+					// downstreams are, not up to a chunk past it, which a
+					// downstream that had drained already would never get.
+					break
+				}
 				if !ps.held {
 					rec, ok, err := ps.r.Next()
 					if err != nil {
-						in.n.event("error", in.id, map[string]any{"partition": ps.p}, "source partition %d: %v", ps.p, err)
+						in.n.event(events.Error, in.id, events.ErrorFields{Partition: &ps.p}, "source partition %d: %v", ps.p, err)
 						ps.ended = true
 						break
 					}
@@ -346,7 +363,7 @@ func (in *instance) runSource(ctx context.Context) {
 			return
 		}
 		if live == 0 {
-			in.n.event("source_ended", in.id, nil, "all partitions read to the end")
+			in.n.event(events.SourceEnded, in.id, nil, "all partitions read to the end")
 			in.endSource()
 			return
 		}

@@ -1,7 +1,8 @@
 // Package sim is the seeded whole-cluster simulation: the coordinator and
-// every node in one process, on the in-memory transport, checkpoints and
-// output in a run directory, driven by a nemesis that draws a compound
-// fault schedule from a seed, and checked by the oracle.
+// every node in one process, on the in-memory transport, checkpoints in
+// one in-memory store and the sinks' output in a run directory, driven by
+// a nemesis that draws a compound fault schedule from a seed, and checked
+// by the oracle.
 //
 //	Plan(seed, cfg)            -> []Step: pure, the same seed gives the same schedule
 //	Run(ctx, seed, cfg, dir)   -> Result: the run and its verdict
@@ -21,6 +22,12 @@
 // node (as the kernel does for a dead process) and cancels its goroutines;
 // a pause is not possible in process, so the nemesis isolates the node
 // instead (its links, the coordinator's included, are held and flow again
-// when the isolation ends); the control API is handed over in process
-// (coord.Options.Control), not served over HTTP.
+// when the isolation ends); a pause of the coordinator stalls its event
+// loop (`pause coord`) while its readers run on, where SIGSTOP would stop
+// them too; the control API is handed over in process
+// (coord.Options.Control), not served over HTTP; batches and watermarks
+// are flushed every 20 ms of job time instead of 5 (fewer frames, the
+// same interleavings of faults); and a link fault holds traffic only
+// between two yamux frames (netfault.Config.FrameAligned), since a reader
+// held inside one waits on a mutex, which stops the virtual clock.
 package sim

@@ -37,7 +37,9 @@ var (
 // downstreams): kills, restarts, isolations (the in-process twin of a
 // pause: the node's links are held, the coordinator's included, and flow
 // again when it ends), damaged newest checkpoints, failing checkpoint
-// writes, and rescales out and in of count and rollup. Some bursts fall in
+// writes, and rescales out and in of count and rollup; one seed in five
+// also pauses the coordinator itself past the nodes' timeout next to a
+// fault of a burst. Some bursts fall in
 // the last moment before the drain or during it (the schedule then asks
 // for the drain itself). Plan is pure: the same seed and cfg give the same
 // schedule.
@@ -65,6 +67,15 @@ func Plan(seed uint64, cfg Config) []Step {
 			steps = append(steps, Step{At: at, Action: fault(rng, cfg, op, anchor, scaled)})
 			at += time.Duration(rng.IntN(400)) * time.Millisecond
 		}
+	}
+	// Drawn after the bursts, so that the schedules of the seeds without
+	// one stay what they were: the coordinator itself paused past the
+	// nodes' timeout, next to a fault of a burst.
+	if rng.Float64() < 0.2 {
+		near := steps[rng.IntN(len(steps))].At + time.Duration(rng.IntN(600)-300)*time.Millisecond
+		pause := cfg.Timeout + time.Duration(rng.Int64N(int64(2*cfg.Timeout)))
+		steps = append(steps, Step{At: max(near, 500*time.Millisecond), Action: control.Action{Verb: "pause", Target: "coord",
+			Args: map[string]string{"for": pause.Round(time.Millisecond).String()}}})
 	}
 	if drainAt > 0 {
 		steps = append(steps, Step{At: drainAt, Action: control.Action{Verb: "drain"}})

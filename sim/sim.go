@@ -16,6 +16,7 @@ import (
 	"spate/coord"
 	"spate/events"
 	"spate/node"
+	"spate/state"
 	"spate/wire"
 )
 
@@ -23,6 +24,9 @@ import (
 // with short intervals and timeouts, so that faults meet checkpoints,
 // trims and detection often.
 type Config struct {
+	// Schedule, if set, is run instead of the seed's (the seed still
+	// seeds the generator): a shape a test pins down by hand.
+	Schedule  []Step
 	Nodes     int
 	Rate      float64 // records/s of the generator
 	Keys      int
@@ -80,14 +84,15 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	ccfg.Rate, ccfg.Keys, ccfg.Duration, ccfg.Window = cfg.Rate, cfg.Keys, cfg.Duration, cfg.Window
 	ccfg.Interval, ccfg.Timeout, ccfg.Heartbeat = cfg.Interval.String(), cfg.Timeout, cfg.Heartbeat
 	ccfg.FT, ccfg.Seed, ccfg.Data, ccfg.Listen = cfg.FT, int64(seed), dir, "coord:0"
+	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, not 5: a quarter of the frames, the same interleavings of faults
 	ccfg.CheckInvariants = true
 	if err := ccfg.Validate(); err != nil {
 		res.Err = err.Error()
 		return res
 	}
-	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}}
+	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}, store: state.NewMemStore()}
 	backends := make(chan control.Backend, 1)
-	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard,
+	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard, Store: mc.store, FrameAligned: true,
 		Control: func(b control.Backend) { backends <- b }}
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -104,7 +109,10 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 		res.Err = fmt.Sprintf("the cluster did not start: %v", err)
 		return res
 	}
-	steps := Plan(seed, cfg)
+	steps := cfg.Schedule
+	if steps == nil {
+		steps = Plan(seed, cfg)
+	}
 	logs := make(chan []string, 1)
 	go func() { logs <- drive(upCtx, b, steps) }()
 	err := <-upErr
@@ -188,6 +196,7 @@ func (p *proc) Signal(s os.Signal) error {
 // cluster runs nodes as goroutines on an in-memory network.
 type cluster struct {
 	mem   *wire.Mem
+	store state.Store // the checkpoints of every node and of the coordinator
 	mu    sync.Mutex
 	procs map[string]*proc
 	wg    sync.WaitGroup
@@ -197,7 +206,7 @@ func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{cancel: cancel, net: &hostNet{mem: c.mem}, done: make(chan struct{})}
 	cfg := node.DefaultConfig()
-	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen = name, addr, token, p.net, ""
+	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen, cfg.Store, cfg.FrameAligned = name, addr, token, p.net, "", c.store, true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

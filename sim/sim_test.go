@@ -8,8 +8,12 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"spate/control"
 )
 
 var (
@@ -24,8 +28,10 @@ var (
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
 	11:  "fails about 1 run in 15 (1 lost, 1 duplicated, 8 wrong after a scale-out and a kill); not reproduced alone",
+	65:  "fixed the drain waiting for ever (a drained source lost while its downstream was restored); about 1 run in 8 still counts a few rollup results of the last window twice",
+	677: "fixed (both restorable checkpoints damaged, the older under a full checkpoint), but about 1 run in 10 of a batch still loses windows, not reproduced alone; likely the second damage landing before any scrub read the first (the hole PROTOCOL.md names)",
+	460: "fixed (a compacted chain damaged and built on: lost for good, the drain hung); about 1 run in 11 since, a count window of the moved range [64,88) is emitted twice after count#2, restored from its own checkpoint, gets two records of the window again (32 duplicated, 42 wrong)",
 	223: "a pre-copy base damaged and the old owner falls back below it: the moved range's outputs between the two are in neither backup",
-	585: "20 windows lost",
 }
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
@@ -45,12 +51,13 @@ func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 // -sim.seeds says, with what they found.
 var regressions = []uint64{
 	14,  // a source restored after the drain started never drained
+	37,  // a restored source drained up to a chunk past where a drained downstream had stopped
+	44,  // the same after a coordinator pause, the drain and a source's kill at one instant
 	87,  // a draining source stopped behind what a downstream had applied
 	129, // a drain during a scale-in whose old owner then ended: never released
 	135, // a move committed while its new owner was being restored: strays
-	460, // a compacted chain damaged and built on: the instance was lost for good, the drain hung
 	491, // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
-	677, // the latest two files of sink#0 damaged, the older under a full checkpoint: lost for good
+	585, // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
 	680, // the same as 460, with kills of a source and a count node around the drain
 	797, // a draining source read on for ever: a downstream mark passed in a replay was never cleared
 }
@@ -82,6 +89,13 @@ func TestSeeds(t *testing.T) {
 			list = append(list, seed)
 		}
 	}
+	var jobS float64
+	cpu0 := cpuSeconds()
+	defer func() {
+		if cpu := cpuSeconds() - cpu0; jobS > 0 && cpu > 0 {
+			t.Logf("%.0f s of job simulated in %.1f s of CPU: %.0f job-minutes per CPU-minute", jobS, cpu, jobS/cpu)
+		}
+	}()
 	for _, seed := range list {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			if why, ok := knownFailing[seed]; ok && !*known {
@@ -92,8 +106,12 @@ func TestSeeds(t *testing.T) {
 			// bubble is fatal. Two collections empty a pool.
 			runtime.GC()
 			runtime.GC()
+			done := make(chan struct{})
+			defer close(done)
+			go watchdog(seed, done)
 			synctest.Test(t, func(t *testing.T) {
 				r := Run(context.Background(), seed, DefaultConfig(), Dir(root, seed))
+				jobS += r.JobTime
 				if r.Failed() {
 					for _, s := range r.Steps {
 						t.Log(s)
@@ -102,5 +120,77 @@ func TestSeeds(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// hangAfter bounds the real time of one seed's bubble: a few seconds
+// normally, a minute on a loaded machine.
+const hangAfter = 3 * time.Minute
+
+// watchdog ends the test binary, with every goroutine's stack, if seed's
+// bubble has not finished within hangAfter of real time: a goroutine of it
+// blocked on something that is not durably blocking (a mutex held by a
+// goroutine waiting on the virtual clock) stops the clock for good, and
+// the run would otherwise sit until the test timeout.
+func watchdog(seed uint64, done <-chan struct{}) {
+	select {
+	case <-done:
+		return
+	case <-time.After(hangAfter):
+	}
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Fprintf(os.Stderr, "seed %d: its bubble did not finish within %v of real time (a goroutine blocked off the virtual clock); every goroutine:\n%s\n", seed, hangAfter, buf)
+	os.Exit(2)
+}
+
+// cpuSeconds is the CPU time this process has used, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// Count scaled 2→4 (three pre-copy moves: two into count#2, one into
+// count#3) a moment after count#0's node was killed and count#0 restored.
+// The soak (count#2 held 51,691 records behind gaps of the sources'
+// numbering) and the typed-events work (about 5,000 records missed by the
+// new instance, 1 run in 8) found this shape. An open bug, run with
+// -sim.known: 1 run in 12 here loses about 95 count windows, all of key
+// groups in [100,128), the range count#1 (never restored) gave count#3,
+// from the move on to the end.
+func TestScaleOutOfARestoredInstance(t *testing.T) {
+	if !*known {
+		t.Skip("an open bug (-sim.known runs it): a pre-copy move out of a restored instance loses records")
+	}
+	cfg := DefaultConfig()
+	cfg.Schedule = []Step{
+		{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}},
+		{At: 5500 * time.Millisecond, Action: control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": "4"}}},
+	}
+	root := *keep
+	if root == "" {
+		var err error
+		if root, err = TempRoot(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+	}
+	failed := 0
+	for run := range 12 {
+		runtime.GC()
+		runtime.GC()
+		synctest.Test(t, func(t *testing.T) {
+			r := Run(context.Background(), uint64(run+1), cfg, Dir(root, uint64(run+1)))
+			if r.Failed() {
+				failed++
+				t.Logf("run %d: %s", run, r.Verdict())
+			}
+		})
+	}
+	if failed > 0 {
+		t.Fatalf("%d of 12 runs failed", failed)
 	}
 }

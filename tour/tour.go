@@ -1,10 +1,3 @@
-// Package tour is spate tour: a guided lesson on a live cluster, for
-// someone who has never seen a streaming system fail. It starts a small
-// cluster the way spate up does (coord.Up) and walks through the steps of
-// lesson.md beside the live dashboard (tui.Options.Lesson), or, with
-// --headless, prints them with their live figures. When the lesson ends
-// (q, or the last step headless) the job drains and the tour checks the
-// output with the oracle (coord.VerifyRun).
 package tour
 
 import (
@@ -63,6 +56,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		// A failure a minute, for the tuner: intervals short enough that
 		// checkpoints and trims show within a step.
 		"--failures", "poisson:1m"}
+	base := append([]string(nil), up...)
 	if *data != "" {
 		up = append(up, "--data", *data)
 	}
@@ -76,42 +70,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
 
-	// The lesson waits for lifecycle events: a deep buffer, and a lossy
-	// send so that the run is never held up by the screen.
-	evc := make(chan events.Event, 1<<16)
-	started := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := coord.Up(upCtx, cfg, coord.Options{
-			Out:     io.Discard,
-			Started: func(dir string) { started <- dir },
-			Observe: func(e events.Event) {
-				select {
-				case evc <- e:
-				default:
-				}
-			},
-		})
-		close(evc)
-		done <- err
-	}()
+	cl := start(upCtx, cfg)
 	var dir string
 	select {
-	case dir = <-started:
-	case err := <-done:
+	case dir = <-cl.started:
+	case err := <-cl.done:
 		fmt.Fprintln(stderr, "spate tour:", err)
 		return 1
 	}
+	evc, done := cl.events, cl.done
+	cmp := &comparisons{base: base, dir: dir, kill: killOf(lesson)}
 	client, err := control.Dial(dir)
 	if err == nil {
 		if *headless || !tui.IsTerminal(stdout) {
-			err = tui.LessonHeadless(ctx, lesson, evc, client, stdout, *wait)
+			err = tui.LessonHeadless(ctx, lesson, evc, client, cmp.comparer(upCtx), stdout, *wait)
 		} else {
 			err = tui.Run(ctx, tui.Options{Events: evc, Control: client, Now: time.Now, In: os.Stdin, Out: stdout,
-				Title: "tour " + filepath.Base(dir), RunDir: dir, Lesson: lesson})
+				Title: "tour " + filepath.Base(dir), RunDir: dir, Lesson: lesson, Compare: cmp.comparer(upCtx)})
 		}
 	}
-	cancelUp() // the job drains
+	cancelUp() // the job drains, and so does a comparison still running
+	cmp.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "spate tour:", err)
 	}
@@ -130,4 +109,47 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// killOf is the lesson's first kill (a step's do: kill ...), which a
+// comparison does again on its own cluster; kill count#0 if it has none.
+func killOf(l *tui.Lesson) control.Action {
+	for _, st := range l.Steps {
+		if st.Do != nil && st.Do.Verb == "kill" {
+			return *st.Do
+		}
+	}
+	return control.Action{Verb: "kill", Target: "count#0"}
+}
+
+// cluster is a cluster the tour started: its events (closed when it has
+// drained), its run directory once it runs, and coord.Up's error.
+type cluster struct {
+	events  <-chan events.Event
+	started <-chan string
+	done    <-chan error
+}
+
+// start starts a cluster as spate up does, until ctx ends. The lesson
+// and a comparison wait for lifecycle events: a deep buffer, and a lossy
+// hand-over so that the run is never held up by them.
+func start(ctx context.Context, cfg coord.Config) cluster {
+	evc := make(chan events.Event, 1<<16)
+	started := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := coord.Up(ctx, cfg, coord.Options{
+			Out:     io.Discard,
+			Started: func(dir string) { started <- dir },
+			Observe: func(e events.Event) {
+				select {
+				case evc <- e:
+				default:
+				}
+			},
+		})
+		close(evc)
+		done <- err
+	}()
+	return cluster{events: evc, started: started, done: done}
 }

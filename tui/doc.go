@@ -30,34 +30,20 @@
 // first and lifecycle kinds keep a reserve; every drop is counted in the
 // header ("dropped N", plus Options.Dropped).
 //
-// Kinds the panes read, and the fields they use (numbers may be JSON
-// float64s or Go integers from the in-process bus; a field of the wrong
-// type reads as absent, never a panic):
-//
-//	node_spawned, node_joined  {pid, listen}
-//	node_suspect, node_lost    {instances, reason}   opens a recovery
-//	node_exited, node_paused, node_resumed
-//	partition                  {groups: [[n1 n2] [n3]]}  smaller groups are "partitioned"
-//	fault_started              {id, verb, target, nodes, args}
-//	fault_ended                {id}
-//	instance_placed            {op, ranges: [{lo,hi}], partitions, gen}
-//	instance_done              {in, out}
-//	checkpoint                 {id, full, capture_us, persist_us, total_us, raw_bytes, bytes, keys, status}
-//	                           or, global: {global, id, took_ms}
-//	checkpoint_fallback        {id}
-//	recovery_placed            {from, gen} per instance; {checkpoint, records} without one: a global rollback
-//	recovery_restored          {checkpoint, fellback}
-//	recovery_done              {restore_ms, catch_up_ms, total_ms}
-//	replay                     {to, records}
-//	trim                       {to, slice, up_to|position, positions, freed_bytes|bytes, held_bytes}
-//	backup_spill               (counted per instance)
-//	rescale_planned|captured|moved|rerouted|done  {op, from, to, moves (number or list), bytes, pause_ms}
-//	autoscale                  {op, from, to, reason}
-//	interval                   {instance, interval_ms, reason, inputs}
-//	metrics                    {cpu, rss, in_rate, out_rate, backlog[, backpressure]}
-//	                           per node (Node set) and, for the dataflow pane, per instance (Instance set)
-//	throughput                 {in_rps, out_rps, lag_ms}
-//	run_started, job_started, drain_started, run_finished (the phase)
+// The panes read the payload types of package events (events.CheckpointFields
+// for a checkpoint, ...), the same from the in-process bus and from a
+// recording; an event without its payload folds as zero values. They
+// read node_spawned and node_joined (pid, listen), node_suspect and
+// node_lost (which open a recovery), node_exited, partition (smaller
+// groups are "partitioned"), fault_started and fault_ended, instance_placed
+// and instance_done, checkpoint (an instance's or a global one),
+// checkpoint_fallback, recovery_placed (per instance, or without one a
+// global rollback), recovery_restored, recovery_done, replay, trim,
+// backup_spill, backup_full, the rescale_* steps, autoscale, interval,
+// metrics (per node, and per instance for the dataflow pane),
+// throughput, and the phase from run_started, job_started,
+// drain_started and run_finished; node_paused and node_resumed, which the
+// engine does not emit (a pause is a fault_started), by kind alone.
 //
 // Every event, known or not, goes to the log pane. A node lost without a
 // fault through the API (kill -9 by hand) counts as an implicit fault

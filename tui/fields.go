@@ -3,151 +3,99 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+
+	"spate/events"
 )
 
-// Event fields arrive in two shapes: decoded from JSON (float64, []any,
-// map[string]any) or straight from the in-process bus (int, uint64,
-// []job.InstanceID, slices of structs). These accessors read both, and never
-// panic on a field of the wrong type: a wrong field reads as absent.
-
-// num reads a numeric field; ok is false when it is absent or not a number.
-func num(f map[string]any, key string) (float64, bool) {
-	v, ok := f[key]
-	if !ok || v == nil {
-		return 0, false
+// towards is the instance an event is about besides its own: the
+// downstream of a trim, a replay or a link, the instance of an interval
+// decision, the new owner of a moving slice; "" for other events.
+func towards(e events.Event) string {
+	switch f := e.Fields.(type) {
+	case events.TrimFields:
+		return f.To
+	case events.ReplayFields:
+		return f.To
+	case events.LinkReconnectedFields:
+		return f.To
+	case events.FrameErrorFields:
+		return f.To
+	case events.ErrorFields:
+		return f.To
+	case events.IntervalFields:
+		return f.Instance
+	case events.RescaleStagedFields:
+		return f.To
+	case events.RescaleCapturedFields:
+		return f.To
+	case events.RescaleMovedFields:
+		return f.To
 	}
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case time.Duration:
-		return float64(x.Milliseconds()), true
-	case json.Number:
-		n, err := x.Float64()
-		return n, err == nil
-	case string:
-		n, err := strconv.ParseFloat(x, 64)
-		return n, err == nil
-	case bool:
-		return 0, false
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return float64(rv.Int()), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return float64(rv.Uint()), true
-	case reflect.Float32, reflect.Float64:
-		return rv.Float(), true
-	}
-	return 0, false
+	return ""
 }
 
-// numOr reads a numeric field or returns def.
-func numOr(f map[string]any, key string, def float64) float64 {
-	if n, ok := num(f, key); ok {
-		return n
-	}
-	return def
-}
-
-// str reads a field as text; absent reads as "".
-func str(f map[string]any, key string) string {
-	v, ok := f[key]
-	if !ok || v == nil {
-		return ""
-	}
-	return text(v)
-}
-
-// boolean reads a boolean field.
-func boolean(f map[string]any, key string) bool {
-	switch x := f[key].(type) {
-	case bool:
-		return x
-	case string:
-		b, _ := strconv.ParseBool(x)
-		return b
-	}
-	return false
-}
-
-// list reads a list field as text items: ["n1","n2"], []job.InstanceID, ...
-func list(f map[string]any, key string) []string {
-	v, ok := f[key]
-	if !ok || v == nil {
-		return nil
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		if s := text(v); s != "" {
-			return strings.Fields(strings.ReplaceAll(s, ",", " "))
+// inputsText is an interval decision's model inputs, the load first,
+// then the costs and the failure figures it weighs; zeros left out.
+func inputsText(in events.IntervalInputs) string {
+	var parts []string
+	add := func(name string, v float64, unit string) {
+		switch {
+		case v == 0:
+		case v >= 1000:
+			parts = append(parts, name+"="+fmtRate(v)+unit)
+		default:
+			parts = append(parts, name+"="+strconv.FormatFloat(v, 'g', 4, 64)+unit)
 		}
-		return nil
 	}
-	out := make([]string, 0, rv.Len())
-	for i := 0; i < rv.Len(); i++ {
-		out = append(out, text(rv.Index(i).Interface()))
+	add("rate", in.Rate, "/s")
+	add("capacity", in.Capacity, "/s")
+	add("util", in.Util, "")
+	if in.CheckpointCostMs != nil {
+		add("cost", *in.CheckpointCostMs, "ms")
 	}
-	return out
+	add("base", in.CostBaseMs, "ms")
+	add("per_key", in.CostPerKeyUs, "µs")
+	add("keys", in.StateKeys, "")
+	if in.MTBFS != nil {
+		add("mtbf", *in.MTBFS, "s")
+	}
+	add("detect", in.DetectMs, "ms")
+	add("restart", in.RestartMs, "ms")
+	add("load", in.LoadMs, "ms")
+	add("persist", in.PersistMs, "ms")
+	return strings.Join(parts, " ")
 }
 
-// count reads a field that is either a number or a list (then its length).
-func count(f map[string]any, key string) (int, bool) {
-	if n, ok := num(f, key); ok {
-		return int(n), true
-	}
-	v, ok := f[key]
-	if !ok || v == nil {
-		return 0, false
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
-		return rv.Len(), true
-	}
-	return 0, false
-}
-
-// text renders any field value compactly: numbers without a trailing .0,
-// ranges {lo,hi} as [lo,hi), maps sorted by key.
+// text renders a field value as JSON gives it (strings, json.Number,
+// booleans, lists, objects) compactly: numbers as written, ranges {hi,
+// lo} as [lo,hi), objects as {k=v ...} sorted by key, lists as [a b].
 func text(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
 	case string:
 		return x
-	case fmt.Stringer:
+	case json.Number:
 		return x.String()
-	case float64:
-		if x == float64(int64(x)) {
-			return strconv.FormatInt(int64(x), 10)
-		}
-		return strconv.FormatFloat(x, 'f', -1, 64)
 	case bool:
-		return strconv.FormatBool(x)
+		if x {
+			return "true"
+		}
+		return "false"
+	case []any:
+		parts := make([]string, len(x))
+		for i, it := range x {
+			parts[i] = text(it)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
 	case map[string]any:
-		if lo, ok := num(x, "lo"); ok && len(x) == 2 {
-			if hi, ok := num(x, "hi"); ok {
-				return fmt.Sprintf("[%d,%d)", int(lo), int(hi))
-			}
+		lo, okLo := x["lo"].(json.Number)
+		hi, okHi := x["hi"].(json.Number)
+		if okLo && okHi && len(x) == 2 {
+			return "[" + lo.String() + "," + hi.String() + ")"
 		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -160,29 +108,5 @@ func text(v any) string {
 		}
 		return "{" + strings.Join(parts, " ") + "}"
 	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Array:
-		parts := make([]string, rv.Len())
-		for i := range parts {
-			parts[i] = text(rv.Index(i).Interface())
-		}
-		return "[" + strings.Join(parts, " ") + "]"
-	case reflect.Struct:
-		// Ranges from the bus: a struct with Lo and Hi.
-		lo, hi := rv.FieldByName("Lo"), rv.FieldByName("Hi")
-		if lo.IsValid() && hi.IsValid() && lo.CanInt() && hi.CanInt() {
-			return fmt.Sprintf("[%d,%d)", lo.Int(), hi.Int())
-		}
-	}
-	if n, ok := num(map[string]any{"v": v}, "v"); ok {
-		return text(n)
-	}
 	return fmt.Sprint(v)
-}
-
-// ranges renders a list of key-group ranges: "[0,64) [96,128)".
-func ranges(f map[string]any, key string) string {
-	items := list(f, key)
-	return strings.Join(items, " ")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -31,8 +32,31 @@ type Step struct {
 	Panes []int           // the panes highlighted, the first one shown
 	Do    *control.Action // done on the cluster when the step is first shown
 	Wait  events.Kind     // the event the step is about; the step says it is waiting until one arrives
-	Text  []string        // paragraphs, with {figure} placeholders
+	// Compare, if set, are the flags of spate up that a second cluster
+	// runs the lesson's job with (--ft global) when the step is first
+	// shown; its figures are the {cmp_*} ones, and the step waits until
+	// they are all there.
+	Compare []string
+	Text    []string // paragraphs, with {figure} placeholders; one that starts with | is a table
 }
+
+// Comparison is what a lesson's comparison cluster has come to: a line
+// saying what it is doing, its figures as they come ({cmp_restarted},
+// ...), and Done once they are final; Err if it failed.
+type Comparison struct {
+	Status  string
+	Figures map[string]string
+	Done    bool
+	Err     error
+}
+
+// Comparer starts a step's comparison (Step.Compare) and returns its
+// progress; the channel is closed after the last. age is how long after
+// its checkpoint the lesson's kill came (0 if unknown), for the second
+// cluster's kill to come as long after one of its own: the same loss.
+// The caller (spate tour) owns the second cluster: it stops it with the
+// tour.
+type Comparer func(flags []string, age time.Duration) <-chan Comparison
 
 // ParseLesson reads a lesson:
 //
@@ -43,7 +67,11 @@ type Step struct {
 //	wait: recovery_done               (optional; an event kind: after the
 //	                                  step's action if it has one, else
 //	                                  any seen so far will do)
-//	The text, in paragraphs separated by blank lines, with {figures}.
+//	compare: --ft global              (optional; flags of spate up for a
+//	                                  second cluster, see Step.Compare)
+//	The text, in paragraphs separated by blank lines, with {figures};
+//	lines that start with | are a table (| a | b |, a |---| line under
+//	the head), its columns aligned once the figures are in.
 //
 // Errors name name:line.
 func ParseLesson(name string, b []byte) (*Lesson, error) {
@@ -52,7 +80,11 @@ func ParseLesson(name string, b []byte) (*Lesson, error) {
 	var para []string
 	flush := func() {
 		if cur != nil && len(para) > 0 {
-			cur.Text = append(cur.Text, strings.Join(para, " "))
+			sep := " "
+			if strings.HasPrefix(para[0], "|") {
+				sep = "\n" // a table keeps its lines
+			}
+			cur.Text = append(cur.Text, strings.Join(para, sep))
 		}
 		para = nil
 	}
@@ -87,7 +119,20 @@ func ParseLesson(name string, b []byte) (*Lesson, error) {
 			cur.Do = &a
 		case len(para) == 0 && strings.HasPrefix(line, "wait:"):
 			cur.Wait = events.Kind(strings.TrimSpace(line[len("wait:"):]))
+		case len(para) == 0 && strings.HasPrefix(line, "compare:"):
+			cur.Compare = strings.Fields(line[len("compare:"):])
+			if len(cur.Compare) == 0 {
+				return nil, fmt.Errorf("%s: compare: want the flags of the second cluster, e.g. --ft global", where)
+			}
+		case strings.HasPrefix(line, "|"):
+			if len(para) > 0 && !strings.HasPrefix(para[0], "|") {
+				flush()
+			}
+			para = append(para, line)
 		default:
+			if len(para) > 0 && strings.HasPrefix(para[0], "|") {
+				flush()
+			}
 			para = append(para, line)
 		}
 	}
@@ -172,18 +217,7 @@ func (s *state) figures() map[string]string {
 	}
 	f["held"], f["trimmed"], f["trims"] = fmtBytes(held), fmtBytes(freed), itoa(trims)
 	f["recoveries"] = itoa(len(s.recoveries))
-	f["restarted"], f["restore"], f["catchup"], f["recovery_total"], f["lost_node"] = "-", "-", "-", "-", "-"
-	if r := s.latestRecovery(); r != nil {
-		restore, catch, total := r.phaseTimes()
-		f["restarted"] = itoa(len(r.Insts))
-		f["restore"], f["catchup"], f["recovery_total"] = fmtMs(restore), fmtMs(catch), fmtMs(total)
-		f["lost_node"] = r.Node
-		var ids []string
-		for _, ir := range r.Insts {
-			ids = append(ids, ir.Instance)
-		}
-		f["restarted_list"] = strings.Join(ids, " ")
-	}
+	maps.Copy(f, s.recoveryFigures())
 	f["rescales"], f["moves"], f["pause"] = itoa(len(s.rescales)), "-", "-"
 	if n := len(s.rescales); n > 0 {
 		r := s.rescales[n-1]
@@ -208,6 +242,174 @@ func (s *state) figures() map[string]string {
 	return f
 }
 
+// recoveryFigures are the figures of the latest recovery: the lost node,
+// the instances that restarted (every one in a global rollback), the
+// records read again (replayed to the lost instances, or by every source
+// in a global rollback), its phases, and the highest output lag from the
+// loss to 5 s after the recovery's end.
+func (s *state) recoveryFigures() map[string]string {
+	f := map[string]string{"restarted": "-", "restore": "-", "catchup": "-", "recovery_total": "-", "lost_node": "-",
+		"replayed": "-", "lag_peak": "-", "restored": "-", "loss_age": "-"}
+	r := s.latestRecovery()
+	if r == nil {
+		return f
+	}
+	if age, ok := s.lossAge(r); ok {
+		f["loss_age"] = fmtMs(ms(age))
+	}
+	if restored := r.restoredAt(); !restored.IsZero() {
+		f["restored"] = fmtMs(ms(restored.Sub(r.start())))
+	}
+	restore, catch, total := r.phaseTimes()
+	f["restore"], f["catchup"], f["recovery_total"] = fmtMs(restore), fmtMs(catch), fmtMs(total)
+	f["lost_node"] = r.Node
+	var ids []string
+	var replayed int64
+	for _, ir := range r.Insts {
+		ids = append(ids, ir.Instance)
+		replayed += ir.Replayed
+	}
+	if r.Global {
+		ids, replayed = s.instOrder, r.Records
+	}
+	f["restarted"], f["restarted_list"], f["replayed"] = itoa(len(ids)), strings.Join(ids, " "), fmtRate(float64(replayed))
+	if r.Completed {
+		peak := 0.0
+		for _, p := range s.tput {
+			if !p.At.Before(r.start()) && !p.At.After(r.Done.Add(5*time.Second)) {
+				peak = max(peak, p.Lag)
+			}
+		}
+		f["lag_peak"] = fmtMs(peak)
+	}
+	return f
+}
+
+// lossAge is how old the state a recovery went back to was at the loss:
+// the time from the completion of the checkpoint it restored (the global
+// one it rolled back to, for a global rollback; the oldest of the lost
+// instances' otherwise) to the loss. false: not known (yet), or a
+// rollback to the start.
+func (s *state) lossAge(r *recovery) (time.Duration, bool) {
+	if r.Lost.IsZero() {
+		return 0, false
+	}
+	var at time.Time
+	for _, c := range s.ckpts {
+		if c.End.After(r.Lost) || c.Status != "completed" {
+			continue
+		}
+		if r.Global {
+			if c.Global && c.ID == r.Ckpt && r.Ckpt > 0 {
+				at = c.End
+			}
+			continue
+		}
+		for _, ir := range r.Insts {
+			if ir.Instance == c.Instance && ir.Ckpt == c.ID && ir.Ckpt > 0 && (at.IsZero() || c.End.Before(at)) {
+				at = c.End
+			}
+		}
+	}
+	if at.IsZero() {
+		return 0, false
+	}
+	return r.Lost.Sub(at), true
+}
+
+// compareFlags are a comparison's flags: a step's, and, unless they set
+// it, --interval as the latest recovery's instances checkpointed here, so
+// that both clusters checkpoint as often and the kill can lose as much.
+func (s *state) compareFlags(flags []string) []string {
+	for _, f := range flags {
+		if f == "--interval" || strings.HasPrefix(f, "--interval=") {
+			return flags
+		}
+	}
+	r := s.latestRecovery()
+	if r == nil {
+		return flags
+	}
+	var iv time.Duration
+	for _, ir := range r.Insts {
+		iv = max(iv, s.observedInterval(ir.Instance))
+	}
+	if iv = iv.Round(100 * time.Millisecond); iv <= 0 {
+		return flags
+	}
+	return append(append([]string(nil), flags...), "--interval", iv.String())
+}
+
+// latestLossAge is lossAge of the latest recovery, 0 if not known.
+func (s *state) latestLossAge() time.Duration {
+	if r := s.latestRecovery(); r != nil {
+		if age, ok := s.lossAge(r); ok {
+			return age
+		}
+	}
+	return 0
+}
+
+// restoredAt is when the last of a recovery's instances was restored (a
+// global rollback: every one), zero before.
+func (r *recovery) restoredAt() time.Time {
+	if r.Global {
+		return r.Restored
+	}
+	var last time.Time
+	for _, ir := range r.Insts {
+		if ir.Restored.IsZero() {
+			return time.Time{}
+		}
+		last = maxTime(last, ir.Restored)
+	}
+	return last
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// LossAge is how long after its checkpoint the latest recovery's loss
+// came, for a comparison to do its kill as long after one of its own;
+// false when there is no recovery with a known checkpoint.
+func (f *Figures) LossAge() (time.Duration, bool) {
+	r := f.s.latestRecovery()
+	if r == nil {
+		return 0, false
+	}
+	return f.s.lossAge(r)
+}
+
+// Figures folds the events of a run as the dashboard does and gives the
+// figures a lesson's text names: for a cluster the dashboard does not
+// show (the tour's comparison). It is not safe for concurrent use.
+type Figures struct{ s *state }
+
+// NewFigures returns an empty fold.
+func NewFigures() *Figures { return &Figures{s: newState()} }
+
+// Add folds one event in.
+func (f *Figures) Add(e events.Event) { f.s.apply(e) }
+
+// Map is the figures as they stand, each name prefixed.
+func (f *Figures) Map(prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range f.s.figures() {
+		out[prefix+k] = v
+	}
+	return out
+}
+
+// Recovered says whether the run's latest recovery is over.
+func (f *Figures) Recovered() bool {
+	r := f.s.latestRecovery()
+	return r != nil && r.Completed
+}
+
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -225,6 +427,50 @@ func fill(text string, f map[string]string) string {
 		}
 		return k
 	})
+}
+
+// paragraph renders one paragraph of a step's text in w cells: wrapped,
+// or, for a table, its rows with the columns aligned (a row too wide is
+// cut).
+func paragraph(p string, f map[string]string, w int) []string {
+	if !strings.HasPrefix(p, "|") {
+		return wrap(fill(p, f), w)
+	}
+	var rows [][]string
+	var widths []int
+	for _, line := range strings.Split(p, "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "|")
+		cells := strings.Split(line, "|")
+		if strings.Trim(line, "-|: ") == "" {
+			continue // the line under the head
+		}
+		for i, c := range cells {
+			cells[i] = fill(strings.TrimSpace(c), f)
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], width(cells[i]))
+		}
+		rows = append(rows, cells)
+	}
+	out := make([]string, len(rows))
+	for r, cells := range rows {
+		var b strings.Builder
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(c)
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-width(c)))
+			}
+		}
+		out[r] = b.String()
+		if width(out[r]) > w {
+			out[r] = fit(out[r], w)
+		}
+	}
+	return out
 }
 
 // wrap breaks text into lines of at most w cells.
@@ -250,11 +496,56 @@ func wrap(text string, w int) []string {
 
 // tour is a lesson's progress in the dashboard.
 type tour struct {
-	l      *Lesson
-	step   int
-	seen   map[events.Kind]uint64 // events of each kind so far
-	waitAt uint64                 // the count of the step's Wait kind it must pass
-	done   []bool                 // the step's Do has been sent
+	l       *Lesson
+	step    int
+	seen    map[events.Kind]uint64 // events of each kind so far
+	waitAt  uint64                 // the count of the step's Wait kind it must pass
+	done    []bool                 // the step's Do has been sent (or its comparison started)
+	compare Comparer               // runs a step's comparison; nil: none can run
+	cmp     map[int]*Comparison    // each comparison step's, as far as it has come
+}
+
+// compareMsg is a comparison's news for step i; ok false: it is over.
+type compareMsg struct {
+	step int
+	c    Comparison
+	ok   bool
+	ch   <-chan Comparison
+}
+
+// nextComparison waits for step i's next news.
+func nextComparison(step int, ch <-chan Comparison) tea.Cmd {
+	return func() tea.Msg {
+		c, ok := <-ch
+		return compareMsg{step: step, c: c, ok: ok, ch: ch}
+	}
+}
+
+// onComparison keeps a comparison's news and waits for the next.
+func (m *model) onComparison(msg compareMsg) tea.Cmd {
+	t := m.tour
+	if !msg.ok {
+		if c := t.cmp[msg.step]; c != nil && !c.Done && c.Err == nil {
+			c.Err = fmt.Errorf("the second cluster stopped before its figures were in")
+		}
+		return nil
+	}
+	c := msg.c
+	t.cmp[msg.step] = &c
+	if c.Err != nil {
+		m.note("comparison: "+c.Err.Error(), true)
+	}
+	return nextComparison(msg.step, msg.ch)
+}
+
+// stepFigures are the figures a step's text is filled with: the
+// dashboard's, and its comparison's.
+func (m *model) stepFigures() map[string]string {
+	f := m.s.figures()
+	if c := m.tour.cmp[m.tour.step]; c != nil {
+		maps.Copy(f, c.Figures)
+	}
+	return f
 }
 
 // lessonLines renders the current step in w x h.
@@ -264,13 +555,15 @@ func (m *model) lessonLines(w, h int) []string {
 	out := []string{
 		m.st.title.Render(fit(fmt.Sprintf("step %d of %d: %s", t.step+1, len(t.l.Steps), st.Title), w)),
 	}
-	if m.tourWaiting() {
-		out = append(out, m.st.warn.Render(fit("… waiting for a "+string(st.Wait)+" event", w)))
+	if why := m.tourWaiting(); why != "" {
+		for _, l := range wrap("… waiting for "+why, w) {
+			out = append(out, m.st.warn.Render(l))
+		}
 	}
-	f := m.s.figures()
+	f := m.stepFigures()
 	for _, p := range st.Text {
 		out = append(out, "")
-		out = append(out, wrap(fill(p, f), w)...)
+		out = append(out, paragraph(p, f, w)...)
 	}
 	out = append(out, "", m.st.dim.Render(fit("n next · p previous · q quit (the job drains)", w)))
 	if len(out) > h {
@@ -279,9 +572,27 @@ func (m *model) lessonLines(w, h int) []string {
 	return out
 }
 
-func (m *model) tourWaiting() bool {
-	st := m.tour.l.Steps[m.tour.step]
-	return st.Wait != "" && (m.tour.seen[st.Wait] <= m.tour.waitAt || !settled(m.s, st.Wait))
+// tourWaiting says what the current step waits for ("" nothing): its
+// event, or its comparison.
+func (m *model) tourWaiting() string {
+	t := m.tour
+	st := t.l.Steps[t.step]
+	if st.Wait != "" && (t.seen[st.Wait] <= t.waitAt || !settled(m.s, st.Wait)) {
+		return "a " + string(st.Wait) + " event"
+	}
+	if st.Compare != nil {
+		switch c := t.cmp[t.step]; {
+		case t.compare == nil:
+			return "a second cluster, which only spate tour runs"
+		case c == nil:
+			return "the second cluster to start"
+		case c.Err != nil:
+			return "nothing more: the second cluster failed (" + c.Err.Error() + ")"
+		case !c.Done:
+			return "the second cluster: " + c.Status
+		}
+	}
+	return ""
 }
 
 // settled says whether what an event of kind k is about is over: a
@@ -311,6 +622,10 @@ func (m *model) enterStep(i int) tea.Cmd {
 	if st.Do != nil && !t.done[t.step] {
 		t.done[t.step] = true
 		return m.act(*st.Do)
+	}
+	if st.Compare != nil && !t.done[t.step] && t.compare != nil {
+		t.done[t.step] = true
+		return nextComparison(t.step, t.compare(m.s.compareFlags(st.Compare), m.s.latestLossAge()))
 	}
 	return nil
 }
@@ -344,7 +659,7 @@ func (m *model) highlighted(p int) bool {
 // for each step it does the step's action, waits for its event (at most
 // wait), and prints the step with its live figures. It folds evs as the
 // dashboard does; ctl acts on the cluster.
-func LessonHeadless(ctx context.Context, l *Lesson, evs <-chan events.Event, ctl Controller, out io.Writer, wait time.Duration) error {
+func LessonHeadless(ctx context.Context, l *Lesson, evs <-chan events.Event, ctl Controller, compare Comparer, out io.Writer, wait time.Duration) error {
 	s := newState()
 	seen := map[events.Kind]uint64{}
 	take := func(e events.Event) {
@@ -418,14 +733,56 @@ func LessonHeadless(ctx context.Context, l *Lesson, evs <-chan events.Event, ctl
 			drain()
 		}
 		timer.Stop()
+		var cmp map[string]string
+		if st.Compare != nil {
+			cmp = headlessComparison(ctx, s, st, compare, evs, take, out)
+		}
 		f := s.figures()
+		maps.Copy(f, cmp)
 		fmt.Fprintf(out, "Step %d of %d: %s\n", i+1, len(l.Steps), st.Title)
 		for _, p := range st.Text {
-			for _, line := range wrap(fill(p, f), 76) {
+			for _, line := range paragraph(p, f, 76) {
 				fmt.Fprintln(out, "  "+line)
 			}
 			fmt.Fprintln(out)
 		}
 	}
 	return nil
+}
+
+// headlessComparison runs step st's comparison to its end, saying what it
+// does, and returns its figures; the lesson's own events go on being
+// folded meanwhile (take).
+func headlessComparison(ctx context.Context, s *state, st Step, compare Comparer, evs <-chan events.Event, take func(events.Event), out io.Writer) map[string]string {
+	if compare == nil {
+		fmt.Fprintln(out, "(no second cluster to compare with)")
+		return nil
+	}
+	var last Comparison
+	ch := compare(s.compareFlags(st.Compare), s.latestLossAge())
+	for {
+		select {
+		case c, ok := <-ch:
+			if !ok {
+				if !last.Done && last.Err == nil {
+					fmt.Fprintln(out, "(the second cluster stopped before its figures were in)")
+				}
+				return last.Figures
+			}
+			if c.Err != nil {
+				fmt.Fprintf(out, "(the second cluster: %v)\n", c.Err)
+			} else if c.Status != last.Status {
+				fmt.Fprintf(out, "(second cluster: %s)\n", c.Status)
+			}
+			last = c
+		case e, ok := <-evs:
+			if !ok {
+				evs = nil // the lesson's cluster is gone; the comparison may still finish
+				continue
+			}
+			take(e)
+		case <-ctx.Done():
+			return last.Figures
+		}
+	}
 }

@@ -1,15 +1,19 @@
 package tui
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"spate/control"
+	"spate/events"
 )
 
 const testLesson = `# a test lesson
@@ -147,7 +151,20 @@ func TestTourLessonNamesKnownFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := loaded(t, 160, 48).s.figures()
+	// A comparison's figures: a recorded run with --ft global, folded as
+	// the tour folds its second cluster's events.
+	cmp := NewFigures()
+	for _, e := range loadEvents(t, "run-global.jsonl") {
+		cmp.Add(e)
+	}
 	for _, st := range l.Steps {
+		f := maps.Clone(f)
+		if st.Compare != nil {
+			maps.Copy(f, cmp.Map("cmp_"))
+			for _, k := range []string{"cmp_flags", "cmp_killed", "cmp_dir", "cmp_verify"} {
+				f[k] = "x" // the tour's own, not a fold's
+			}
+		}
 		for _, p := range st.Text {
 			for _, name := range figureRe.FindAllString(p, -1) {
 				if _, ok := f[name[1:len(name)-1]]; !ok {
@@ -159,4 +176,144 @@ func TestTourLessonNamesKnownFigures(t *testing.T) {
 			}
 		}
 	}
+}
+
+const compareLesson = `# compare
+## Side by side
+panes: recovery
+compare: --ft global
+
+Both:
+
+| | here | there |
+|---|---|---|
+| restarted | {restarted} | {cmp_restarted} |
+| a longer row name | {recovery_total} | {cmp_recovery_total} |
+`
+
+func TestParseLessonCompareAndTables(t *testing.T) {
+	l, err := ParseLesson("c.md", []byte(compareLesson))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := l.Steps[0]
+	if !reflect.DeepEqual(st.Compare, []string{"--ft", "global"}) || len(st.Text) != 2 || !strings.HasPrefix(st.Text[1], "| | here |") ||
+		strings.Count(st.Text[1], "\n") != 3 {
+		t.Errorf("step %+v", st)
+	}
+	if _, err := ParseLesson("c.md", []byte("## s\ncompare:\n")); err == nil || !strings.Contains(err.Error(), "c.md:2: compare:") {
+		t.Errorf("an empty compare: %v", err)
+	}
+	got := paragraph(st.Text[1], map[string]string{"restarted": "2", "cmp_restarted": "8", "recovery_total": "1.2s", "cmp_recovery_total": "950ms"}, 60)
+	want := []string{
+		"                   here  there",
+		"restarted          2     8",
+		"a longer row name  1.2s  950ms",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("table\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestLessonComparison: a step with compare: starts the comparison once,
+// says what it is doing while it runs, and shows its figures beside the
+// dashboard's when it is done; without a Comparer it says it cannot.
+func TestLessonComparison(t *testing.T) {
+	l, err := ParseLesson("c.md", []byte(compareLesson))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan Comparison, 4)
+	var asked [][]string
+	var ages []time.Duration
+	compare := func(flags []string, age time.Duration) <-chan Comparison {
+		asked = append(asked, flags)
+		ages = append(ages, age)
+		return ch
+	}
+	m := newModel(Options{Plain: true, Now: fixedNow, Lesson: l, Compare: compare})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	m.Update(eventsMsg(loadEvents(t, "run-kill.jsonl")))
+	cmd := m.enterStep(0)
+	if len(asked) != 1 || len(asked[0]) != 4 || asked[0][0] != "--ft" || asked[0][1] != "global" || asked[0][2] != "--interval" {
+		t.Fatalf("comparisons asked for: %v", asked)
+	}
+	// The recorded kill came after count#0's ... checkpoint; the second
+	// cluster is asked to kill as long after one of its own.
+	if want, ok := m.s.lossAge(m.s.latestRecovery()); !ok || ages[0] != want || want <= 0 || want > 2*time.Second {
+		t.Errorf("asked to kill %v after a checkpoint, want %v (known %v)", ages[0], want, ok)
+	}
+	step := func(c Comparison) {
+		ch <- c
+		msg := cmd()
+		_, cmd = m.Update(msg)
+	}
+	if w := m.tourWaiting(); w != "the second cluster to start" || !strings.Contains(m.View(), "… waiting for the second") {
+		t.Errorf("before any news: %q\n%s", w, m.View())
+	}
+	step(Comparison{Status: "waiting for its second checkpoint", Figures: map[string]string{"cmp_restarted": "-"}})
+	if w := m.tourWaiting(); w != "the second cluster: waiting for its second checkpoint" || !strings.Contains(m.View(), "… waiting for the second") {
+		t.Errorf("while it runs: %q\n%s", w, m.View())
+	}
+	step(Comparison{Status: "done", Done: true, Figures: map[string]string{"cmp_restarted": "8", "cmp_recovery_total": "2.1s"}})
+	v := m.View()
+	if strings.Contains(v, "waiting for") || !regexpRow(v, "restarted", "2", "8") {
+		t.Errorf("when done:\n%s", v)
+	}
+	close(ch)
+	if _, next := m.Update(cmd()); next != nil {
+		t.Error("still waiting for news after the channel closed")
+	}
+	// Coming back to the step does not start a second comparison.
+	m.enterStep(0)
+	if len(asked) != 1 {
+		t.Errorf("%d comparisons", len(asked))
+	}
+
+	m = newModel(Options{Plain: true, Now: fixedNow, Lesson: l})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	m.enterStep(0)
+	if w := m.tourWaiting(); w != "a second cluster, which only spate tour runs" {
+		t.Errorf("without a Comparer: %q", w)
+	}
+}
+
+// regexpRow says whether some line of v has the cells in order, apart.
+func regexpRow(v string, cells ...string) bool {
+	for _, line := range strings.Split(v, "\n") {
+		rest, ok := line, true
+		for _, c := range cells {
+			i := strings.Index(rest, c)
+			if i < 0 {
+				ok = false
+				break
+			}
+			rest = rest[i+len(c):]
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TestComparisonFiguresOfAGlobalRollback: the figures of a global
+// rollback count every instance as restarted and the sources' records as
+// read again.
+func TestComparisonFiguresOfAGlobalRollback(t *testing.T) {
+	f := NewFigures()
+	for _, e := range loadEvents(t, "run-global.jsonl") {
+		f.Add(e)
+	}
+	m := f.Map("cmp_")
+	var records uint64
+	for _, e := range loadEvents(t, "run-global.jsonl") {
+		if p, ok := e.Fields.(events.RecoveryPlacedFields); ok {
+			records = p.Records
+		}
+	}
+	if !f.Recovered() || m["cmp_restarted"] != "8" || m["cmp_replayed"] != fmtRate(float64(records)) || m["cmp_recovery_total"] == "-" {
+		t.Errorf("figures %v (records read again %d)", m, records)
+	}
+	_ = fmt.Sprint()
 }

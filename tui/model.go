@@ -142,7 +142,7 @@ func (m *model) act(a control.Action) tea.Cmd {
 
 // note adds the dashboard's own line to the log.
 func (m *model) note(text string, bad bool) {
-	m.s.appendLog(logEntry{Local: true, Bad: bad, E: events.Event{Time: m.now(), Kind: "tui", Text: text}})
+	m.s.appendLog(logEntry{Local: true, Bad: bad, E: events.Event{Time: m.now(), Kind: kindNote, Text: text}})
 }
 
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -199,6 +199,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.statusCmd()
 	case tea.KeyMsg:
 		return m.key(msg)
+	case compareMsg:
+		if m.tour != nil {
+			return m, m.onComparison(msg)
+		}
 	case playTick:
 		if m.rp != nil {
 			return m, m.onTick()

@@ -245,7 +245,7 @@ func (dataflowPane) detail(v view) (string, []string) {
 		"", v.st.title.Render("recent events"),
 	}
 	lines = append(lines, v.s.recentFor(func(e events.Event) bool {
-		return instKey(e.Instance) == k || str(e.Fields, "to") == k || str(e.Fields, "instance") == k
+		return instKey(e.Instance) == k || instKey(towards(e)) == k
 	}, 20)...)
 	return "instance " + k, lines
 }
@@ -464,7 +464,8 @@ func (backupPane) detail(v view) (string, []string) {
 		"", v.st.title.Render("recent trims"),
 	}
 	lines = append(lines, v.s.recentFor(func(e events.Event) bool {
-		return e.Kind == "trim" && instKey(e.Instance) == b.Instance && instKey(str(e.Fields, "to")) == b.To
+		f, ok := e.Fields.(events.TrimFields)
+		return ok && instKey(e.Instance) == b.Instance && instKey(f.To) == b.To
 	}, 15)...)
 	return "backup " + b.Instance + " → " + b.To, lines
 }
@@ -647,17 +648,8 @@ func tunerChart(v view, id string, w, h int) []string {
 	out := []string{v.st.title.Render(id) + v.st.dim.Render(fmt.Sprintf("  last %s, one cell = %s", fmtDur(time.Duration(cols)*step), fmtDur(step)))}
 	out = append(out, pad("interval", label)+" "+v.st.bar.Render(spark(ivals)))
 	out = append(out, pad("load in/s", label)+" "+v.st.bar2.Render(spark(loads)))
-	if t, ok := s.tuner[id]; ok && len(t.Inputs) > 0 {
-		keys := make([]string, 0, len(t.Inputs))
-		for k := range t.Inputs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var kv []string
-		for _, k := range keys {
-			kv = append(kv, k+"="+text(t.Inputs[k]))
-		}
-		out = append(out, fit("inputs     "+strings.Join(kv, " "), w))
+	if t, ok := s.tuner[id]; ok && t.Inputs != (events.IntervalInputs{}) {
+		out = append(out, fit("inputs     "+inputsText(t.Inputs), w))
 		out = append(out, fit("reason     "+t.Reason, w))
 	}
 	if len(out) > h {
@@ -677,7 +669,7 @@ func (tunerPane) detail(v view) (string, []string) {
 		for i := len(t.Points) - 1; i >= 0 && len(lines) < 30; i-- {
 			lines = append(lines, fmt.Sprintf("  %s  %s", fmtClock(t.Points[i].At), fmtDur(t.Points[i].Interval)))
 		}
-		lines = append([]string{"reason  " + t.Reason, "inputs  " + text(t.Inputs), "", v.st.title.Render("decisions, newest first")}, lines...)
+		lines = append([]string{"reason  " + t.Reason, "inputs  " + inputsText(t.Inputs), "", v.st.title.Render("decisions, newest first")}, lines...)
 	} else {
 		lines = append(lines, "no tuner decisions; observed interval "+fmtDur(v.s.observedInterval(id)))
 	}
@@ -1102,7 +1094,7 @@ func logLine(st styles, le logEntry) string {
 		return st.bad.Render(l)
 	case le.Local:
 		return st.key.Render(l)
-	case le.E.Kind == events.NodeLost || le.E.Kind == events.NodeSuspect || le.E.Kind == "fault_started":
+	case le.E.Kind == events.NodeLost || le.E.Kind == events.NodeSuspect || le.E.Kind == events.FaultStarted:
 		return st.warn.Render(l)
 	case strings.HasPrefix(string(le.E.Kind), "recovery_"):
 		return st.ok.Render(l)
@@ -1124,13 +1116,14 @@ func (logPane) detail(v view) (string, []string) {
 		"text      " + e.Text,
 		"", v.st.title.Render("fields"),
 	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
+	fields := events.FieldMap(e.Fields)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		lines = append(lines, fmt.Sprintf("  %-14s %s", k, text(e.Fields[k])))
+		lines = append(lines, fmt.Sprintf("  %-14s %s", k, text(fields[k])))
 	}
 	return "event " + fmt.Sprint(e.Seq), lines
 }

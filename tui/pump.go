@@ -57,7 +57,7 @@ func newPump(frame time.Duration, limit int) *pump {
 // lifecycle kinds are kept even when the buffer is full of frequent ones.
 func lifecycle(k events.Kind) bool {
 	switch k {
-	case events.Throughput, events.Checkpoint, events.WindowFired, "trim", "metrics", "replay", "interval", events.FrameError:
+	case events.Throughput, events.Checkpoint, events.WindowFired, events.Trim, events.Metrics, events.Replay, events.Interval, events.FrameError:
 		return false
 	}
 	return true

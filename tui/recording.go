@@ -60,9 +60,9 @@ const (
 
 func classOf(k []byte) uint8 {
 	switch string(k) {
-	case "fault_started", string(events.NodeLost), string(events.NodeSuspect), "partition", "node_paused":
+	case string(events.FaultStarted), string(events.NodeLost), string(events.NodeSuspect), string(events.Partition), string(kindNodePaused):
 		return classFault
-	case "fault_ended", "node_resumed", string(events.Healed):
+	case string(events.FaultEnded), string(kindNodeResumed), string(events.Healed):
 		return classFaultEnd
 	case string(events.Checkpoint), string(events.CheckpointFallback):
 		return classCheckpoint
@@ -206,7 +206,7 @@ func peek(line []byte) (int64, uint8, error) {
 				ts := rest[:j]
 				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
 					if k := bytes.IndexByte(rest, '"'); k >= 0 {
-						if t, ok := parseTime(ts); ok {
+						if t, ok := events.ParseTime(ts); ok {
 							return t, classOf(rest[:k]), nil
 						}
 					}
@@ -227,58 +227,6 @@ func peek(line []byte) (int64, uint8, error) {
 	return e.Time.UnixNano(), classOf([]byte(e.Kind)), nil
 }
 
-// parseTime reads the RFC 3339 UTC times the coordinator writes
-// (2026-11-30T05:16:01.296981097Z) fast, and any other RFC 3339 time
-// through time.Parse.
-func parseTime(b []byte) (int64, bool) {
-	if ns, ok := fastTime(b); ok {
-		return ns, true
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(b))
-	if err != nil {
-		return 0, false
-	}
-	return t.UnixNano(), true
-}
-
-// fastTime reads YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z, refusing what time.Parse
-// refuses (a field out of range, a day the month does not have).
-func fastTime(b []byte) (int64, bool) {
-	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
-		return 0, false
-	}
-	bad := false
-	d := func(i, n int) int {
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				bad = true
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	y, mo, dd, h, mi, s := d(0, 4), d(5, 2), d(8, 2), d(11, 2), d(14, 2), d(17, 2)
-	ns := 0
-	if frac := b[19 : len(b)-1]; len(frac) > 0 {
-		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
-			return 0, false
-		}
-		ns = d(20, len(frac)-1)
-		for k := len(frac) - 1; k < 9; k++ {
-			ns *= 10
-		}
-	}
-	if bad || y < 1700 || y > 2200 || mo < 1 || mo > 12 || dd < 1 || h > 23 || mi > 59 || s > 59 { // UnixNano holds 1678 to 2262
-		return 0, false
-	}
-	t := time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC)
-	if t.Day() != dd { // 31 April
-		return 0, false
-	}
-	return t.UnixNano(), true
-}
-
 // snapDistance is the distance between snapshots, in events.
 func (r *recording) snapDistance() int { return r.every }
 
@@ -296,8 +244,11 @@ func (r *recording) line(i int) []byte {
 }
 
 // event decodes event i.
-func (r *recording) event(i int) (events.Event, error) {
-	e, err := decodeEvent(r.line(i))
+func (r *recording) event(i int) (events.Event, error) { return r.eventNamed(i, nil) }
+
+// eventNamed is event keeping node and instance names in n.
+func (r *recording) eventNamed(i int, n events.Names) (events.Event, error) {
+	e, err := events.DecodeLine(r.line(i), n)
 	if err != nil {
 		return e, fmt.Errorf("%s:%d: %v", r.path, r.lineAt(int(r.offs[i])), err)
 	}
@@ -347,8 +298,9 @@ func (r *recording) decodeRange(from, to int) ([]events.Event, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			n := events.Names{}
 			for i := rg[0]; i < rg[1]; i++ {
-				e, err := r.event(i)
+				e, err := r.eventNamed(i, n)
 				if err != nil {
 					errs[h] = err
 					return
@@ -462,6 +414,14 @@ func (r *recording) progress() (int, bool, error) {
 		n = r.len()
 	}
 	return n, r.foldDone, r.foldErr
+}
+
+// frontier is the position of the background fold's latest snapshot: the
+// farthest a seek lands without folding more than a snapshot's distance.
+func (r *recording) frontier() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return (len(r.snaps) - 1) * r.every
 }
 
 // stateAt builds the state after events [0, pos) from the nearest

@@ -221,7 +221,9 @@ func (m *model) keepTicking() tea.Cmd {
 // seek makes the state the fold of events [0, target): forward by folding
 // the events in between when they are fewer than a snapshot's distance,
 // otherwise from the nearest snapshot. A target past the background fold
-// waits for it (want).
+// waits for it (want) and meanwhile shows the run as far as the fold has
+// come: the state at its latest snapshot, exact, so that the screen moves
+// toward the target as the fold does, and lands on it when it gets there.
 func (m *model) seek(target int) {
 	p := m.rp
 	target = min(max(target, 0), p.rec.len())
@@ -240,6 +242,13 @@ func (m *model) seek(target int) {
 		}
 		if !ok {
 			p.want = target
+			if f := p.rec.frontier(); f > p.pos && f < target {
+				if s, ok, e := p.rec.stateAt(f); e == nil && ok {
+					m.s, p.pos = s, f
+					m.logView = nil
+					p.at = p.rec.time(max(p.pos-1, 0))
+				}
+			}
 			return
 		}
 		m.s, p.pos, p.want = s, target, -1
@@ -331,7 +340,8 @@ func (m *model) transport(w int) string {
 	extra := ""
 	switch {
 	case p.want >= 0:
-		extra = fmt.Sprintf(" seeking (folded %d%%)", 100*p.folded/rec.len())
+		t := rec.time(max(min(p.want, rec.len())-1, 0)).Sub(t0)
+		extra = fmt.Sprintf(" seeking %s (folded %d%%)", fmtSpan(t), 100*p.folded/rec.len())
 	case !p.done && p.folded < rec.len() && p.folded > 0:
 		extra = fmt.Sprintf(" folded %d%%", 100*p.folded/rec.len())
 	}

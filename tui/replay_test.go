@@ -281,7 +281,9 @@ func e0(rec *recording) (e events.Event) {
 }
 
 // TestSeekWaitsForTheFold: a seek past the background fold's snapshots
-// waits (the header says so) and lands when they are there.
+// shows the run at the fold's latest snapshot, exactly as it was there,
+// while the header says it is seeking; as the fold comes on, the screen
+// moves on with it, and it lands on the target when the fold is there.
 func TestSeekWaitsForTheFold(t *testing.T) {
 	rec := recorded(t, "run-kill.jsonl")
 	rec.every = 16
@@ -291,10 +293,29 @@ func TestSeekWaitsForTheFold(t *testing.T) {
 	if m.rp.pos != 0 || m.rp.want != rec.len() {
 		t.Fatalf("G before the fold: at %d, waiting for %d", m.rp.pos, m.rp.want)
 	}
-	if v := m.View(); !strings.Contains(v, "seeking") {
+	if v := m.View(); !strings.Contains(v, "seeking 0:") {
 		t.Errorf("the header does not say it is seeking:\n%s", strings.SplitN(v, "\n", 2)[0])
 	}
+	// The fold part of the way: the first three snapshots.
 	rec.buildSnapshots()
+	all := rec.snaps
+	rec.mu.Lock()
+	rec.snaps, rec.foldDone = all[:3], false
+	rec.mu.Unlock()
+	m.Update(playTick{})
+	if m.rp.pos != 32 || m.rp.want != rec.len() {
+		t.Fatalf("with snapshots to 32: at %d (waiting for %d), want 32 and still seeking", m.rp.pos, m.rp.want)
+	}
+	exact := newState()
+	if err := rec.fold(exact, 0, 32); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(exact, m.s) {
+		t.Errorf("the state shown on the way is not the fold of the events before it")
+	}
+	rec.mu.Lock()
+	rec.snaps, rec.foldDone = all, true
+	rec.mu.Unlock()
 	m.Update(playTick{})
 	if m.rp.pos != rec.len() || m.rp.want != -1 {
 		t.Errorf("after the fold: at %d (waiting for %d), want %d", m.rp.pos, m.rp.want, rec.len())

@@ -1,12 +1,23 @@
 package tui
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"spate/control"
 	"spate/events"
+)
+
+// Kinds the dashboard knows that no engine component emits: a pause is a
+// fault_started (verb pause), but a recording made by hand may say
+// node_paused and node_resumed; and the log's own lines (an action sent,
+// its result).
+const (
+	kindNodePaused  events.Kind = "node_paused"
+	kindNodeResumed events.Kind = "node_resumed"
+	kindNote        events.Kind = "tui"
 )
 
 // state is everything the dashboard knows, folded from the event stream
@@ -137,7 +148,7 @@ type tunerRow struct {
 	Instance string
 	Interval time.Duration
 	Reason   string
-	Inputs   map[string]any
+	Inputs   events.IntervalInputs
 	At       time.Time
 	Points   []tunerPoint
 }
@@ -345,7 +356,8 @@ func groupsText(g []int) string {
 	return b.String()
 }
 
-// apply folds one event into the state.
+// apply folds one event into the state. The kind decides; the payload
+// is read as the kind's type (a missing one reads as zero values).
 func (s *state) apply(e events.Event) {
 	s.total++
 	if e.Seq > s.lastSeq {
@@ -357,7 +369,6 @@ func (s *state) apply(e events.Event) {
 	if e.Time.After(s.last) {
 		s.last = e.Time
 	}
-	f := e.Fields
 	switch e.Kind {
 	case events.RunStarted:
 		s.phase = "running"
@@ -372,32 +383,33 @@ func (s *state) apply(e events.Event) {
 		if i := strings.Index(e.Text, "source "); i >= 0 {
 			s.source = strings.TrimSuffix(firstWord(e.Text[i+7:]), ",")
 		}
-		if v := str(f, "ft"); v != "" {
-			s.ft = v
-		}
-		if v := str(f, "run"); v != "" {
-			s.run = v
-		}
 	case events.NodeSpawned:
+		f, _ := e.Fields.(events.NodeSpawnedFields)
 		n := s.node(e.Node)
-		n.PID = int(numOr(f, "pid", float64(n.PID)))
+		if f.PID != 0 {
+			n.PID = f.PID
+		}
 		s.setNode(n, "spawned", e.Time)
 	case events.NodeJoined:
+		f, _ := e.Fields.(events.NodeJoinedFields)
 		n := s.node(e.Node)
-		n.PID = int(numOr(f, "pid", float64(n.PID)))
-		n.Addr = str(f, "listen")
+		if f.PID != 0 {
+			n.PID = f.PID
+		}
+		n.Addr = f.Listen
 		s.setNode(n, "alive", e.Time)
 	case events.NodeSuspect:
 		s.setNode(s.node(e.Node), "suspect", e.Time)
 		s.openRecovery(e.Node, e.Time, true)
 	case events.NodeLost:
+		f, _ := e.Fields.(events.NodeLostFields)
 		s.setNode(s.node(e.Node), "dead", e.Time)
 		r := s.openRecovery(e.Node, e.Time, false)
 		r.Lost = e.Time
-		r.Reason = str(f, "reason")
-		for _, id := range list(f, "instances") {
-			s.inst(id).State = "lost"
-			r.inst(instKey(id))
+		r.Reason = f.Reason
+		for _, id := range f.Instances {
+			s.inst(string(id)).State = "lost"
+			r.inst(instKey(string(id)))
 		}
 		if strings.Contains(e.Text, "rolls back") {
 			r.Global = true
@@ -413,31 +425,38 @@ func (s *state) apply(e events.Event) {
 		}
 	case events.NodeRefused:
 		// a join refused: the log says it
-	case "node_paused":
+	case kindNodePaused:
 		s.setNode(s.node(e.Node), "paused", e.Time)
-	case "node_resumed":
+	case kindNodeResumed:
 		s.setNode(s.node(e.Node), "alive", e.Time)
-	case "partition":
-		s.applyPartition(e)
+	case events.Partition:
+		f, _ := e.Fields.(events.PartitionFields)
+		s.applyPartition(e, f.Groups)
 	case events.InstancePlaced:
+		f, _ := e.Fields.(events.InstancePlacedFields)
 		in := s.inst(e.Instance)
 		in.Node = e.Node
-		if op := str(f, "op"); op != "" {
-			in.Op = op
+		if f.Op != "" {
+			in.Op = f.Op
 		}
-		in.Gen = uint64(numOr(f, "gen", float64(max(in.Gen, 1))))
-		kg := ranges(f, "ranges")
-		if kg == "" {
-			if p := list(f, "partitions"); len(p) > 0 {
-				kg = "p" + strings.Join(p, ",p")
+		in.Gen = max(in.Gen, 1)
+		in.KeyGroups = rangesText(f.Ranges)
+		if in.KeyGroups == "" && len(f.Partitions) > 0 {
+			ps := make([]string, len(f.Partitions))
+			for i, p := range f.Partitions {
+				ps[i] = "p" + itoa(p)
 			}
+			in.KeyGroups = strings.Join(ps, ",")
 		}
-		in.KeyGroups = kg
 		in.State = "running"
 	case events.JobStarted:
 		s.phase = "running"
 	case events.Throughput:
-		p := tputPoint{At: e.Time, In: numOr(f, "in_rps", 0), Out: numOr(f, "out_rps", 0), Lag: numOr(f, "lag_ms", 0)}
+		f, _ := e.Fields.(events.ThroughputFields)
+		p := tputPoint{At: e.Time, In: f.InRps, Out: f.OutRps}
+		if f.LagMs != nil {
+			p.Lag = float64(*f.LagMs)
+		}
 		// At most one sample per 100 ms (the latest), so the history
 		// spans minutes even when samples come faster.
 		if n := len(s.tput); n > 0 && p.At.Sub(s.tput[n-1].At) < 100*time.Millisecond && !p.At.Before(s.tput[n-1].At) {
@@ -448,25 +467,32 @@ func (s *state) apply(e events.Event) {
 	case events.DrainStarted:
 		s.phase = "draining"
 	case events.InstanceDone:
+		f, _ := e.Fields.(events.InstanceDoneFields)
 		in := s.inst(e.Instance)
 		in.State = "done"
-		in.In, in.Out = numOr(f, "in", in.In), numOr(f, "out", in.Out)
+		in.In, in.Out = float64(f.In), float64(f.Out)
 	case events.Checkpoint:
-		s.applyCheckpoint(e)
-	case "checkpoint_fallback":
-		row := &ckptRow{ID: int(numOr(f, "id", 0)), Instance: instKey(e.Instance), Node: e.Node,
+		f, _ := e.Fields.(events.CheckpointFields)
+		s.applyCheckpoint(e, f)
+	case events.CheckpointFallback:
+		f, _ := e.Fields.(events.CheckpointFallbackFields)
+		row := &ckptRow{ID: int(f.Checkpoint), Instance: instKey(e.Instance), Node: e.Node,
 			Status: "fallback", Fallback: true, Trigger: e.Time, End: e.Time}
 		s.ckpts = appendBounded(s.ckpts, row, maxCkpts)
 	case events.RecoveryPlaced:
-		s.applyRecoveryPlaced(e)
+		f, _ := e.Fields.(events.RecoveryPlacedFields)
+		s.applyRecoveryPlaced(e, f)
 	case events.RecoveryRestored:
+		f, _ := e.Fields.(events.RecoveryRestoredFields)
 		r := s.latestRecovery()
 		if r == nil {
 			break
 		}
 		if e.Instance == "" {
 			r.Restored = e.Time
-			r.Ckpt = int(numOr(f, "checkpoint", float64(r.Ckpt)))
+			if f.Checkpoint != 0 || e.Fields != nil {
+				r.Ckpt = int(f.Checkpoint)
+			}
 			if r.Global {
 				r.Done, r.Completed = e.Time, true
 				s.endImplicit(r.Node, e.Time)
@@ -480,16 +506,16 @@ func (s *state) apply(e events.Event) {
 		}
 		ir := r.inst(instKey(e.Instance))
 		ir.Restored = e.Time
-		ir.Ckpt = int(numOr(f, "checkpoint", 0))
-		ir.Fellback = boolean(f, "fellback")
+		ir.Ckpt = int(f.Checkpoint)
+		ir.Fellback = f.Fellback
 		s.inst(e.Instance).State = "replaying"
-	case "replay":
-		if r := s.latestRecovery(); r != nil {
-			if to := str(f, "to"); to != "" {
-				r.inst(instKey(to)).Replayed += int64(numOr(f, "records", 0))
-			}
+	case events.Replay:
+		f, _ := e.Fields.(events.ReplayFields)
+		if r := s.latestRecovery(); r != nil && f.To != "" {
+			r.inst(instKey(f.To)).Replayed += int64(f.Records)
 		}
 	case events.RecoveryDone:
+		f, _ := e.Fields.(events.RecoveryDoneFields)
 		r := s.latestRecovery()
 		in := s.inst(e.Instance)
 		in.State = "running"
@@ -498,19 +524,19 @@ func (s *state) apply(e events.Event) {
 		}
 		ir := r.inst(in.ID)
 		ir.Done = e.Time
-		ir.RestoreMs = numOr(f, "restore_ms", 0)
-		ir.CatchUpMs = numOr(f, "catch_up_ms", 0)
-		ir.TotalMs = numOr(f, "total_ms", 0)
+		ir.RestoreMs = float64(f.RestoreMs)
+		ir.CatchUpMs = float64(f.CatchUpMs)
+		ir.TotalMs = float64(f.TotalMs)
 		if r.allDone() {
 			r.Done, r.Completed = e.Time, true
 			s.endImplicit(r.Node, e.Time)
 		}
 	case events.RunFinished:
 		s.phase = "finished"
-	case "fault_started":
-		ft := &fault{ID: str(f, "id"), Verb: str(f, "verb"), Target: str(f, "target"),
-			Nodes: list(f, "nodes"), Args: str(f, "args"), Start: e.Time}
-		if ft.ID == "" {
+	case events.FaultStarted:
+		f, _ := e.Fields.(events.FaultStartedFields)
+		ft := &fault{ID: itoa(f.ID), Verb: f.Verb, Target: f.Target, Nodes: f.Nodes, Args: argsText(f.Args), Start: e.Time}
+		if f.ID == 0 {
 			ft.ID = "f" + itoa(int(e.Seq))
 		}
 		s.addFault(ft)
@@ -522,8 +548,9 @@ func (s *state) apply(e events.Event) {
 				s.setNode(s.node(n), "partitioned", e.Time)
 			}
 		}
-	case "fault_ended":
-		if ft, ok := s.faultIdx[str(f, "id")]; ok && ft.End.IsZero() {
+	case events.FaultEnded:
+		f, _ := e.Fields.(events.FaultEndedFields)
+		if ft, ok := s.faultIdx[itoa(f.ID)]; ok && ft.End.IsZero() {
 			ft.End = e.Time
 			for _, n := range ft.Nodes {
 				if nd := s.node(n); nd.State == "partitioned" || nd.State == "paused" {
@@ -531,13 +558,15 @@ func (s *state) apply(e events.Event) {
 				}
 			}
 		}
-	case "rescale_planned", "rescale_captured", "rescale_moved", "rescale_rerouted", "rescale_done":
+	case events.RescalePlanned, events.RescaleStaged, events.RescaleCaptured, events.RescaleMoved,
+		events.RescaleRerouted, events.RescaleDone:
 		s.applyRescale(e)
-	case "autoscale":
-		s.autoscales = appendBounded(s.autoscales, autoscaleRow{At: e.Time, Op: str(f, "op"),
-			From: int(numOr(f, "from", 0)), To: int(numOr(f, "to", 0)), Reason: str(f, "reason")}, maxAutoscales)
-	case "interval":
-		id := instKey(firstNonEmpty(str(f, "instance"), e.Instance))
+	case events.Autoscale:
+		f, _ := e.Fields.(events.AutoscaleFields)
+		s.autoscales = appendBounded(s.autoscales, autoscaleRow{At: e.Time, Op: f.Op, From: f.From, To: f.To, Reason: f.Reason}, maxAutoscales)
+	case events.Interval:
+		f, _ := e.Fields.(events.IntervalFields)
+		id := instKey(firstNonEmpty(f.Instance, e.Instance))
 		if id == "" {
 			break
 		}
@@ -548,26 +577,53 @@ func (s *state) apply(e events.Event) {
 			s.tunerOrder = append(s.tunerOrder, id)
 			sort.Strings(s.tunerOrder)
 		}
-		t.Interval = time.Duration(numOr(f, "interval_ms", 0)) * time.Millisecond
-		t.Reason = str(f, "reason")
-		if in, ok := f["inputs"].(map[string]any); ok {
-			t.Inputs = in
-		}
+		t.Interval = time.Duration(f.IntervalMs) * time.Millisecond
+		t.Reason = f.Reason
+		t.Inputs = f.Inputs
 		t.At = e.Time
 		t.Points = appendBounded(t.Points, tunerPoint{At: e.Time, Interval: t.Interval}, maxTunerPts)
-		s.inst(id).Interval = t.Interval
-	case "trim":
-		s.applyTrim(e)
-	case "backup_spill":
+		if in, ok := s.insts[id]; ok { // not "global", --ft global's barrier period
+			in.Interval = t.Interval
+		}
+	case events.Trim:
+		f, _ := e.Fields.(events.TrimFields)
+		s.applyTrim(e, f)
+	case events.BackupSpill:
 		s.spills[instKey(e.Instance)]++
-	case "backup_full":
-		if full, _ := e.Fields["full"].(bool); full {
+	case events.BackupFull:
+		if f, _ := e.Fields.(events.BackupFullFields); f.Full {
 			s.pauses[instKey(e.Instance)]++
 		}
-	case "metrics":
-		s.applyMetrics(e)
+	case events.Metrics:
+		f, _ := e.Fields.(events.MetricsFields)
+		s.applyMetrics(e, f)
 	}
 	s.appendLog(logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError})
+}
+
+// argsText is a fault's arguments as {k=v ...}, sorted by key.
+func argsText(args map[string]string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + args[k]
+	}
+	return "{" + strings.Join(keys, " ") + "}"
+}
+
+// rangesText is key-group ranges as [0,64) [96,128).
+func rangesText[R fmt.Stringer](rs []R) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, " ")
 }
 
 // appendLog adds a line to the log. When the log is full it drops a
@@ -633,17 +689,7 @@ func (s *state) endImplicit(node string, t time.Time) {
 	}
 }
 
-func (s *state) applyPartition(e events.Event) {
-	v := e.Fields["groups"]
-	var groups [][]string
-	switch g := v.(type) {
-	case []any:
-		for _, x := range g {
-			groups = append(groups, list(map[string]any{"g": x}, "g"))
-		}
-	case [][]string:
-		groups = g
-	}
+func (s *state) applyPartition(e events.Event, groups [][]string) {
 	if len(groups) < 2 {
 		for _, id := range s.nodeOrder {
 			if n := s.nodes[id]; n.State == "partitioned" {
@@ -672,21 +718,18 @@ func (s *state) applyPartition(e events.Event) {
 	}
 }
 
-func (s *state) applyCheckpoint(e events.Event) {
-	f := e.Fields
-	row := &ckptRow{ID: int(numOr(f, "id", 0)), Instance: instKey(e.Instance), Node: e.Node,
-		Full: boolean(f, "full"), Global: boolean(f, "global"), Status: "completed", End: e.Time,
-		Capture: us(f, "capture_us"), Persist: us(f, "persist_us"), Total: us(f, "total_us"),
-		Raw: int64(numOr(f, "raw_bytes", 0)), Stored: int64(numOr(f, "bytes", 0)), Keys: int(numOr(f, "keys", 0))}
-	if ms, ok := num(f, "took_ms"); ok && row.Total == 0 {
-		row.Total = time.Duration(ms * float64(time.Millisecond))
+func (s *state) applyCheckpoint(e events.Event, f events.CheckpointFields) {
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	row := &ckptRow{ID: int(f.ID), Instance: instKey(e.Instance), Node: e.Node,
+		Full: f.Full, Global: f.Global, Status: "completed", End: e.Time,
+		Capture: us(f.CaptureUs), Persist: us(f.PersistUs), Total: us(f.TotalUs),
+		Raw: int64(f.RawBytes), Stored: int64(f.Bytes), Keys: f.Keys}
+	if row.Total == 0 {
+		row.Total = time.Duration(f.TookMs) * time.Millisecond
 	}
 	if row.Global {
 		row.Full = true
 		row.Instance = "(global)"
-	}
-	if st := str(f, "status"); st != "" {
-		row.Status = st
 	}
 	row.Trigger = e.Time.Add(-row.Total)
 	s.ckpts = appendBounded(s.ckpts, row, maxCkpts)
@@ -696,10 +739,6 @@ func (s *state) applyCheckpoint(e events.Event) {
 		ts := appendBounded(s.ckptByInst[in.ID], e.Time, 16)
 		s.ckptByInst[in.ID] = ts
 	}
-}
-
-func us(f map[string]any, key string) time.Duration {
-	return time.Duration(numOr(f, key, 0) * float64(time.Microsecond))
 }
 
 // observedInterval is the median gap between an instance's recent
@@ -774,16 +813,15 @@ func (r *recovery) start() time.Time {
 	return r.Lost
 }
 
-func (s *state) applyRecoveryPlaced(e events.Event) {
-	f := e.Fields
+func (s *state) applyRecoveryPlaced(e events.Event, f events.RecoveryPlacedFields) {
 	r := s.latestRecovery()
 	if r == nil || r.Completed {
-		r = s.openRecovery(firstNonEmpty(str(f, "from"), e.Node), e.Time, false)
+		r = s.openRecovery(firstNonEmpty(f.From, e.Node), e.Time, false)
 	}
 	if e.Instance == "" { // global rollback
 		r.Global = true
-		r.Ckpt = int(numOr(f, "checkpoint", 0))
-		r.Records = int64(numOr(f, "records", 0))
+		r.Ckpt = int(f.Checkpoint)
+		r.Records = int64(f.Records)
 		for _, ir := range r.Insts {
 			ir.Placed = e.Time
 		}
@@ -791,20 +829,19 @@ func (s *state) applyRecoveryPlaced(e events.Event) {
 	}
 	in := s.inst(e.Instance)
 	in.Node = e.Node
-	in.Gen = uint64(numOr(f, "gen", float64(in.Gen+1)))
+	in.Gen = in.Gen + 1
+	if f.Gen != 0 {
+		in.Gen = f.Gen
+	}
 	in.State = "restoring"
 	ir := r.inst(in.ID)
 	ir.Placed = e.Time
 	ir.To = e.Node
 }
 
-func (s *state) applyTrim(e events.Event) {
-	f := e.Fields
-	to := instKey(str(f, "to"))
-	slice := ranges(f, "slice")
-	if slice == "" {
-		slice = str(f, "slice")
-	}
+func (s *state) applyTrim(e events.Event, f events.TrimFields) {
+	to := instKey(f.To)
+	slice := rangesText(f.Slice)
 	key := instKey(e.Instance) + ">" + to + ">" + slice
 	b, ok := s.backups[key]
 	if !ok {
@@ -813,10 +850,10 @@ func (s *state) applyTrim(e events.Event) {
 		s.backupOrder = append(s.backupOrder, key)
 		sort.Strings(s.backupOrder)
 	}
-	b.Held = int64(numOr(f, "held_bytes", float64(b.Held)))
-	b.Freed += int64(numOr(f, "freed_bytes", numOr(f, "bytes", 0)))
-	b.UpTo = int64(numOr(f, "up_to", numOr(f, "position", float64(b.UpTo))))
-	b.Positions = int(numOr(f, "positions", float64(b.Positions)))
+	b.Held = f.HeldBytes
+	b.Freed += f.FreedBytes
+	b.UpTo = int64(f.UpTo)
+	b.Positions = f.Positions
 	b.Trims++
 	b.TrimTimes = appendBounded(b.TrimTimes, e.Time, 32)
 	b.Last = e.Time
@@ -834,9 +871,35 @@ func (b *backupRow) trimRate(now time.Time) float64 {
 }
 
 func (s *state) applyRescale(e events.Event) {
-	f := e.Fields
+	// What each step says: the operator, the parallelism before and
+	// after (not a live move's instances), the moves, the bytes.
+	var op string
+	from, to, moves := -1, -1, -1
+	bytes, pauseMs := int64(-1), -1.0
+	switch f := e.Fields.(type) {
+	case events.RescalePlannedFields:
+		op, from, to, moves = f.Op, f.From, f.To, len(f.Moves)
+		if f.Mode == "restart" {
+			moves = f.MoveCount
+		}
+	case events.RescaleStagedFields:
+		op, bytes = f.Op, int64(f.Bytes)
+	case events.RescaleCapturedFields:
+		op, bytes = f.Op, int64(f.Bytes)
+		if f.Mode == "restart" {
+			from, to = f.FromN, f.ToN
+		}
+	case events.RescaleMovedFields:
+		op = f.Op
+	case events.RescaleReroutedFields:
+		op, from, to = f.Op, f.From, f.To
+	case events.RescaleDoneFields:
+		op, from, to, bytes, pauseMs = f.Op, f.From, f.To, int64(f.Bytes), float64(f.PauseMs)
+		if f.Mode != "restart" {
+			moves = f.Moves
+		}
+	}
 	phase := strings.TrimPrefix(string(e.Kind), "rescale_")
-	op := str(f, "op")
 	var r *rescaleRow
 	for i := len(s.rescales) - 1; i >= 0; i-- {
 		if s.rescales[i].Op == op && !s.rescales[i].Done {
@@ -853,35 +916,34 @@ func (s *state) applyRescale(e events.Event) {
 	}
 	r.Phase, r.Update = phase, e.Time
 	r.Phases = append(r.Phases, phaseMark{Name: phase, At: e.Time})
-	if v, ok := num(f, "from"); ok {
-		r.From = int(v)
+	if from >= 0 {
+		r.From = from
 	}
-	if v, ok := num(f, "to"); ok {
-		r.To = int(v)
+	if to >= 0 {
+		r.To = to
 	}
-	if v, ok := count(f, "moves"); ok {
-		r.Moves = v
+	if moves >= 0 {
+		r.Moves = moves
 	}
-	if v, ok := num(f, "bytes"); ok {
-		r.Bytes = int64(v)
+	if bytes >= 0 {
+		r.Bytes = bytes
 	}
-	if v, ok := num(f, "pause_ms"); ok {
-		r.PauseMs = v
+	if pauseMs >= 0 {
+		r.PauseMs = pauseMs
 	}
 	if phase == "done" {
 		r.Done = true
 	}
 }
 
-func (s *state) applyMetrics(e events.Event) {
-	f := e.Fields
-	bl, hasBl := num(f, "backlog")
+func (s *state) applyMetrics(e events.Event, f events.MetricsFields) {
+	bl := float64(f.Backlog)
 	if e.Instance != "" {
 		in := s.inst(e.Instance)
-		in.InRate, in.OutRate = numOr(f, "in_rate", in.InRate), numOr(f, "out_rate", in.OutRate)
+		in.InRate, in.OutRate = f.InRate, f.OutRate
 		in.Backlog, in.HasRates = bl, true
-		in.Pressure = str(f, "backpressure")
-		if in.Pressure == "" && hasBl {
+		in.Pressure = f.Backpressure
+		if in.Pressure == "" {
 			in.Pressure = pressure(bl)
 		}
 		if e.Node == "" {
@@ -892,8 +954,10 @@ func (s *state) applyMetrics(e events.Event) {
 		return
 	}
 	n := s.node(e.Node)
-	n.CPU, n.RSS = numOr(f, "cpu", n.CPU), numOr(f, "rss", n.RSS)
-	n.InRate, n.OutRate = numOr(f, "in_rate", n.InRate), numOr(f, "out_rate", n.OutRate)
+	if e.Instance == "" {
+		n.CPU, n.RSS = f.CPU, float64(f.RSS)
+	}
+	n.InRate, n.OutRate = f.InRate, f.OutRate
 	n.Backlog, n.HasMetrics = bl, true
 }
 
@@ -908,10 +972,14 @@ func pressure(backlog float64) string {
 	return "HIGH"
 }
 
+// appendBounded appends x to xs and keeps the last n. It slides the
+// slice's window along its array instead of moving n-1 elements down at
+// every append; append moves them into a new array once the old one is
+// used up, about every n/4 appends. A state's slices are never shared
+// (clone copies them), so the array is xs's alone.
 func appendBounded[T any](xs []T, x T, n int) []T {
 	if len(xs) >= n {
-		k := copy(xs, xs[len(xs)-n+1:])
-		xs = xs[:k]
+		xs = xs[len(xs)-n+1:]
 	}
 	return append(xs, x)
 }

@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"spate/events"
+	"spate/job"
 )
 
 func applyAll(s *state, evs []events.Event) {
@@ -100,37 +102,57 @@ func TestStateOfFutureKinds(t *testing.T) {
 	}
 }
 
-// TestFieldsFromTheBus: events straight from the in-process bus carry Go
-// types, not JSON's; the state reads both.
+// TestFieldsFromTheBus: an event straight from the in-process bus and the
+// same event read back from events.jsonl fold into the same state: the
+// payload is one type either way.
 func TestFieldsFromTheBus(t *testing.T) {
-	type instanceID string
-	type rng struct{ Lo, Hi int }
-	s := newState()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.apply(events.Event{Kind: events.NodeJoined, Node: "n1", Time: now, Fields: map[string]any{"pid": 42, "listen": "x"}})
-	s.apply(events.Event{Kind: events.InstancePlaced, Node: "n1", Instance: "count#0", Time: now,
-		Fields: map[string]any{"op": "count", "ranges": []rng{{0, 64}}}})
-	s.apply(events.Event{Kind: events.NodeLost, Node: "n1", Time: now, Fields: map[string]any{"instances": []instanceID{"count#0"}}})
-	s.apply(events.Event{Kind: events.Checkpoint, Node: "n1", Instance: "count#0", Time: now,
-		Fields: map[string]any{"id": uint64(3), "full": true, "total_us": int64(1500), "bytes": 10}})
-	if s.nodes["n1"].PID != 42 {
-		t.Errorf("pid %d", s.nodes["n1"].PID)
+	evs := []events.Event{
+		{Kind: events.NodeJoined, Node: "n1", Time: now, Fields: events.NodeJoinedFields{PID: 42, Listen: "x"}},
+		{Kind: events.InstancePlaced, Node: "n1", Instance: "count#0", Time: now,
+			Fields: events.InstancePlacedFields{Op: "count", Ranges: []job.Range{{Lo: 0, Hi: 64}}}},
+		{Kind: events.NodeLost, Node: "n1", Time: now, Fields: events.NodeLostFields{Instances: []job.InstanceID{"count#0"}, Reason: "EOF"}},
+		{Kind: events.Checkpoint, Node: "n1", Instance: "count#0", Time: now,
+			Fields: events.CheckpointFields{ID: 3, Full: true, TotalUs: 1500, Bytes: 10}},
+		{Kind: events.RescaleDone, Time: now, Fields: events.RescaleDoneFields{Op: "count", From: 2, To: 3, Moves: 3}},
 	}
-	if got := s.insts["count#0"].KeyGroups; got != "[0,64)" {
-		t.Errorf("key groups %q", got)
+	bus, read := newState(), newState()
+	for _, e := range evs {
+		bus.apply(e)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read.apply(back)
 	}
-	if got := s.insts["count#0"].State; got != "lost" {
-		t.Errorf("count#0 is %s, want lost", got)
+	for _, s := range []*state{bus, read} {
+		if s.nodes["n1"].PID != 42 {
+			t.Errorf("pid %d", s.nodes["n1"].PID)
+		}
+		if got := s.insts["count#0"].KeyGroups; got != "[0,64)" {
+			t.Errorf("key groups %q", got)
+		}
+		if got := s.insts["count#0"].State; got != "lost" {
+			t.Errorf("count#0 is %s, want lost", got)
+		}
+		if c := s.ckpts[0]; c.ID != 3 || !c.Full || c.Total != 1500*time.Microsecond || c.Stored != 10 {
+			t.Errorf("checkpoint %+v", c)
+		}
+		if r := s.rescales[0]; r.Moves != 3 || r.From != 2 || r.To != 3 || !r.Done {
+			t.Errorf("rescale %+v", r)
+		}
 	}
-	if c := s.ckpts[0]; c.ID != 3 || !c.Full || c.Total != 1500*time.Microsecond || c.Stored != 10 {
-		t.Errorf("checkpoint %+v", c)
-	}
-	// Wrong types read as absent, never a panic.
-	s.apply(events.Event{Kind: events.Checkpoint, Instance: "x#0", Fields: map[string]any{"id": "seven", "full": 3, "total_us": []int{1}}})
-	s.apply(events.Event{Kind: "partition", Fields: map[string]any{"groups": "nonsense"}})
-	s.apply(events.Event{Kind: "rescale_done", Fields: map[string]any{"moves": []any{1, 2, 3}}})
-	if s.rescales[0].Moves != 3 {
-		t.Errorf("moves as a list: %d, want 3", s.rescales[0].Moves)
+	// An event without its payload folds as zero values, never a panic.
+	s := newState()
+	s.apply(events.Event{Kind: events.Checkpoint, Instance: "x#0"})
+	s.apply(events.Event{Kind: events.Partition})
+	s.apply(events.Event{Kind: events.RescaleDone})
+	if len(s.ckpts) != 1 || len(s.rescales) != 1 {
+		t.Errorf("checkpoints %d, rescales %d", len(s.ckpts), len(s.rescales))
 	}
 }
 

@@ -57,6 +57,10 @@ type Options struct {
 	// tour): n and p step through it, and its steps' actions go through
 	// Control.
 	Lesson *Lesson
+	// Compare runs the comparison of a lesson's step that has one
+	// (Step.Compare) on a cluster of its own; nil: such a step says no
+	// second cluster can be started.
+	Compare Comparer
 }
 
 // actTimeout bounds one control API call.
@@ -122,7 +126,8 @@ func newModel(opt Options) *model {
 	}
 	m.sel[paneLog] = -1
 	if opt.Lesson != nil && len(opt.Lesson.Steps) > 0 {
-		m.tour = &tour{l: opt.Lesson, seen: map[events.Kind]uint64{}, done: make([]bool, len(opt.Lesson.Steps))}
+		m.tour = &tour{l: opt.Lesson, seen: map[events.Kind]uint64{}, done: make([]bool, len(opt.Lesson.Steps)),
+			compare: opt.Compare, cmp: map[int]*Comparison{}}
 		m.keys.tour = true
 	}
 	return m

@@ -253,7 +253,7 @@ func (m *model) side(w, h int) []string {
 	v := m.view(paneLog)
 	tail := make([]int, 0, rest)
 	for j := len(v.log) - 1; j >= 0 && len(tail) < rest; j-- {
-		if k := s.log[v.log[j]].E.Kind; k != "metrics" && k != events.WindowFired {
+		if k := s.log[v.log[j]].E.Kind; k != events.Metrics && k != events.WindowFired {
 			tail = append(tail, v.log[j])
 		}
 	}

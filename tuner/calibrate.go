@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"spate/events"
 )
 
 // Calibration is what a run's events say about the simulator's
@@ -74,7 +76,14 @@ type Calibration struct {
 	Lines int // events read
 }
 
-// calEvent is one line of events.jsonl, with the fields calibration reads.
+// calibrates are the kinds calibration reads.
+var calibrates = map[events.Kind]bool{
+	events.Checkpoint: true, events.RecoveryDone: true, events.FaultStarted: true,
+	events.NodeLost: true, events.Metrics: true, events.TunerSummary: true,
+}
+
+// calEvent is one line of events.jsonl: the envelope; the fields are
+// decoded by the kind's payload type (events.DecodeFields).
 type calEvent struct {
 	Time     time.Time       `json:"time"`
 	Kind     string          `json:"kind"`
@@ -83,35 +92,13 @@ type calEvent struct {
 	Fields   json.RawMessage `json:"fields"`
 }
 
-type calCheckpoint struct {
-	Keys      *float64 `json:"keys"`
-	CaptureUs *float64 `json:"capture_us"`
-	EncodeUs  *float64 `json:"encode_us"`
-	TotalUs   float64  `json:"total_us"`
-	Full      bool     `json:"full"`
-	Global    bool     `json:"global"`
-}
-
-type calRecovery struct {
-	DetectToPlacedMs float64 `json:"detect_to_placed_ms"`
-	RestoreMs        float64 `json:"restore_ms"`
-}
-
-type calFault struct {
-	Verb  string   `json:"verb"`
-	Nodes []string `json:"nodes"`
-}
-
-type calMetrics struct {
-	InRate float64 `json:"in_rate"`
-}
-
-type calSummary struct {
-	Instances []struct {
-		Instance  string  `json:"instance"`
-		Processed float64 `json:"processed"`
-		BusyS     float64 `json:"busy_s"`
-	} `json:"instances"`
+// present says which of a checkpoint's cost fields a line has: runs from
+// before encode_us lack it, and a checkpoint without keys or capture_us is
+// not a sample (a payload's type cannot tell absent from zero).
+type present struct {
+	Keys      json.RawMessage `json:"keys"`
+	CaptureUs json.RawMessage `json:"capture_us"`
+	EncodeUs  json.RawMessage `json:"encode_us"`
 }
 
 // Calibrate reads a run's events (events.jsonl: one JSON object a line)
@@ -126,16 +113,17 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 		fulls    = map[string]int{}
 		persist  = map[string][]float64{}
 		keyed    = map[string]bool{}
-		recs     = map[string][]calRecovery{}
+		recs     = map[string][]events.RecoveryDoneFields{}
 		inRates  = map[string][]float64{}
 		faultAt  = map[string]time.Time{} // node: its latest kill or restart not yet followed by its loss
 		detects  []float64
-		summary  *calSummary
+		summary  *events.TunerSummaryFields
 		capOnly  = map[string]bool{}
 		sc       = bufio.NewScanner(r)
 		line     int
 		badField = func(kind string, err error) error {
-			return &LineError{Path: name, Line: line, Msg: fmt.Sprintf("%s event: bad fields: %v", kind, err)}
+			msg := strings.TrimPrefix(err.Error(), "fields of "+kind+": ")
+			return &LineError{Path: name, Line: line, Msg: fmt.Sprintf("%s event: bad fields: %s", kind, msg)}
 		}
 	)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -154,73 +142,60 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 		}
 		cal.Lines++
 		fields := e.Fields
-		if len(fields) == 0 {
-			fields = json.RawMessage("{}")
+		if !calibrates[events.Kind(e.Kind)] {
+			continue
 		}
-		switch e.Kind {
-		case "checkpoint":
-			var f calCheckpoint
-			if err := json.Unmarshal(fields, &f); err != nil {
-				return cal, badField(e.Kind, err)
-			}
+		p, err := events.DecodeFields(events.Kind(e.Kind), fields)
+		if err != nil {
+			return cal, badField(e.Kind, err)
+		}
+		switch f := p.(type) {
+		case events.CheckpointFields:
 			if f.Global || e.Instance == "" {
 				continue // a global barrier checkpoint: no per-instance cost
 			}
-			if f.Keys == nil || f.CaptureUs == nil {
+			var has present
+			_ = json.Unmarshal(fields, &has) // it decoded above
+			if has.Keys == nil || has.CaptureUs == nil {
 				return cal, &LineError{Path: name, Line: line, Msg: "checkpoint event without keys or capture_us"}
 			}
-			cost := *f.CaptureUs
-			if f.EncodeUs != nil {
-				cost += *f.EncodeUs
+			cost := float64(f.CaptureUs)
+			if has.EncodeUs != nil {
+				cost += float64(f.EncodeUs)
 			} else {
 				capOnly[e.Instance] = true
 			}
-			if *f.Keys < 0 || cost < 0 || f.TotalUs < 0 {
+			if f.Keys < 0 || cost < 0 || f.TotalUs < 0 {
 				return cal, &LineError{Path: name, Line: line, Msg: "checkpoint event with a negative keys or time"}
 			}
-			if *f.Keys > 0 {
+			if f.Keys > 0 {
 				keyed[e.Instance] = true
 			}
-			cps[e.Instance] = append(cps[e.Instance], point{*f.Keys, cost / 1e6})
-			persist[e.Instance] = append(persist[e.Instance], f.TotalUs/1e6)
+			cps[e.Instance] = append(cps[e.Instance], point{float64(f.Keys), cost / 1e6})
+			persist[e.Instance] = append(persist[e.Instance], float64(f.TotalUs)/1e6)
 			if f.Full {
 				fulls[e.Instance]++
 			}
-		case "recovery_done":
-			var f calRecovery
-			if err := json.Unmarshal(fields, &f); err != nil {
-				return cal, badField(e.Kind, err)
-			}
+		case events.RecoveryDoneFields:
 			recs[e.Instance] = append(recs[e.Instance], f)
-		case "fault_started":
-			var f calFault
-			if err := json.Unmarshal(fields, &f); err != nil {
-				return cal, badField(e.Kind, err)
-			}
+		case events.FaultStartedFields:
 			if f.Verb == "kill" || f.Verb == "restart" || f.Verb == "pause" {
 				for _, n := range f.Nodes {
 					faultAt[n] = e.Time
 				}
 			}
-		case "node_lost":
+		case events.MetricsFields:
+			inRates[e.Instance] = append(inRates[e.Instance], f.InRate)
+		case events.TunerSummaryFields:
+			summary = &f
+		}
+		if e.Kind == string(events.NodeLost) {
 			if at, ok := faultAt[e.Node]; ok {
 				if d := e.Time.Sub(at); d >= 0 {
 					detects = append(detects, d.Seconds())
 				}
 				delete(faultAt, e.Node)
 			}
-		case "metrics":
-			var f calMetrics
-			if err := json.Unmarshal(fields, &f); err != nil {
-				return cal, badField(e.Kind, err)
-			}
-			inRates[e.Instance] = append(inRates[e.Instance], f.InRate)
-		case "tuner_summary":
-			var f calSummary
-			if err := json.Unmarshal(fields, &f); err != nil {
-				return cal, badField(e.Kind, err)
-			}
-			summary = &f
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -253,8 +228,8 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 	if summary != nil {
 		var in, busy float64
 		for _, a := range summary.Instances {
-			if keyed[a.Instance] && a.BusyS > 0 {
-				in += a.Processed
+			if keyed[string(a.Instance)] && a.BusyS > 0 {
+				in += float64(a.Processed)
 				busy += a.BusyS
 				cal.CapacitySamples++
 			}
@@ -282,8 +257,8 @@ func Calibrate(name string, r io.Reader) (Calibration, error) {
 	var restart, restore []float64
 	for id := range keyed {
 		for _, r := range recs[id] {
-			restart = append(restart, r.DetectToPlacedMs/1e3)
-			restore = append(restore, r.RestoreMs/1e3)
+			restart = append(restart, float64(r.DetectToPlacedMs)/1e3)
+			restore = append(restore, float64(r.RestoreMs)/1e3)
 		}
 	}
 	if len(restore) > 0 {

@@ -14,14 +14,14 @@ import (
 	"time"
 )
 
-// events builds an events.jsonl stream line by line.
-type events struct {
+// eventLog builds an events.jsonl stream line by line.
+type eventLog struct {
 	b   strings.Builder
 	seq int
 	t   time.Time
 }
 
-func (w *events) add(dt time.Duration, kind, node, inst string, fields map[string]any) {
+func (w *eventLog) add(dt time.Duration, kind, node, inst string, fields map[string]any) {
 	w.seq++
 	w.t = w.t.Add(dt)
 	e := map[string]any{"v": 1, "seq": w.seq, "time": w.t.Format(time.RFC3339Nano), "kind": kind, "text": kind}
@@ -47,7 +47,7 @@ func (w *events) add(dt time.Duration, kind, node, inst string, fields map[strin
 // between capture and encode; with two kills, four keyed recoveries, and a
 // tuner summary.
 func knownRun(base time.Duration, perKey, noise float64, withEncode bool) string {
-	w := &events{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	w := &eventLog{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	rng := rand.New(rand.NewPCG(1, 2))
 	w.add(0, "run_started", "", "", map[string]any{"dir": "/x"})
 	for i := range 60 {
@@ -144,7 +144,7 @@ func TestCalibrateWithoutEncodeUsTakesTheCaptureAndSaysSo(t *testing.T) {
 }
 
 func TestCalibrateARunWithoutRecoveriesOrSummary(t *testing.T) {
-	w := &events{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	w := &eventLog{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	w.add(0, "checkpoint", "n1", "count#0", map[string]any{"full": true, "keys": 10, "capture_us": 100, "encode_us": 100, "total_us": 1000})
 	w.add(0, "metrics", "n1", "count#0", map[string]any{"in_rate": 500.0})
 	w.add(0, "metrics", "n1", "count#0", map[string]any{"in_rate": 900.0})

@@ -218,6 +218,7 @@ type instEst struct {
 	invS     avg // 1/StateKeys, smoothed; 0 = unbounded
 	failures int // its own
 	persist  avg
+	max      time.Duration // its own upper bound (SetMax); 0: the config's
 }
 
 // ewma is an exponentially weighted moving average in time: the mean of
@@ -303,6 +304,30 @@ func NewController(cfg Config) (*Controller, error) {
 
 // Config returns the controller's configuration.
 func (c *Controller) Config() Config { return c.cfg }
+
+// SetMax bounds instance id's interval at max (within the config's
+// bounds) from its next decision on: for an instance whose interval is
+// also a latency the model does not weigh (a sink's checkpoint commits
+// its output, so its interval is how long results stay uncommitted).
+func (c *Controller) SetMax(id job.InstanceID, at, max time.Duration) error {
+	e, err := c.inst(id, at)
+	if err != nil {
+		return err
+	}
+	e.max = min(max, c.cfg.Max)
+	if e.max < c.cfg.Min {
+		e.max = c.cfg.Min
+	}
+	return nil
+}
+
+// upper is e's upper bound.
+func (c *Controller) upper(e *instEst) time.Duration {
+	if e.max > 0 {
+		return e.max
+	}
+	return c.cfg.Max
+}
 
 func (c *Controller) inst(id job.InstanceID, at time.Duration) (*instEst, error) {
 	if at < 0 {
@@ -609,21 +634,21 @@ func (c *Controller) Tick(now time.Duration, buf []Decision) []Decision {
 		}
 		e.decided, e.hasDec = now, true
 		d := Decision{Instance: id, At: now, Previous: e.interval, Interval: e.interval,
-			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.cfg.Max,
+			Failures: failures, Exposure: exposure, Lower: c.cfg.Min, Upper: c.upper(e),
 			Own: e.failures, OwnExp: max(0, now-e.since), Weight: w}
 		d.Inputs = c.params(e, c.instRate(e, now, f, w))
 		switch {
 		case !e.capacity.ok:
 			d.Why = Unknown
 		case d.Inputs.Rate <= 0:
-			d.Why, d.Optimum, d.Interval = NoInput, c.cfg.Max, c.cfg.Max
+			d.Why, d.Optimum, d.Interval = NoInput, c.upper(e), c.upper(e)
 		default:
 			p := d.Inputs
 			// Captures wait for the previous one to be durable: an interval
 			// below the persist time is not what the instance would do.
-			d.Lower = min(max(c.cfg.Min, p.Persist), c.cfg.Max)
+			d.Lower = min(max(c.cfg.Min, p.Persist), d.Upper)
 			if c.cfg.MaxBackup > 0 {
-				d.Upper = max(d.Lower, min(c.cfg.Max, seconds(c.cfg.MaxBackup/p.Rate)))
+				d.Upper = max(d.Lower, min(d.Upper, seconds(c.cfg.MaxBackup/p.Rate)))
 			}
 			opt := p.optimalSec()
 			d.Optimum = seconds(opt)

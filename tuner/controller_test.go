@@ -507,3 +507,32 @@ func TestEWMAWeighsTheFirstValueByItsSpan(t *testing.T) {
 		t.Errorf("mean %.1f, want %.1f", e.v, num/den)
 	}
 }
+
+// An instance's own upper bound holds its decisions below the config's,
+// whatever the model prefers.
+func TestSetMaxBoundsOneInstance(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Min, cfg.Max, cfg.Initial, cfg.Every = 100*time.Millisecond, 30*time.Second, time.Second, time.Second
+	c, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMax("sink#0", 0, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 20; s++ {
+		at := time.Duration(s) * time.Second
+		for _, id := range []job.InstanceID{"count#0", "sink#0"} {
+			// a light load, no failures: the model's optimum is long
+			_ = c.ObserveLoad(id, at, 100, time.Second)
+			_ = c.ObserveBusy(id, at, 100, time.Millisecond, time.Second)
+		}
+	}
+	got := map[job.InstanceID]time.Duration{}
+	for _, d := range c.Tick(21*time.Second, nil) {
+		got[d.Instance] = d.Interval
+	}
+	if got["sink#0"] != 5*time.Second || got["count#0"] <= 5*time.Second {
+		t.Fatalf("intervals %v: want sink#0 at its own bound of 5s, count#0 above it", got)
+	}
+}

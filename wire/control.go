@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/json"
+
 	"spate/job"
 	"spate/netfault"
 )
@@ -136,15 +138,19 @@ type Checkpoint struct {
 
 // Restore asks a node to host a failed instance from its checkpoints.
 type Restore struct {
-	Place    Placement   `json:"place"`
-	Chain    []string    `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
-	Fallback []string    `json:"fallback,omitempty"` // the previous complete checkpoint's chain
-	Scratch  bool        `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
-	NextID   uint64      `json:"next_id,omitempty"`  // the id of the restored instance's next checkpoint: past every id reported, so a fallback never reuses one
-	ID       uint64      `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
-	Fellback bool        `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
-	Hold     bool        `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
-	Plan     []Placement `json:"plan,omitempty"`     // every instance's placement, when several moved at once
+	Place    Placement `json:"place"`
+	Chain    []string  `json:"chain,omitempty"`    // latest complete checkpoint: the full file, then its deltas
+	Fallback []string  `json:"fallback,omitempty"` // the previous complete checkpoint's chain
+	Scratch  bool      `json:"scratch,omitempty"`  // no previous one, but nothing was trimmed yet: an empty start is the fallback
+	NextID   uint64    `json:"next_id,omitempty"`  // the id of the restored instance's next checkpoint: past every id reported, so a fallback never reuses one
+	// EndAt, for a source restored after a generation of it had drained:
+	// partition → where that generation ended; it reads exactly that far,
+	// since the downstreams that drained saw its end there.
+	EndAt    map[int]uint64 `json:"end_at,omitempty"`
+	ID       uint64         `json:"id,omitempty"`       // CtlRestored: the checkpoint restored (0: none, from scratch)
+	Fellback bool           `json:"fellback,omitempty"` // CtlRestored: the latest was unreadable
+	Hold     bool           `json:"hold,omitempty"`     // wait for CtlStart (a global rollback restarts everyone at once)
+	Plan     []Placement    `json:"plan,omitempty"`     // every instance's placement, when several moved at once
 	// Clock is a source's pacing clock, for a restore without a
 	// checkpoint: the restored source keeps the pace of the one it
 	// replaces, so it catches up instead of lagging for good.
@@ -230,10 +236,10 @@ type Done struct {
 
 // Event is a node's event; the coordinator stamps and logs it.
 type Event struct {
-	Kind     string         `json:"kind"`
-	Instance job.InstanceID `json:"instance,omitempty"`
-	Text     string         `json:"text"`
-	Fields   map[string]any `json:"fields,omitempty"`
+	Kind     string          `json:"kind"`
+	Instance job.InstanceID  `json:"instance,omitempty"`
+	Text     string          `json:"text"`
+	Fields   json.RawMessage `json:"fields,omitempty"` // the kind's payload (events), encoded
 }
 
 // Heartbeat is sent by a node on its control stream every heartbeat period.

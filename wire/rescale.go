@@ -59,8 +59,12 @@ type Rescale struct {
 // from a checkpoint that does not hold it yet (id <= After): the old
 // owner's capture File, restricted to Ranges.
 type SliceLoad struct {
-	File   string      `json:"file"`
-	Chain  []string    `json:"chain,omitempty"` // instead of File: a checkpoint's chain (full, then deltas)
-	Ranges []job.Range `json:"ranges"`
-	After  uint64      `json:"after"`
+	File  string   `json:"file"`
+	Chain []string `json:"chain,omitempty"` // instead of File: a checkpoint's chain (full, then deltas)
+	// Fallback is the old owner's chain before Chain's, for a restore
+	// that finds Chain damaged: the upstreams' backup of the range is
+	// whole from its positions on.
+	Fallback []string    `json:"fallback,omitempty"`
+	Ranges   []job.Range `json:"ranges"`
+	After    uint64      `json:"after"`
 }

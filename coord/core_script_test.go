@@ -1,0 +1,353 @@
+package coord
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"spate/control"
+	"spate/events"
+	"spate/job"
+	"spate/state"
+	"spate/wire"
+)
+
+// TestCoreScripts runs the scenario scripts of coord/testdata/core
+// against the coordinator's decisions, with nothing of its I/O: the nodes
+// are queues the script reads (what the coordinator sent them), the clock
+// is the script's, the checkpoint manifest is written at once, and every
+// input goes in through the handlers the event loop calls (handleMsg,
+// act, checkHeartbeats). After each step the transcript shows what the
+// coordinator sent to each node and the events it emitted; the whole is
+// compared with the script's .golden file (regenerated with
+// -update-scripts). Steps:
+//
+//	deploy [nodes=N] [ft=MODE]                   a job of the default shape on N nodes, every node ready
+//	checkpointed INST id=N [full] [parent=P] [sink=LEN] [pos=PART:POS,...]   the instance's node reports it
+//	damaged INST id=N                            its node reports the file of checkpoint N damaged
+//	lose NODE                                    NODE's control stream ends
+//	restored INST id=N [fellback]                the instance's new node reports its restore
+//	done INST [pos=PART:POS,...]                 the instance's node reports it drained
+//	act VERB [TARGET] [K=V ...]                  a control action
+//	drain                                        the run's duration is reached
+//	tick D [stall]                               D passes, judged every heartbeat period (stall: judged once, at its end: the loop stood still)
+//	show                                         placements, done and lost instances, restorable checkpoints
+//	# ...                                        a comment, echoed
+func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
+
+// coreHarness is a coordinator driven by a script.
+type coreHarness struct {
+	t      *testing.T
+	c      *Coordinator
+	now    time.Time
+	sub    *events.Sub
+	ready  map[string]bool
+	outDir string
+}
+
+func runCoreScript(t *testing.T, script string) (string, error) {
+	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ready: map[string]bool{}}
+	var out strings.Builder
+	for n, line := range strings.Split(script, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		fmt.Fprintf(&out, "> %s\n", line)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		words := strings.Fields(line)
+		args := map[string]string{}
+		var plain []string
+		for _, w := range words[1:] {
+			switch k, v, ok := strings.Cut(w, "="); {
+			case ok:
+				args[k] = v
+			case w == "full" || w == "fellback" || w == "stall":
+				args[w] = ""
+			default:
+				plain = append(plain, w)
+			}
+		}
+		if err := h.step(words[0], plain, args, &out); err != nil {
+			return "", fmt.Errorf("%d: %s: %v", n+1, words[0], err)
+		}
+		if h.c != nil {
+			h.report(&out)
+		}
+	}
+	return out.String(), nil
+}
+
+func (h *coreHarness) step(verb string, plain []string, args map[string]string, out *strings.Builder) error {
+	num := func(k string) uint64 {
+		v, _ := strconv.ParseUint(args[k], 10, 64)
+		return v
+	}
+	if verb != "deploy" && h.c == nil {
+		return fmt.Errorf("deploy first")
+	}
+	arg := func(i int) (string, error) {
+		if i >= len(plain) {
+			return "", fmt.Errorf("missing argument %d", i+1)
+		}
+		return plain[i], nil
+	}
+	switch verb {
+	case "deploy":
+		return h.deploy(int(max(num("nodes"), 1)), args["ft"])
+	case "checkpointed":
+		inst, err := arg(0)
+		if err != nil {
+			return err
+		}
+		p := h.c.placeOf[job.InstanceID(inst)]
+		if p == nil {
+			return fmt.Errorf("no instance %s", inst)
+		}
+		_, full := args["full"]
+		cp := &wire.Checkpoint{Instance: p.ID, Gen: p.Gen, ID: num("id"), Full: full, Parent: num("parent"),
+			File: state.FileName(inst, p.Gen, num("id"), full), Positions: positions(args["pos"])}
+		if v, ok := args["sink"]; ok {
+			cp.SinkFile = SinkFileName(p.Op, p.Index, p.Gen)
+			cp.SinkLen, _ = strconv.ParseInt(v, 10, 64)
+		}
+		h.msg(p.Node, &wire.Control{Kind: wire.CtlCheckpointed, Checkpoint: cp})
+	case "damaged":
+		inst, err := arg(0)
+		if err != nil {
+			return err
+		}
+		p := h.c.placeOf[job.InstanceID(inst)]
+		cp, ok := h.c.manifest.byID[p.ID][num("id")]
+		if !ok {
+			return fmt.Errorf("%s has no checkpoint %d", inst, num("id"))
+		}
+		h.msg(p.Node, &wire.Control{Kind: wire.CtlDamaged, Checkpoint: &wire.Checkpoint{Instance: p.ID, Gen: p.Gen, ID: cp.ID, File: cp.File}})
+	case "lose":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		ns := h.c.nodes[node]
+		if ns == nil {
+			return fmt.Errorf("no node %s", node)
+		}
+		if _, err := h.c.handleMsg(nodeMsg{node: ns, err: fmt.Errorf("EOF")}, h.ready); err != nil {
+			return err
+		}
+	case "restored":
+		inst, err := arg(0)
+		if err != nil {
+			return err
+		}
+		p := h.c.placeOf[job.InstanceID(inst)]
+		_, fellback := args["fellback"]
+		h.msg(p.Node, &wire.Control{Kind: wire.CtlRestored, Restore: &wire.Restore{Place: *p, ID: num("id"), Fellback: fellback}})
+	case "done":
+		inst, err := arg(0)
+		if err != nil {
+			return err
+		}
+		p := h.c.placeOf[job.InstanceID(inst)]
+		h.msg(p.Node, &wire.Control{Kind: wire.CtlDone, Done: &wire.Done{Instance: p.ID, Gen: p.Gen, Positions: positions(args["pos"])}})
+	case "act":
+		verb, err := arg(0)
+		if err != nil {
+			return err
+		}
+		a := control.Action{Verb: verb, Args: args}
+		if len(plain) > 1 {
+			a.Target = plain[1]
+		}
+		res, err := h.c.act(a)
+		if err != nil {
+			fmt.Fprintf(out, "refused: %v\n", err)
+		} else {
+			fmt.Fprintf(out, "answer: %s\n", res.Text)
+		}
+	case "drain":
+		h.c.drain("the script")
+	case "tick":
+		d, err := time.ParseDuration(strings.Join(plain, ""))
+		if err != nil {
+			return err
+		}
+		// The loop judges once a heartbeat period; a stall is one step.
+		if _, stall := args["stall"]; stall {
+			h.now = h.now.Add(d)
+			h.c.checkHeartbeats()
+			break
+		}
+		for step := h.c.cfg.Heartbeat; d > 0; d -= step {
+			h.now = h.now.Add(min(step, d))
+			h.c.checkHeartbeats()
+		}
+	case "show":
+		h.show(out)
+	default:
+		return fmt.Errorf("unknown step")
+	}
+	return nil
+}
+
+// deploy makes the coordinator, n nodes joined and ready, and the job
+// started.
+func (h *coreHarness) deploy(n int, ft string) error {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Interval, cfg.Respawn = n, "1s", false
+	if ft != "" {
+		cfg.FT = ft
+	}
+	h.outDir = h.t.TempDir()
+	opt := Options{Now: func() time.Time { return h.now }}
+	c := newCoordinator(cfg, opt, "token")
+	c.dir, c.store = h.outDir, state.NewMemStore()
+	if err := os.MkdirAll(filepath.Join(c.dir, "output"), 0o755); err != nil {
+		return err
+	}
+	h.c = c
+	h.sub = c.bus.Subscribe(1<<16, false)
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("n%d", i)
+		ns := &nodeState{name: name, listen: "mem:" + name, out: make(chan wire.Control, outboxSize)}
+		if err := c.join(ns); err != nil {
+			return err
+		}
+	}
+	if err := c.deploy(); err != nil {
+		return err
+	}
+	for name := range c.nodes {
+		if _, err := c.handleMsg(nodeMsg{node: c.nodes[name], ctl: &wire.Control{Kind: wire.CtlReady}}, h.ready); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// msg hands the coordinator a control message from node, and completes
+// the manifest write it asks for.
+func (h *coreHarness) msg(node string, m *wire.Control) {
+	if _, err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: m}, h.ready); err != nil {
+		h.t.Fatalf("%s: %v", m.Kind, err)
+	}
+	for h.c.mw.busy {
+		w := <-h.c.mw.reqc
+		h.c.manifestWritten(w)
+	}
+}
+
+// report prints what the coordinator sent to each node and emitted since
+// the last step.
+func (h *coreHarness) report(out *strings.Builder) {
+	for _, name := range h.c.allNodes() {
+		ns := h.c.nodes[name]
+		for ns.out != nil && len(ns.out) > 0 {
+			fmt.Fprintf(out, "%s <- %s\n", name, describe(<-ns.out))
+		}
+	}
+	for {
+		select {
+		case e := <-h.sub.C:
+			switch e.Kind {
+			case events.Throughput, events.Metrics, events.Interval:
+				continue
+			}
+			fmt.Fprintf(out, "event %s: %s\n", e.Kind, e.Text)
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// describe is a control message in a line: its kind and what a reader of
+// the transcript needs of it.
+func describe(m wire.Control) string {
+	switch m.Kind {
+	case wire.CtlDeploy:
+		return fmt.Sprintf("deploy (%d instances)", len(m.Deploy.Instances))
+	case wire.CtlRestore:
+		r := m.Restore
+		s := fmt.Sprintf("restore %s gen %d chain %v", r.Place.ID, r.Place.Gen, r.Chain)
+		if len(r.Fallback) > 0 {
+			s += fmt.Sprintf(" fallback %v", r.Fallback)
+		}
+		if r.Scratch {
+			s += " scratch"
+		}
+		if len(r.EndAt) > 0 {
+			s += fmt.Sprintf(" end_at %v", sortedPositions(r.EndAt))
+		}
+		return s
+	case wire.CtlReroute:
+		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, m.Reroute.Node, m.Reroute.Gen)
+	case wire.CtlCompleted, wire.CtlCompacted:
+		return fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
+	case wire.CtlDrain:
+		return fmt.Sprintf("drain until %v", sortedPositions(m.Until))
+	case wire.CtlLost:
+		return fmt.Sprintf("lost %v", m.Instances)
+	}
+	return string(m.Kind)
+}
+
+func (h *coreHarness) show(out *strings.Builder) {
+	c := h.c
+	ids := make([]string, 0, len(c.placeOf))
+	for id := range c.placeOf {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := c.placeOf[job.InstanceID(id)]
+		what := ""
+		switch {
+		case c.done[p.ID] != nil:
+			what = " done"
+		case c.lost[p.ID]:
+			what = " lost"
+		}
+		_, cps := c.manifest.restorable(p.ID)
+		var rest []uint64
+		for _, cp := range cps {
+			rest = append(rest, cp.ID)
+		}
+		fmt.Fprintf(out, "  %s on %s gen %d%s, restorable %v\n", id, p.Node, p.Gen, what, rest)
+	}
+}
+
+// positions parses PART:POS,...
+func positions(s string) map[int]uint64 {
+	if s == "" {
+		return nil
+	}
+	m := map[int]uint64{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(kv, ":")
+		p, _ := strconv.Atoi(k)
+		m[p], _ = strconv.ParseUint(v, 10, 64)
+	}
+	return m
+}
+
+func sortedPositions(m map[int]uint64) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d:%d", k, m[k]))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

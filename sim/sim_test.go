@@ -72,14 +72,7 @@ func TestSeeds(t *testing.T) {
 			n = 3
 		}
 	}
-	root := *keep
-	if root == "" {
-		var err error
-		if root, err = TempRoot(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(root) })
-	}
+	root := simRoot(t)
 	var list []uint64
 	for seed := *from; seed < *from+uint64(n); seed++ {
 		list = append(list, seed)
@@ -170,14 +163,7 @@ func TestScaleOutOfARestoredInstance(t *testing.T) {
 		{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}},
 		{At: 5500 * time.Millisecond, Action: control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": "4"}}},
 	}
-	root := *keep
-	if root == "" {
-		var err error
-		if root, err = TempRoot(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(root) })
-	}
+	root := simRoot(t)
 	failed := 0
 	for run := range 12 {
 		runtime.GC()
@@ -193,4 +179,18 @@ func TestScaleOutOfARestoredInstance(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of 12 runs failed", failed)
 	}
+}
+
+// simRoot is where a test's run directories go: -sim.dir, else a
+// temporary directory removed at the end.
+func simRoot(t *testing.T) string {
+	if *keep != "" {
+		return *keep
+	}
+	root, err := TempRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	return root
 }

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"spate/coord"
+	"spate/job"
 )
 
 func (a *app) verifyCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "verify [--data DIR] [--json]",
+		Use:   "verify [--data DIR] [--json] [--diffs N]",
 		Short: "compare a run's output with the oracle",
 		Long: `Verify recomputes the expected results of a finished run with the
 in-process oracle, from run.json, and compares them with the sink output.
@@ -19,28 +20,31 @@ Exit 0 only if nothing is missing, duplicated or wrong; 1 if something is;
 2 if the run cannot be read.`,
 		Example: `  spate verify
   spate verify --data /tmp/run1
-  spate verify --data /tmp/run1 --json | jq .missing`,
+  spate verify --data /tmp/run1 --json | jq .missing
+  spate verify --diffs -1       # list every difference, not the first 10`,
 		GroupID: "run",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, _ := cmd.Flags().GetString("data")
 			asJSON, _ := cmd.Flags().GetBool("json")
-			return code(a.verify(data, asJSON))
+			diffs, _ := cmd.Flags().GetInt("diffs")
+			return code(a.verify(data, asJSON, diffs))
 		},
 	}
 	dataFlag(c)
 	c.Flags().Bool("json", false, "print the report as JSON")
+	c.Flags().Int("diffs", job.MaxDiffs, "how many differences to detail (-1: all)")
 	return c
 }
 
-func (a *app) verify(data string, asJSON bool) int {
+func (a *app) verify(data string, asJSON bool, diffs int) int {
 	stdout, stderr := a.stdout, a.stderr
 	dir, err := coord.ResolveDataDir(data)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate verify:", err)
 		return exitUsage
 	}
-	rep, err := coord.VerifyRun(dir)
+	rep, err := coord.VerifyRunN(dir, diffs)
 	if err != nil {
 		fmt.Fprintln(stderr, "spate verify:", err)
 		return exitUsage

@@ -35,6 +35,7 @@ import (
 //	lose NODE                                    NODE's control stream ends
 //	restored INST id=N [fellback]                the instance's new node reports its restore
 //	done INST [pos=PART:POS,...]                 the instance's node reports it drained
+//	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
 //	act VERB [TARGET] [K=V ...]                  a control action
 //	drain                                        the run's duration is reached
 //	tick D [stall]                               D passes, judged every heartbeat period (stall: judged once, at its end: the loop stood still)
@@ -159,6 +160,34 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		}
 		p := h.c.placeOf[job.InstanceID(inst)]
 		h.msg(p.Node, &wire.Control{Kind: wire.CtlDone, Done: &wire.Done{Instance: p.ID, Gen: p.Gen, Positions: positions(args["pos"])}})
+	case "rescale":
+		step, err := arg(0)
+		if err != nil {
+			return err
+		}
+		who, err := arg(1)
+		if err != nil {
+			return err
+		}
+		r := h.c.eds.cur
+		if r == nil {
+			return fmt.Errorf("no rescale in flight")
+		}
+		m := &wire.Rescale{ID: r.id, Step: step, Op: r.op, Ranges: ranges(args["ranges"]), After: num("after"), Error: args["error"]}
+		m.WM, _ = strconv.ParseInt(args["wm"], 10, 64)
+		node := who
+		if p := h.c.placeOf[job.InstanceID(who)]; p != nil {
+			m.Instance, m.Gen, node = p.ID, p.Gen, p.Node
+		} else if f := r.freshOf(job.InstanceID(who)); f != nil {
+			m.Instance, m.Gen, node = f.ID, f.Gen, f.Node
+		} else if h.c.nodes[who] == nil {
+			return fmt.Errorf("no instance or node %s", who)
+		}
+		if step == wire.RescaleCaptured {
+			m.CkptID = num("id")
+			m.File = state.FileName(who, m.Gen, m.CkptID, true)
+		}
+		h.msg(node, &wire.Control{Kind: wire.CtlRescale, Rescale: m})
 	case "act":
 		verb, err := arg(0)
 		if err != nil {
@@ -301,6 +330,31 @@ func describe(m wire.Control) string {
 		return fmt.Sprintf("drain until %v", sortedPositions(m.Until))
 	case wire.CtlLost:
 		return fmt.Sprintf("lost %v", m.Instances)
+	case wire.CtlRescale:
+		r := m.Rescale
+		s := "rescale " + r.Step
+		if r.Instance != "" {
+			s += " " + string(r.Instance)
+		}
+		if len(r.Ranges) > 0 {
+			s += fmt.Sprintf(" %v", r.Ranges)
+		}
+		if len(r.Chain) > 0 {
+			s += fmt.Sprintf(" chain %v", r.Chain)
+		} else if r.File != "" {
+			s += " file " + r.File
+		}
+		if len(r.Plan) > 0 {
+			var ps []string
+			for _, q := range r.Plan {
+				ps = append(ps, fmt.Sprintf("%s@%s%v", q.ID, q.Node, q.Ranges))
+			}
+			s += " plan " + strings.Join(ps, " ")
+		}
+		if len(r.Hold) > 0 {
+			s += fmt.Sprintf(" hold %v", r.Hold)
+		}
+		return s
 	}
 	return string(m.Kind)
 }
@@ -328,6 +382,21 @@ func (h *coreHarness) show(out *strings.Builder) {
 		}
 		fmt.Fprintf(out, "  %s on %s gen %d%s, restorable %v\n", id, p.Node, p.Gen, what, rest)
 	}
+}
+
+// ranges parses LO-HI,... (key groups LO up to HI, HI excluded).
+func ranges(s string) []job.Range {
+	var rs []job.Range
+	for _, lh := range strings.Split(s, ",") {
+		lo, hi, ok := strings.Cut(lh, "-")
+		if !ok {
+			continue
+		}
+		l, _ := strconv.Atoi(lo)
+		h, _ := strconv.Atoi(hi)
+		rs = append(rs, job.Range{Lo: job.KeyGroup(l), Hi: job.KeyGroup(h)})
+	}
+	return rs
 }
 
 // positions parses PART:POS,...

@@ -15,7 +15,11 @@ import (
 
 // VerifyRun recomputes the expected results of the run in dir with the
 // in-process oracle and compares them with the sink's output.
-func VerifyRun(dir string) (job.Report, error) {
+func VerifyRun(dir string) (job.Report, error) { return VerifyRunN(dir, job.MaxDiffs) }
+
+// VerifyRunN is VerifyRun detailing the first max differences (all if
+// max is negative).
+func VerifyRunN(dir string, max int) (job.Report, error) {
 	ri, err := ReadRunInfo(dir)
 	if err != nil {
 		return job.Report{}, err
@@ -50,7 +54,7 @@ func VerifyRun(dir string) (job.Report, error) {
 	if err != nil {
 		return job.Report{}, err
 	}
-	rep := job.Compare(want, got)
+	rep := job.CompareN(want, got, max)
 	rep.Torn = torn
 	return rep, nil
 }

@@ -80,7 +80,7 @@ type Report struct {
 	Missing    int    `json:"missing"`              // expected, never written
 	Duplicated int    `json:"duplicated"`           // written more than once: one per extra copy
 	Wrong      int    `json:"wrong"`                // written with other fields, or not expected at all
-	Diffs      []Diff `json:"diffs"`                // the first MaxDiffs differences
+	Diffs      []Diff `json:"diffs"`                // the first differences (MaxDiffs unless asked otherwise)
 	Torn       int    `json:"torn_lines,omitempty"` // output files whose last line a kill cut short: not counted as written
 }
 
@@ -118,7 +118,11 @@ func (r Report) String() string {
 // expected ID absent from actual is Missing. Diffs lists the first MaxDiffs
 // differences: those of actual in its order, then the missing ones in
 // expected's order.
-func Compare(expected, actual []Result) Report {
+func Compare(expected, actual []Result) Report { return CompareN(expected, actual, MaxDiffs) }
+
+// CompareN is Compare detailing the first max differences (all of them if
+// max is negative).
+func CompareN(expected, actual []Result, max int) Report {
 	rep := Report{Windows: len(expected), Diffs: []Diff{}}
 	want := make(map[ResultID]*Result, len(expected))
 	for i := range expected {
@@ -126,7 +130,7 @@ func Compare(expected, actual []Result) Report {
 	}
 	seen := make(map[ResultID]bool, len(actual))
 	note := func(kind string, id ResultID, w, g *Result) {
-		if len(rep.Diffs) < MaxDiffs {
+		if max < 0 || len(rep.Diffs) < max {
 			rep.Diffs = append(rep.Diffs, Diff{Kind: kind, ID: id, Want: w, Got: g})
 		}
 	}

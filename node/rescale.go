@@ -53,9 +53,10 @@ type rescaleState struct {
 	reported  bool            // a held_records event is out
 	release   []*wire.Rescale // releases waiting for their moment, in order (one move each)
 	first     *firstWait
-	pinned    []job.Range // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
-	emptyID   uint64      // the last checkpoint taken while the instance owned no key group (0: none)
-	emptyOut  uint64      // records emitted when it was taken
+	pinned    []job.Range            // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
+	loaded    map[uint64][]job.Range // by rescale id: the ranges this instance has loaded in it (staged or loaded)
+	emptyID   uint64                 // the last checkpoint taken while the instance owned no key group (0: none)
+	emptyOut  uint64                 // records emitted when it was taken
 }
 
 // ownsNothing reports whether the instance owns no key group (a keyed
@@ -812,6 +813,7 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		if in, err = newInstance(n, n.plan, &place); err == nil {
 			in.rs.hold, in.rs.fresh = true, true
 			if err = in.loadSlice(r.File, r.Ranges, true); err == nil {
+				in.noteLoaded(r.ID, r.Ranges)
 				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
 				answer.Gen, answer.After = in.place.Gen, in.ck.lastID
 				n.mu.Lock()
@@ -837,7 +839,15 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 	}
 	var err error
 	ok := in.call(ctx, func() {
+		if in.hasLoaded(r.ID, r.Ranges) {
+			// Loaded already in this rescale (staged, then started): the
+			// instance may have applied records of the ranges since, and
+			// a second load would take them back to the slice's positions.
+			answer.Gen, answer.After = in.place.Gen, in.ck.lastID
+			return
+		}
 		if err = in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err == nil {
+			in.noteLoaded(r.ID, r.Ranges)
 			if f := in.rs.first; f != nil && f.id == r.ID {
 				f.rs = append(f.rs, r.Ranges...)
 				for kg := range wantOf(r.Ranges) {
@@ -903,6 +913,9 @@ func (n *Node) stage(r *wire.Rescale, reply func(wire.Rescale)) {
 		// The instance is not running: this goroutine is its only user.
 		answer.Bytes, err = st.in.loadSliceChainN(r.Chain, r.Ranges, true)
 		answer.WM = st.in.wm
+		if err == nil {
+			st.in.noteLoaded(r.ID, r.Ranges)
+		}
 	}
 	stagedMu.Lock()
 	if err != nil {
@@ -948,6 +961,25 @@ func (n *Node) startStaged(ctx context.Context, r *wire.Rescale, reply func(wire
 	n.mu.Unlock()
 	reply(answer)
 	in.start(ctx)
+}
+
+// noteLoaded records that the instance loaded ranges rs in rescale id.
+func (in *instance) noteLoaded(id uint64, rs []job.Range) {
+	if in.rs.loaded == nil {
+		in.rs.loaded = map[uint64][]job.Range{}
+	}
+	in.rs.loaded[id] = append(in.rs.loaded[id], rs...)
+}
+
+// hasLoaded reports whether the instance loaded every range of rs in
+// rescale id already.
+func (in *instance) hasLoaded(id uint64, rs []job.Range) bool {
+	for _, r := range rs {
+		if !slices.Contains(in.rs.loaded[id], r) {
+			return false
+		}
+	}
+	return len(rs) > 0
 }
 
 func wantOf(rs []job.Range) map[job.KeyGroup]bool {

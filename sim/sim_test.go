@@ -150,13 +150,16 @@ func cpuSeconds() float64 {
 // count#3) a moment after count#0's node was killed and count#0 restored.
 // The soak (count#2 held 51,691 records behind gaps of the sources'
 // numbering) and the typed-events work (about 5,000 records missed by the
-// new instance, 1 run in 8) found this shape. An open bug, run with
-// -sim.known: 1 run in 12 here loses about 95 count windows, all of key
-// groups in [100,128), the range count#1 (never restored) gave count#3,
-// from the move on to the end.
+// new instance, 1 run in 8) found this shape; up to 1 run in 3 here lost
+// count windows of a moved range from the move on. The cause was not the
+// restore: a new instance's start and its old owner's drop go out
+// together, and a drop answered first sent the started instance a load
+// of its slice, which arrived after the commit's replay and set the
+// range back to the slice's positions (coord/PROTOCOL.md, "Pre-copy";
+// the core script a-drop-answered-before-the-start).
 func TestScaleOutOfARestoredInstance(t *testing.T) {
-	if !*known {
-		t.Skip("an open bug (-sim.known runs it): a pre-copy move out of a restored instance loses records")
+	if testing.Short() {
+		t.Skip("12 simulated runs")
 	}
 	cfg := DefaultConfig()
 	cfg.Schedule = []Step{

@@ -186,6 +186,7 @@ type Coordinator struct {
 
 	nodes    map[string]*nodeState
 	order    []string
+	ready    map[string]bool // nodes of the deploy that reported ready
 	plan     *wire.Deploy
 	placeOf  map[job.InstanceID]*wire.Placement
 	done     map[job.InstanceID]*wire.Done
@@ -247,7 +248,7 @@ func newCoordinator(cfg Config, opt Options, token string) *Coordinator {
 	c := &Coordinator{cfg: cfg, opt: opt, spec: cfg.Spec(), token: token,
 		joinc: make(chan *nodeState), msgc: make(chan nodeMsg, 256), exitc: make(chan string, 64),
 		nodes: map[string]*nodeState{}, placeOf: map[job.InstanceID]*wire.Placement{},
-		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{},
+		done: map[job.InstanceID]*wire.Done{}, lost: map[job.InstanceID]bool{}, ready: map[string]bool{},
 		outputs: OutputManifest{Limits: map[string]int64{}}, recovering: map[job.InstanceID]*recovery{},
 		liftc: make(chan int, 16), paused: map[string]bool{}, faults: map[int]*fault{}, restarts: map[string]bool{},
 		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 256), sinkRestores: map[job.InstanceID]restoredFrom{}}
@@ -512,9 +513,12 @@ func (c *Coordinator) loop(ctx context.Context) error {
 		joinDeadline.Stop() // remote nodes may take as long as they take
 	}
 	sigc := ctx.Done()
-	ready := map[string]bool{}
 	var finishDeadline <-chan time.Time
+	durArmed := false
 	for {
+		if c.started && !durArmed && c.cfg.Duration > 0 {
+			durArmed, durc = true, time.After(c.cfg.Duration)
+		}
 		select {
 		case ns := <-c.joinc:
 			if err := c.join(ns); err != nil {
@@ -528,12 +532,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 				}
 			}
 		case m := <-c.msgc:
-			started, err := c.handleMsg(m, ready)
-			if err != nil {
+			if err := c.handleMsg(m); err != nil {
 				return err
-			}
-			if started && c.cfg.Duration > 0 {
-				durc = time.After(c.cfg.Duration)
 			}
 		case w := <-c.mw.donec:
 			c.manifestWritten(w)
@@ -550,12 +550,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			for drained := false; !drained; {
 				select {
 				case m := <-c.msgc:
-					started, err := c.handleMsg(m, ready)
-					if err != nil {
+					if err := c.handleMsg(m); err != nil {
 						return err
-					}
-					if started && c.cfg.Duration > 0 {
-						durc = time.After(c.cfg.Duration)
 					}
 				default:
 					drained = true
@@ -616,9 +612,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 	}
 }
 
-// handleMsg acts on one message from a node; started reports that it
-// started the job.
-func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool, err error) {
+// handleMsg acts on one message from a node.
+func (c *Coordinator) handleMsg(m nodeMsg) error {
 	switch {
 	case m.err != nil:
 		c.nodeLost(m.node, fmt.Sprintf("control stream ended: %v", m.err))
@@ -633,17 +628,14 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 				if m.node.proc != nil {
 					_ = m.node.proc.Kill()
 				}
-				return false, nil
+				return nil
 			}
 			if m.ctl.Error != "" {
-				return false, fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
+				return fmt.Errorf("node %s could not deploy: %s", m.node.name, m.ctl.Error)
 			}
-			ready[m.node.name] = true
+			c.ready[m.node.name] = true
 			m.node.state = nodeReady
-			if len(ready) == c.cfg.Nodes && !c.started {
-				c.start()
-				return true, nil
-			}
+			c.startIfReady()
 		case wire.CtlDone:
 			c.instanceDone(m.node, m.ctl.Done)
 		case wire.CtlCheckpointed:
@@ -666,7 +658,7 @@ func (c *Coordinator) handleMsg(m nodeMsg, ready map[string]bool) (started bool,
 			}
 		}
 	}
-	return false, nil
+	return nil
 }
 
 func (c *Coordinator) joined() int {
@@ -842,6 +834,23 @@ func nodeLess(a, b string) bool {
 	return a < b
 }
 
+// startIfReady starts the job once every node of the deploy has
+// reported ready or is gone, one at least ready. A node lost before it
+// was ready does not hold the start: its instances are recovered on the
+// others (or, with --ft none, lost) as after any loss; the job used to
+// wait for its ready for ever, unless a respawned node sent one.
+func (c *Coordinator) startIfReady() {
+	if c.started || c.plan == nil || len(c.ready) == 0 {
+		return
+	}
+	for _, name := range c.order {
+		if !c.ready[name] && !c.nodes[name].gone() {
+			return
+		}
+	}
+	c.start()
+}
+
 func (c *Coordinator) start() {
 	c.started = true
 	c.lastTick = c.opt.Now()
@@ -849,7 +858,9 @@ func (c *Coordinator) start() {
 	c.info.JobStart = &started
 	c.tunerStart()
 	for _, name := range c.order {
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlStart})
+		if ns := c.nodes[name]; !ns.gone() {
+			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+		}
 	}
 	c.emit(events.JobStarted, "", "", nil, "job %s started: %d instances on %d nodes", c.spec.Name, len(c.plan.Instances), len(c.order))
 }
@@ -969,6 +980,7 @@ func (c *Coordinator) nodeLost(ns *nodeState, why string) {
 		return
 	}
 	c.ft.lost(c, ns, ids, fresh, why)
+	c.startIfReady()
 }
 
 // spateLost recovers the instances of a lost node where they can go,

@@ -29,7 +29,8 @@ import (
 // compared with the script's .golden file (regenerated with
 // -update-scripts). Steps:
 //
-//	deploy [nodes=N] [ft=MODE]                   a job of the default shape on N nodes, every node ready
+//	deploy [nodes=N] [ft=MODE] [ready=K]         a job of the default shape on N nodes, every node ready (or the first K)
+//	ready NODE                                   NODE reports its instances deployed
 //	checkpointed INST id=N [full] [parent=P] [sink=LEN] [pos=PART:POS,...]   the instance's node reports it
 //	damaged INST id=N                            its node reports the file of checkpoint N damaged
 //	lose NODE                                    NODE's control stream ends
@@ -49,12 +50,11 @@ type coreHarness struct {
 	c      *Coordinator
 	now    time.Time
 	sub    *events.Sub
-	ready  map[string]bool
 	outDir string
 }
 
 func runCoreScript(t *testing.T, script string) (string, error) {
-	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ready: map[string]bool{}}
+	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var out strings.Builder
 	for n, line := range strings.Split(script, "\n") {
 		line = strings.TrimSpace(line)
@@ -104,7 +104,23 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 	}
 	switch verb {
 	case "deploy":
-		return h.deploy(int(max(num("nodes"), 1)), args["ft"])
+		n := int(max(num("nodes"), 1))
+		ready := n
+		if _, ok := args["ready"]; ok {
+			ready = int(num("ready"))
+		}
+		return h.deploy(n, ready, args["ft"])
+	case "ready":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		if h.c.nodes[node] == nil {
+			return fmt.Errorf("no node %s", node)
+		}
+		if err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
+			return err
+		}
 	case "checkpointed":
 		inst, err := arg(0)
 		if err != nil {
@@ -142,7 +158,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if ns == nil {
 			return fmt.Errorf("no node %s", node)
 		}
-		if _, err := h.c.handleMsg(nodeMsg{node: ns, err: fmt.Errorf("EOF")}, h.ready); err != nil {
+		if err := h.c.handleMsg(nodeMsg{node: ns, err: fmt.Errorf("EOF")}); err != nil {
 			return err
 		}
 	case "restored":
@@ -228,9 +244,9 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 	return nil
 }
 
-// deploy makes the coordinator, n nodes joined and ready, and the job
-// started.
-func (h *coreHarness) deploy(n int, ft string) error {
+// deploy makes the coordinator and n nodes joined, of which the first
+// ready report ready (the job starts once all have).
+func (h *coreHarness) deploy(n, ready int, ft string) error {
 	cfg := DefaultConfig()
 	cfg.Nodes, cfg.Interval, cfg.Respawn = n, "1s", false
 	if ft != "" {
@@ -255,8 +271,8 @@ func (h *coreHarness) deploy(n int, ft string) error {
 	if err := c.deploy(); err != nil {
 		return err
 	}
-	for name := range c.nodes {
-		if _, err := c.handleMsg(nodeMsg{node: c.nodes[name], ctl: &wire.Control{Kind: wire.CtlReady}}, h.ready); err != nil {
+	for _, name := range c.order[:min(ready, len(c.order))] {
+		if err := c.handleMsg(nodeMsg{node: c.nodes[name], ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
 			return err
 		}
 	}
@@ -266,7 +282,7 @@ func (h *coreHarness) deploy(n int, ft string) error {
 // msg hands the coordinator a control message from node, and completes
 // the manifest write it asks for.
 func (h *coreHarness) msg(node string, m *wire.Control) {
-	if _, err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: m}, h.ready); err != nil {
+	if err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: m}); err != nil {
 		h.t.Fatalf("%s: %v", m.Kind, err)
 	}
 	for h.c.mw.busy {

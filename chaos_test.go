@@ -269,7 +269,6 @@ func TestUpScriptAppliesTheSchedule(t *testing.T) {
 // together, for three minutes; exactly-once must hold and every recovery
 // must finish. (examples/soak.yaml is the 10-minute one.)
 func TestChaosRandomSoak(t *testing.T) {
-	skipScaleOutBug(t)
 	if testing.Short() {
 		t.Skip("multi-process soak test")
 	}

@@ -100,7 +100,6 @@ func (c *cluster) checkOwners(op string, want int) {
 }
 
 func TestScaleOutAndInUnderLoad(t *testing.T) {
-	skipScaleOutBug(t)
 	if testing.Short() {
 		t.Skip("multi-process rescale test")
 	}
@@ -589,16 +588,4 @@ func (c *cluster) waitAfter(kind events.Kind, seq uint64, n int) {
 		}
 		return k >= n, fmt.Sprintf("%d so far", k)
 	})
-}
-
-// skipScaleOutBug quarantines a test that an open bug fails now and then:
-// a scale-out of count 2→4 (three pre-copy moves into two new instances)
-// loses records of a moved range. sim.TestScaleOutOfARestoredInstance
-// reproduces it (go test ./sim -run TestScaleOutOfARestoredInstance
-// -sim.known); SPATE_KNOWN_BUGS=1 runs the quarantined tests.
-func skipScaleOutBug(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SPATE_KNOWN_BUGS") == "" {
-		t.Skip("quarantined: an open bug of scale-outs 2→4 fails it now and then (SPATE_KNOWN_BUGS=1 runs it; see skipScaleOutBug)")
-	}
 }

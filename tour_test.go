@@ -17,7 +17,6 @@ import (
 // beside the dashboard; after q the job drains, the tour says the output
 // verified, and so does spate verify.
 func TestTourInARealTerminal(t *testing.T) {
-	skipScaleOutBug(t)
 	if testing.Short() {
 		t.Skip("multi-process terminal test")
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -168,5 +169,26 @@ func BenchmarkCountAdvanceLarge(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nkeys), "ns/fired")
 		})
+	}
+}
+
+// BenchmarkReadResults reads sink output: count and rollup lines as the
+// sink writes them (b.N lines of a fixed mix).
+func BenchmarkReadResults(b *testing.B) {
+	var buf []byte
+	for i := range 1000 {
+		r := Result{Op: KindCount, Key: fmt.Sprintf("k%06d", i), Window: int64(i) * 200, Count: int64(i % 7), Sum: int64(i * 31), Total: int64(i)}
+		if i%4 == 0 {
+			r = Result{Op: KindRollup, Key: fmt.Sprintf("g%02d", i%64), Window: int64(i) * 200, Count: 9, Sum: 400,
+				Top: []TopKey{{"k000001", 3}, {"k000002", 2}, {"k000003", 1}}}
+		}
+		buf = append(r.AppendJSON(buf), '\n')
+	}
+	b.SetBytes(int64(len(buf) / 1000))
+	b.ReportAllocs()
+	for range b.N / 1000 {
+		if _, err := ReadResults(bytes.NewReader(buf), "bench"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

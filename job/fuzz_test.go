@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -67,6 +68,34 @@ func FuzzResultOf(f *testing.F) {
 		var back Result
 		if err := ResultOf(Record{Key: []byte("k"), Time: 5, Value: 2, Data: got.AppendCompact(nil)}, &back); err != nil || !sameResult(&back, &got) {
 			t.Fatalf("%x decodes to %+v, which does not round-trip: %+v, %v", data, got, back, err)
+		}
+	})
+}
+
+// FuzzParseResultFast: where the fast parser of result lines says ok,
+// encoding/json decodes the line to the same result without error.
+func FuzzParseResultFast(f *testing.F) {
+	for _, r := range []Result{
+		{Op: KindCount, Key: "k000001", Window: 1000, Count: 3, Sum: -2, Total: 9},
+		{Op: KindRollup, Key: "g01", Window: -200, Count: 5, Sum: 7, Top: []TopKey{{"a", 3}, {"b", 2}}},
+		{Op: KindCount, Key: "é<&>\"\x01\xff", Count: -9223372036854775808},
+	} {
+		f.Add(r.AppendJSON(nil))
+	}
+	f.Add([]byte(`{"op":"count","key":"a","window":01,"count":2,"sum":3}`))
+	f.Add([]byte(`{"op":"count","key":"a","window":1.5,"count":2,"sum":3}`))
+	f.Add([]byte(`{"op":"count","key":"a","window":1,"count":2,"sum":99999999999999999999}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := parseResultFast(data)
+		if !ok {
+			return
+		}
+		var want Result
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("%q: the fast parser took what encoding/json refuses (%v)", data, err)
+		}
+		if !sameResult(&fast, &want) || fast.Op != want.Op || fast.Key != want.Key || fast.Total != want.Total {
+			t.Fatalf("%q: fast %+v, encoding/json %+v", data, fast, want)
 		}
 	})
 }

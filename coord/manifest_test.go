@@ -2,7 +2,10 @@ package coord
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"spate/job"
@@ -144,5 +147,20 @@ func TestCompactionWaitsForRecoveries(t *testing.T) {
 	}
 	if r := <-c.compactc; r.err == nil { // the store holds none of the files
 		t.Fatalf("compaction of missing files succeeded: %+v", r)
+	}
+}
+
+// A run directory given with --data that holds an earlier run is
+// refused: its sink files would be read as the new run's output.
+func TestCreateRunDirRefusesAnEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := CreateRunDir(dir, "r1", "t"); err != nil {
+		t.Fatalf("an empty directory: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "output", "sink-0-g1.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateRunDir(dir, "r2", "t"); err == nil || !strings.Contains(err.Error(), "--data") {
+		t.Fatalf("a directory with an earlier run's output: %v, want a refusal naming --data", err)
 	}
 }

@@ -118,6 +118,8 @@ func CreateRunDir(dir, run, token string) (string, error) {
 		link := filepath.Join(DefaultRoot, "latest")
 		_ = os.Remove(link)
 		_ = os.Symlink(run, link)
+	} else if err := checkFresh(dir); err != nil {
+		return "", err
 	}
 	for _, sub := range []string{"", "output", "logs", "checkpoints"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -132,6 +134,19 @@ func CreateRunDir(dir, run, token string) (string, error) {
 		return "", err
 	}
 	return abs, nil
+}
+
+// checkFresh refuses a run directory that holds an earlier run: its sink
+// output would be read as this run's (verify counted an earlier run's
+// files as duplicates), and its run.json overwritten.
+func checkFresh(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
+		return fmt.Errorf("--data %s: holds an earlier run (run.json); give an empty or new directory", dir)
+	}
+	if old, _ := filepath.Glob(filepath.Join(dir, "output", "*.jsonl")); len(old) > 0 {
+		return fmt.Errorf("--data %s: holds an earlier run's output (%s); give an empty or new directory", dir, filepath.Base(old[0]))
+	}
+	return nil
 }
 
 // WriteFileAtomic writes data to a temporary name, syncs it and renames it

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -76,9 +77,17 @@ func (r Result) Verdict() string {
 // coordinator, and every node as goroutines on the in-memory transport,
 // checkpoints in dir) and verifies the output with the oracle. Time is
 // the process's: under testing/synctest the whole run is on a virtual
-// clock.
+// clock. A directory of Dir's naming that holds an earlier run of the
+// seed is emptied first: a replay writes where the last run did (its sink
+// files were read as this run's).
 func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	res := Result{Seed: seed, Dir: dir}
+	if strings.HasPrefix(filepath.Base(dir), "seed-") {
+		if err := os.RemoveAll(dir); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+	}
 	ccfg := coord.DefaultConfig()
 	ccfg.Nodes, ccfg.Local = cfg.Nodes, cfg.Nodes
 	ccfg.Rate, ccfg.Keys, ccfg.Duration, ccfg.Window = cfg.Rate, cfg.Keys, cfg.Duration, cfg.Window

@@ -34,6 +34,8 @@ import (
 //	checkpointed INST id=N [full] [parent=P] [sink=LEN] [pos=PART:POS,...]   the instance's node reports it
 //	damaged INST id=N                            its node reports the file of checkpoint N damaged
 //	lose NODE                                    NODE's control stream ends
+//	spawn NODE                                   a node is respawned: its process runs, it has not joined
+//	join NODE                                    a spawned node joins the running job
 //	restored INST id=N [fellback]                the instance's new node reports its restore
 //	done INST [pos=PART:POS,...]                 the instance's node reports it drained
 //	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
@@ -159,6 +161,20 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 			return fmt.Errorf("no node %s", node)
 		}
 		if err := h.c.handleMsg(nodeMsg{node: ns, err: fmt.Errorf("EOF")}); err != nil {
+			return err
+		}
+	case "spawn":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		h.c.nodes[node] = &nodeState{name: node, state: nodeSpawned}
+	case "join":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		if err := h.c.join(&nodeState{name: node, listen: "mem:" + node, out: make(chan []byte, outboxSize)}); err != nil {
 			return err
 		}
 	case "restored":
@@ -390,6 +406,8 @@ func (h *coreHarness) show(out *strings.Builder) {
 			what = " done"
 		case c.lost[p.ID]:
 			what = " lost"
+		case slices.ContainsFunc(c.awaiting, func(a awaiting) bool { return slices.Contains(a.ids, p.ID) }):
+			what = " awaiting a node"
 		}
 		_, cps := c.manifest.restorable(p.ID)
 		var rest []uint64

@@ -425,6 +425,15 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 			target = c.leastLoaded(lost, source)
 		}
 		if target == "" {
+			if next := c.spawning(); next != "" {
+				// Every node is lost at once, but a respawned one is on
+				// its way: the instance waits for it (placeAwaiting), as
+				// for a respawn of its own node. Declared lost, the whole
+				// job was, and the run ended with nothing (seed 314: four
+				// nodes killed in one instant after a coordinator pause).
+				c.awaiting = append(c.awaiting, awaiting{lost: lost, node: next, ids: []job.InstanceID{id}, since: c.opt.Now()})
+				continue
+			}
 			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
 			c.lost[id] = true
 			continue
@@ -464,6 +473,21 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 			}
 		})
 	}
+}
+
+// spawning is a node respawned and not joined yet ("" if none).
+func (c *Coordinator) spawning() string {
+	names := make([]string, 0, len(c.nodes))
+	for name, ns := range c.nodes {
+		if ns.state == nodeSpawned {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Slice(names, func(i, j int) bool { return nodeLess(names[i], names[j]) })
+	return names[0]
 }
 
 // leastLoaded is the live node with the fewest instances, other than not;

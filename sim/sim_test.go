@@ -56,9 +56,9 @@ var regressions = []uint64{
 	87,  // a draining source stopped behind what a downstream had applied
 	129, // a drain during a scale-in whose old owner then ended: never released
 	135, // a move committed while its new owner was being restored: strays
+	314, // every node killed in one instant while a respawned one was on its way: the whole job declared lost
 	491, // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
 	585, // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
-	314, // every node killed in one instant while a respawned one was on its way: the whole job declared lost
 	680, // the same as 460, with kills of a source and a count node around the drain
 	797, // a draining source read on for ever: a downstream mark passed in a replay was never cleared
 }

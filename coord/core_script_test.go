@@ -36,7 +36,7 @@ import (
 //	lose NODE                                    NODE's control stream ends
 //	spawn NODE                                   a node is respawned: its process runs, it has not joined
 //	join NODE                                    a spawned node joins the running job
-//	restored INST id=N [fellback]                the instance's new node reports its restore
+//	restored INST id=N [fellback] [gen=G node=N]  the instance's new node reports its restore (or node N, of generation G)
 //	done INST [pos=PART:POS,...]                 the instance's node reports it drained
 //	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
 //	act VERB [TARGET] [K=V ...]                  a control action
@@ -184,7 +184,11 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		}
 		p := h.c.placeOf[job.InstanceID(inst)]
 		_, fellback := args["fellback"]
-		h.msg(p.Node, &wire.Control{Kind: wire.CtlRestored, Restore: &wire.Restore{Place: *p, ID: num("id"), Fellback: fellback}})
+		place, node := *p, p.Node
+		if g := num("gen"); g > 0 { // the answer of an earlier placement
+			place.Gen, place.Node, node = g, args["node"], args["node"]
+		}
+		h.msg(node, &wire.Control{Kind: wire.CtlRestored, Restore: &wire.Restore{Place: place, ID: num("id"), Fellback: fellback}})
 	case "done":
 		inst, err := arg(0)
 		if err != nil {
@@ -349,6 +353,9 @@ func describe(m wire.Control) string {
 		}
 		if r.Scratch {
 			s += " scratch"
+		}
+		for _, sl := range r.Slices {
+			s += fmt.Sprintf(" slice %v", sl.Ranges)
 		}
 		if len(r.EndAt) > 0 {
 			s += fmt.Sprintf(" end_at %v", sortedPositions(r.EndAt))

@@ -27,10 +27,6 @@ var (
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
-	11:  "fails about 1 run in 15 (1 lost, 1 duplicated, 8 wrong after a scale-out and a kill); not reproduced alone",
-	65:  "fixed the drain waiting for ever (a drained source lost while its downstream was restored); about 1 run in 8 still counts a few rollup results of the last window twice",
-	677: "fixed (both restorable checkpoints damaged, the older under a full checkpoint), but about 1 run in 10 of a batch still loses windows, not reproduced alone; likely the second damage landing before any scrub read the first (the hole PROTOCOL.md names)",
-	460: "fixed (a compacted chain damaged and built on: lost for good, the drain hung); about 1 run in 11 since, a count window of the moved range [64,88) is emitted twice after count#2, restored from its own checkpoint, gets two records of the window again (32 duplicated, 42 wrong)",
 	223: "a pre-copy base damaged and the old owner falls back below it: the moved range's outputs between the two are in neither backup",
 }
 
@@ -50,15 +46,19 @@ func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 // regressions are seeds that found a bug, each run by TestSeeds whatever
 // -sim.seeds says, with what they found.
 var regressions = []uint64{
+	11,  // 1 run in 15 of a batch after a scale-out and a kill (lost, duplicated, wrong); passes since the pre-copy load fix
 	14,  // a source restored after the drain started never drained
 	37,  // a restored source drained up to a chunk past where a drained downstream had stopped
 	44,  // the same after a coordinator pause, the drain and a source's kill at one instant
+	65,  // a drained source lost while its downstream was restored: the drain waited for ever
 	87,  // a draining source stopped behind what a downstream had applied
 	129, // a drain during a scale-in whose old owner then ended: never released
 	135, // a move committed while its new owner was being restored: strays
 	314, // every node killed in one instant while a respawned one was on its way: the whole job declared lost
+	460, // a compacted chain damaged and built on: lost for good, the drain hung
 	491, // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
 	585, // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
+	677, // both restorable checkpoints damaged, the older under a full checkpoint
 	680, // the same as 460, with kills of a source and a count node around the drain
 	797, // a draining source read on for ever: a downstream mark passed in a replay was never cleared
 }

@@ -74,7 +74,7 @@ func Parse(s string) (Spec, error) {
 	if sp.Bucket == "" {
 		return bad("no bucket: want %s", Usage)
 	}
-	if err := s3utils.CheckValidBucketName(sp.Bucket); err != nil {
+	if err := s3utils.CheckValidBucketNameStrict(sp.Bucket); err != nil {
 		return bad("bucket %q: %v", sp.Bucket, err)
 	}
 	if strings.Contains(sp.Prefix, "//") || strings.HasPrefix(sp.Prefix, ".") || strings.Contains(sp.Prefix, "/.") {

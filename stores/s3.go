@@ -83,7 +83,7 @@ func OpenS3(sp Spec, sub string, opt S3Options) (*ObjectStore, error) {
 		return fmt.Errorf("--store %s (endpoint %s): %s", where, sp.Endpoint, fmt.Sprintf(format, args...))
 	}
 	if sp.Kind != S3 {
-		return nil, fmt.Errorf("%w: %q is not an s3:// store", ErrSpec, sp.String())
+		return nil, specError(fmt.Sprintf("--store %q: not an s3:// store", sp.String()))
 	}
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv

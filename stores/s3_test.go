@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,130 +15,14 @@ import (
 
 	"spate/state"
 	"spate/state/storetest"
+	"spate/stores/weedtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	weed.stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(weedtest.Main(m)) }
 
-// The S3-compatible server of the tests: SeaweedFS's weed, started once
-// per test binary when it is on PATH (README.md says how to install it).
-var weed weedServer
+func startWeed(t *testing.T) string { return weedtest.Start(t) }
 
-type weedServer struct {
-	once     sync.Once
-	endpoint string
-	cmd      *exec.Cmd
-	dir      string
-	err      error
-	skip     string
-}
-
-const weedKey, weedSecret = "spate-test-key", "spate-test-secret"
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// weedEnv is the environment that holds the test server's credentials.
-func weedEnv(k string) string {
-	switch k {
-	case "AWS_ACCESS_KEY_ID":
-		return weedKey
-	case "AWS_SECRET_ACCESS_KEY":
-		return weedSecret
-	}
-	return ""
-}
-
-// startWeed returns the endpoint of the test server, starting it the
-// first time, or skips the test.
-func startWeed(t *testing.T) string {
-	t.Helper()
-	weed.once.Do(func() {
-		bin, err := exec.LookPath("weed")
-		if err != nil {
-			weed.skip = "weed (SeaweedFS) is not on PATH: the S3 store is tested against a real server only; README.md, \"The S3 store\", says how to install it"
-			return
-		}
-		if weed.dir, err = os.MkdirTemp("", "spate-weed-"); err != nil {
-			weed.err = err
-			return
-		}
-		cfg := filepath.Join(weed.dir, "s3.json")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"identities":[{"name":"spate","credentials":[{"accessKey":%q,"secretKey":%q}],"actions":["Admin","Read","Write","List","Tagging"]}]}`, weedKey, weedSecret)), 0o600); err != nil {
-			weed.err = err
-			return
-		}
-		p := func() string { return strconv.Itoa(freePort(t)) }
-		s3 := p()
-		args := []string{"mini", "-dir=" + filepath.Join(weed.dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-			"-master.port=" + p(), "-master.port.grpc=" + p(), "-volume.port=" + p(), "-volume.port.grpc=" + p(),
-			"-filer.port=" + p(), "-filer.port.grpc=" + p(), "-s3.port=" + s3, "-s3.port.grpc=" + p(),
-			"-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false", "-master.telemetry=false",
-			"-s3.config=" + cfg}
-		os.MkdirAll(filepath.Join(weed.dir, "data"), 0o755)
-		log, err := os.Create(filepath.Join(weed.dir, "weed.log"))
-		if err != nil {
-			weed.err = err
-			return
-		}
-		weed.cmd = exec.Command(bin, args...)
-		weed.cmd.Stdout, weed.cmd.Stderr = log, log
-		if err := weed.cmd.Start(); err != nil {
-			weed.err = fmt.Errorf("start weed: %w", err)
-			return
-		}
-		weed.endpoint = "127.0.0.1:" + s3
-		// Poll until the S3 gateway answers a signed request (a fresh
-		// server takes seconds to elect its master and find its volume).
-		exited := make(chan error, 1)
-		go func() { exited <- weed.cmd.Wait() }()
-		deadline := time.Now().Add(90 * time.Second)
-		var last error
-		for time.Now().Before(deadline) {
-			sp := Spec{Kind: S3, Bucket: "probe", Endpoint: weed.endpoint}
-			var s *ObjectStore
-			if s, last = OpenS3(sp, "probe", S3Options{Getenv: weedEnv, Timeout: 5 * time.Second}); last == nil {
-				if last = s.Put("ready", []byte("x")); last == nil {
-					return
-				}
-			}
-			select {
-			case err := <-exited:
-				weed.err = fmt.Errorf("weed exited: %v (log in %s)", err, log.Name())
-				return
-			case <-time.After(200 * time.Millisecond): // polling a starting server, not synchronising with it
-			}
-		}
-		weed.err = fmt.Errorf("weed did not answer at %s within 90s; last: %v (log in %s)", weed.endpoint, last, log.Name())
-	})
-	if weed.skip != "" {
-		t.Skip(weed.skip)
-	}
-	if weed.err != nil {
-		t.Fatal(weed.err)
-	}
-	return weed.endpoint
-}
-
-func (w *weedServer) stop() {
-	if w.cmd != nil && w.cmd.Process != nil {
-		w.cmd.Process.Kill()
-		w.cmd.Wait()
-	}
-	if w.dir != "" && w.err == nil {
-		os.RemoveAll(w.dir)
-	}
-}
+func weedEnv(k string) string { return weedtest.Getenv(k) }
 
 var runSeq atomic.Int64
 
@@ -210,7 +90,7 @@ func TestS3StoreRefusesObjectsWithoutChecksum(t *testing.T) {
 func TestS3WrongCredentials(t *testing.T) {
 	ep := startWeed(t)
 	_, err := OpenS3(Spec{Kind: S3, Bucket: "spate-test", Endpoint: ep}, "x", S3Options{Getenv: func(k string) string {
-		return map[string]string{"AWS_ACCESS_KEY_ID": weedKey, "AWS_SECRET_ACCESS_KEY": "wrong"}[k]
+		return map[string]string{"AWS_ACCESS_KEY_ID": weedtest.Key, "AWS_SECRET_ACCESS_KEY": "wrong"}[k]
 	}})
 	if err == nil || !strings.Contains(err.Error(), "--store s3://spate-test") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("OpenS3 with a wrong secret: %v; want one line naming --store", err)

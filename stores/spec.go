@@ -34,8 +34,14 @@ type Spec struct {
 	Region   string // s3: optional
 }
 
-// ErrSpec marks a malformed --store value.
-var ErrSpec = errors.New("stores: bad --store")
+// ErrSpec marks a malformed --store value (errors.Is); the message is
+// one line starting "--store VALUE:".
+var ErrSpec = errors.New("stores: malformed --store value")
+
+type specError string
+
+func (e specError) Error() string        { return string(e) }
+func (e specError) Is(target error) bool { return target == ErrSpec }
 
 // Usage is the accepted forms, for messages and help.
 const Usage = "dir, coord or s3://BUCKET[/PREFIX]?endpoint=HOST:PORT[&tls=true][&region=R]"
@@ -47,7 +53,7 @@ const Usage = "dir, coord or s3://BUCKET[/PREFIX]?endpoint=HOST:PORT[&tls=true][
 // wrap ErrSpec and say what is wrong in one line naming --store.
 func Parse(s string) (Spec, error) {
 	bad := func(format string, args ...any) (Spec, error) {
-		return Spec{}, fmt.Errorf("%w %q: %s", ErrSpec, s, fmt.Sprintf(format, args...))
+		return Spec{}, specError(fmt.Sprintf("--store %q: ", s) + fmt.Sprintf(format, args...))
 	}
 	switch s {
 	case "", "auto":

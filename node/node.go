@@ -130,6 +130,7 @@ type Node struct {
 	store     *faultStore
 	out       state.Store     // the sinks' output store; nil: files in the run directory (store.go)
 	coordSess *yamux.Session  // the coordinator session, for the coordinator store
+	spillDir  string          // where backups spill; "": the run directory's spill/ (store.go)
 	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials     map[string]bool // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
@@ -478,7 +479,7 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
-	store, out, err := n.openStores(d) // store.go
+	store, out, hidden, err := n.openStores(d) // store.go
 	if err != nil {
 		return err
 	}
@@ -486,6 +487,7 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	n.plan = d
 	n.store = &faultStore{Store: store}
 	n.out = out
+	n.spillDir = spillDirFor(d, n.name, hidden)
 	n.mu.Unlock()
 	// Before the job starts, so that a source restored here later reads at
 	// once (a million keys' table takes 150 ms and 0.2 s of CPU). Not on a

@@ -36,20 +36,21 @@ func seesRunDir(dir, token string) bool {
 }
 
 // openStores returns the node's checkpoint store (Config.Store wins when
-// set) and its output store (nil: the sinks write files in the run
-// directory's output/).
-func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, err error) {
+// set), its output store (nil: the sinks write files in the run
+// directory's output/), and whether the run directory is hidden from it.
+func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, hidden bool, err error) {
 	sp, err := stores.Parse(d.Store)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
+	hidden = !seesRunDir(d.DataDir, n.cfg.Token)
 	kind, why := sp.Kind, "--store "+string(sp.Kind)
 	if kind == stores.Auto || kind == stores.Dir {
-		switch sees := seesRunDir(d.DataDir, n.cfg.Token); {
-		case sees:
+		switch {
+		case !hidden:
 			kind, why = stores.Dir, "the run directory is visible here"
 		case kind == stores.Dir:
-			return nil, nil, fmt.Errorf("--store dir: node %s cannot see the run directory %s (no token file of this run there: another host?); use --store coord or --store s3://BUCKET/PREFIX?endpoint=HOST:PORT", n.nodeName(), d.DataDir)
+			return nil, nil, hidden, fmt.Errorf("--store dir: node %s cannot see the run directory %s (no token file of this run there: another host?); use --store coord or --store s3://BUCKET/PREFIX?endpoint=HOST:PORT", n.nodeName(), d.DataDir)
 		default:
 			kind, why = stores.Coord, "the run directory "+d.DataDir+" is not visible here"
 		}
@@ -59,13 +60,13 @@ func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, err error) {
 	case stores.Dir:
 		if ckpt == nil {
 			if ckpt, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
-				return nil, nil, fmt.Errorf("checkpoint store: %w", err)
+				return nil, nil, hidden, fmt.Errorf("checkpoint store: %w", err)
 			}
 		}
 	case stores.Coord:
 		sess := n.coordSess
 		if sess == nil {
-			return nil, nil, fmt.Errorf("checkpoint store: the coordinator store needs a coordinator session")
+			return nil, nil, hidden, fmt.Errorf("checkpoint store: the coordinator store needs a coordinator session")
 		}
 		open := func() (net.Conn, error) { return sess.Open() }
 		if ckpt == nil {
@@ -75,15 +76,25 @@ func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, err error) {
 	case stores.S3:
 		if ckpt == nil {
 			if ckpt, err = stores.OpenS3(sp, d.Run+"/checkpoints", stores.S3Options{}); err != nil {
-				return nil, nil, err
+				return nil, nil, hidden, err
 			}
 		}
 		if out, err = stores.OpenS3(sp, d.Run+"/output", stores.S3Options{}); err != nil {
-			return nil, nil, err
+			return nil, nil, hidden, err
 		}
 	}
 	n.log.Printf("node %s: checkpoints and output in %s (%s)", n.nodeName(), storeWhere(kind, sp), why)
-	return ckpt, out, nil
+	return ckpt, out, hidden, nil
+}
+
+// spillDirFor is where a node's upstream backups spill past their memory
+// limit: the run directory's spill/ when the node sees it (""), else a
+// directory of its own under the system's temporary directory.
+func spillDirFor(d *wire.Deploy, node string, hidden bool) string {
+	if !hidden {
+		return ""
+	}
+	return filepath.Join(os.TempDir(), "spate-spill-"+d.Run+"-"+node)
 }
 
 func storeWhere(k stores.Kind, sp stores.Spec) string {

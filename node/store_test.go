@@ -47,7 +47,7 @@ func TestNodePicksItsStores(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &Node{cfg: Config{Token: "tok"}, name: "n4", coordSess: sess, log: log.New(io.Discard, "", 0)}
-			ckpt, out, err := n.openStores(&wire.Deploy{Run: "r1", DataDir: tc.dir, Store: tc.store})
+			ckpt, out, _, err := n.openStores(&wire.Deploy{Run: "r1", DataDir: tc.dir, Store: tc.store})
 			var got string
 			switch {
 			case err != nil:
@@ -106,5 +106,16 @@ func TestSinkWritesSegmentsThroughAStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.DataDir, "output", in.file.name)); err == nil {
 		t.Fatal("the sink also wrote a file into the run directory")
+	}
+}
+
+func TestSpillDirOfANodeThatCannotSeeTheRunDir(t *testing.T) {
+	d := &wire.Deploy{Run: "r1", DataDir: "/elsewhere/run"}
+	if got := spillDirFor(d, "n4", false); got != "" {
+		t.Fatalf("a node that sees the run directory spills to %q, want the run directory's spill/", got)
+	}
+	got := spillDirFor(d, "n4", true)
+	if !strings.HasPrefix(got, os.TempDir()) || !strings.Contains(got, "r1") || !strings.Contains(got, "n4") || strings.HasPrefix(got, d.DataDir) {
+		t.Fatalf("a node that cannot see the run directory spills to %q", got)
 	}
 }

@@ -181,16 +181,13 @@ func (s *ObjectStore) Open(name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	ctx, cancel := s.ctx()
-	obj, err := s.cl.GetObject(ctx, s.bucket, s.prefix+name, minio.GetObjectOptions{})
-	var info minio.ObjectInfo
-	if err == nil {
-		info, err = obj.Stat()
-	}
+	// One GET: its body and its headers (the CRC-32C) are of one version
+	// of the object, whatever Puts replace it meanwhile. (minio.Object
+	// would Stat first and then read with If-Match, failing the read of
+	// an object replaced between the two.)
+	body, info, _, err := minio.Core{Client: s.cl}.GetObject(ctx, s.bucket, s.prefix+name, minio.GetObjectOptions{})
 	if err != nil {
 		cancel()
-		if obj != nil {
-			obj.Close()
-		}
 		if notFound(err) {
 			return nil, s.errf("get", name, state.ErrNotFound)
 		}
@@ -199,10 +196,10 @@ func (s *ObjectStore) Open(name string) (io.ReadCloser, error) {
 	want, err := crcOf(info)
 	if err != nil {
 		cancel()
-		obj.Close()
+		body.Close()
 		return nil, s.errf("get", name, err)
 	}
-	return &objectReader{obj: obj, cancel: cancel, want: want, size: info.Size, name: name, s: s}, nil
+	return &objectReader{obj: body, cancel: cancel, want: want, size: info.Size, name: name, s: s}, nil
 }
 
 // crcOf is the CRC-32C an object was stored with.
@@ -224,7 +221,7 @@ func crcOf(info minio.ObjectInfo) (uint32, error) {
 }
 
 type objectReader struct {
-	obj    *minio.Object
+	obj    io.ReadCloser
 	cancel context.CancelFunc
 	s      *ObjectStore
 	name   string

@@ -45,6 +45,7 @@ var weed struct {
 	endpoint string
 	cmd      *exec.Cmd
 	dir      string
+	exited   chan error // the server's Wait
 	err      error
 	skip     string
 }
@@ -53,9 +54,9 @@ var weed struct {
 // returns the exit code (TestMain: os.Exit(weedtest.Main(m))).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if weed.cmd != nil && weed.cmd.Process != nil {
+	if weed.exited != nil {
 		weed.cmd.Process.Kill()
-		weed.cmd.Wait()
+		<-weed.exited
 	}
 	if weed.dir != "" && weed.err == nil {
 		os.RemoveAll(weed.dir)
@@ -135,7 +136,8 @@ func start() {
 	}
 	weed.endpoint = "127.0.0.1:" + ports["s3.port"]
 	exited := make(chan error, 1)
-	go func() { exited <- weed.cmd.Wait() }()
+	weed.exited = exited
+	go func() { err := weed.cmd.Wait(); exited <- err; close(exited) }()
 	// Poll until the gateway stores an object (a fresh server takes
 	// seconds to elect its master and find its volume server).
 	cl, err := minio.New(weed.endpoint, &minio.Options{Creds: credentials.NewStaticV4(Key, Secret, ""), BucketLookup: minio.BucketLookupPath})

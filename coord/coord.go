@@ -1278,7 +1278,7 @@ func (c *Coordinator) finish() error {
 	for _, v := range c.info.Positions {
 		total += v
 	}
-	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, filepath.Join(c.dir, "output"), c.dir)
+	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, c.outputWhere(), c.dir)
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}

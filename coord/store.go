@@ -85,3 +85,11 @@ func OpenOutput(dir string) (state.Store, error) {
 	}
 	return state.NewDirStore(filepath.Join(dir, "output"))
 }
+
+// outputWhere says where the run's output is, for messages.
+func (c *Coordinator) outputWhere() string {
+	if c.storeSpec.Kind == stores.S3 {
+		return c.storeSpec.String() + " (run " + c.run + "/output)"
+	}
+	return filepath.Join(c.dir, "output")
+}

@@ -17,6 +17,7 @@ import (
 
 	"spate/backup"
 	"spate/control"
+	"spate/stores"
 )
 
 // Scenario is a parsed scenario file: the cluster to start, the schedule of
@@ -636,7 +637,7 @@ var clusterFlags = map[string]clusterFlag{
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString,
-	"failures": flagString, "rescale": flagString, "cost": flagString,
+	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
 	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "metrics": flagString,
 }
 
@@ -810,6 +811,10 @@ func (p *scParser) clusterField(c field) error {
 			case "rescale":
 				if val != "eds" && val != "restart" {
 					return p.errf(c.value, path, "%q: want eds or restart", val)
+				}
+			case "store":
+				if _, err := stores.Parse(val); err != nil {
+					return p.errf(c.value, path, "%v", err)
 				}
 			}
 		}

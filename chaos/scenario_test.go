@@ -179,6 +179,7 @@ func TestParseErrors(t *testing.T) {
 		{"cluster interval", "name: x\ncluster:\n  interval: often\nschedule: []\n", "s.yaml:3: cluster.interval: \"often\": want auto"},
 		{"cluster backup-mem", "name: x\ncluster:\n  backup-mem: 2 parsecs\nschedule: []\n", "s.yaml:3: cluster.backup-mem: \"2 parsecs\": unknown unit"},
 		{"cluster backup-full", "name: x\ncluster:\n  backup-full: drop\nschedule: []\n", "s.yaml:3: cluster.backup-full: \"drop\": want spill or block"},
+		{"cluster store", "name: x\ncluster:\n  store: nfs://x\nschedule: []\n", "s.yaml:3: cluster.store: --store \"nfs://x\": want dir, coord or s3://"},
 		{"cluster recover-on", "name: x\ncluster:\n  recover-on: elsewhere\nschedule: []\n", "s.yaml:3: cluster.recover-on: \"elsewhere\": want survivors or respawned"},
 		{"unknown fault", head + "  - at: 1s\n    fault: explode\n    target: n1\n", "s.yaml:7: schedule[0].fault: unknown fault \"explode\""},
 		{"missing fault", head + "  - at: 1s\n    target: n1\n", "s.yaml:6: schedule[0].fault: missing"},

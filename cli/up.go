@@ -72,6 +72,7 @@ var upValues = map[string][]string{
 	"rescale":     {"eds", "restart"},
 	"recover-on":  {"survivors", "respawned"},
 	"backup-full": {"spill", "block"},
+	"store":       {"dir", "coord", "s3://"},
 	"job":         {"windowcount"},
 	"show":        kindNames(),
 	"failures":    {"poisson:", "weibull:", "lanl:", "fta:"},

@@ -11,6 +11,7 @@ import (
 
 	"spate/backup"
 	"spate/job"
+	"spate/stores"
 	"spate/traces"
 	"spate/tuner"
 )
@@ -60,6 +61,10 @@ type Config struct {
 	// stops taking input until trims free memory).
 	BackupMem  int64  `json:"backup_mem,omitempty"`
 	BackupFull string `json:"backup_full,omitempty"`
+	// Store is where checkpoints and sink output go (stores.Parse): ""
+	// (the run directory for nodes that see it, the coordinator for
+	// the others), dir, coord or s3://BUCKET/PREFIX?endpoint=HOST:PORT.
+	Store string `json:"store,omitempty"`
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -111,6 +116,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "debug: check the coordinator's invariants after every step; the first one broken ends the run with an error")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
 	backupMem := fs.String("backup-mem", "", "memory limit of each upstream backup, e.g. 64MiB (default 64MiB)")
+	fs.StringVar(&c.Store, "store", c.Store, "where checkpoints and sink output go: dir (the run directory), coord (the coordinator, over each node's connection) or s3://BUCKET/PREFIX?endpoint=HOST:PORT (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default: the run directory for nodes that see it, the coordinator for the others")
 	fs.StringVar(&c.BackupFull, "backup-full", c.BackupFull, "what a backup past --backup-mem does: spill (to the run directory) or block (backpressure until trims free memory)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
@@ -183,6 +189,9 @@ func (c *Config) Validate() error {
 		return bad("recover-on", "%q: want survivors or respawned", c.RecoverOn)
 	case c.BackupFull != "" && c.BackupFull != "spill" && c.BackupFull != "block":
 		return bad("backup-full", "%q: want spill or block", c.BackupFull)
+	}
+	if _, err := stores.Parse(c.Store); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if c.Interval != "auto" {
 		if d, err := time.ParseDuration(c.Interval); err != nil || d <= 0 {

@@ -26,6 +26,7 @@ import (
 	"spate/job"
 	"spate/netfault"
 	"spate/state"
+	"spate/stores"
 	"spate/traces"
 	"spate/wire"
 )
@@ -210,6 +211,9 @@ type Coordinator struct {
 
 	manifest   *Manifest
 	store      state.Store
+	outStore   state.Store    // the sinks' output and its manifest (store.go)
+	storeSpec  stores.Spec    // --store
+	storeSrv   *stores.Server // answers the nodes' store streams
 	outputs    OutputManifest
 	recovering map[job.InstanceID]*recovery
 	awaiting   []awaiting // lost instances waiting for a respawned node
@@ -291,10 +295,8 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("run directory: %w", err)
 	}
-	if c.store = opt.Store; c.store == nil {
-		if c.store, err = state.NewDirStore(filepath.Join(c.dir, "checkpoints")); err != nil {
-			return c.dir, fmt.Errorf("checkpoint store: %w", err)
-		}
+	if err := c.openStores(); err != nil { // store.go
+		return c.dir, err
 	}
 	logDone, err := c.startLogs()
 	if err != nil {
@@ -461,6 +463,7 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 				sess.Close()
 				return
 			}
+			go c.serveStores(name, sess) // every later stream is a store request (store.go)
 			ns := &nodeState{name: name, pid: h.PID, listen: h.Listen, sess: sess, out: make(chan []byte, outboxSize)}
 			go ns.writeControl(wire.NewWriter(st), sess.CloseChan())
 			select {
@@ -775,7 +778,7 @@ func (c *Coordinator) deploy() error {
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
 		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
-		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block",
+		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(),
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
@@ -1287,7 +1290,7 @@ func (c *Coordinator) finish() error {
 	for _, v := range c.info.Positions {
 		total += v
 	}
-	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, filepath.Join(c.dir, "output"), c.dir)
+	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, c.outputWhere(), c.dir)
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}

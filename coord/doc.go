@@ -19,7 +19,14 @@
 //     survivor and are restored from their latest complete checkpoint, or
 //     the previous one; reports from an older generation are refused;
 //   - output/MANIFEST.json bounds every older generation's sink file to
-//     its committed length.
+//     its committed length; it is written whole into the output store
+//     (the run directory's output/, or the object store of --store s3://),
+//     where the sinks' files are files or immutable segments (output.go).
+//
+// Checkpoints and output go where --store says (store.go): the run
+// directory, the coordinator (it answers the store streams of every node
+// session: a node that joined from a host that cannot see the run
+// directory uses it by default), or an S3-compatible object store.
 //
 // With --ft global it runs aligned global checkpoints and rolls the whole
 // job back on any loss; with --ft none a loss is reported and the

@@ -3,7 +3,6 @@ package coord
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -157,20 +156,14 @@ type OutputManifest struct {
 	Limits map[string]int64 `json:"limits"`
 }
 
-// ReadOutputManifest reads DIR/output/MANIFEST.json (absent: no limits).
+// ReadOutputManifest reads the output manifest of the run in dir,
+// output/MANIFEST.json in its output store (absent: no limits).
 func ReadOutputManifest(dir string) (OutputManifest, error) {
-	om := OutputManifest{Limits: map[string]int64{}}
-	b, err := os.ReadFile(filepath.Join(dir, "output", "MANIFEST.json"))
-	if os.IsNotExist(err) {
-		return om, nil
-	}
+	st, err := OpenOutput(dir)
 	if err != nil {
-		return om, err
+		return OutputManifest{}, err
 	}
-	if err := json.Unmarshal(b, &om); err != nil {
-		return om, fmt.Errorf("%s: %v", filepath.Join(dir, "output", "MANIFEST.json"), err)
-	}
-	return om, nil
+	return readOutputManifest(st)
 }
 
 // recovery is one instance's recovery in flight.
@@ -331,7 +324,7 @@ func (c *Coordinator) writeOutputManifest() error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(c.dir, "output", "MANIFEST.json"), b, 0o644)
+	return c.outStore.Put(outputManifestName, b) // atomic and durable, whole: output.go
 }
 
 // respawnWait bounds how long the instances of a lost node wait for the

@@ -2,12 +2,9 @@ package coord
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"spate/job"
 	"spate/traces"
@@ -59,39 +56,16 @@ func VerifyRunN(dir string, max int) (job.Report, error) {
 	return rep, nil
 }
 
-// ReadOutput reads every sink output file of a run. A file whose last line
-// a kill cut short (job.ErrTornLine) counts up to that line: the results in
-// it were never written, and torn says how many files had one.
+// ReadOutput reads every sink output file of a run, from its output
+// store (output.go). A file whose last line a kill cut short
+// (job.ErrTornLine) counts up to that line: the results in it were never
+// written, and torn says how many files had one.
 func ReadOutput(dir string) (all []job.Result, torn int, err error) {
-	files, err := filepath.Glob(filepath.Join(dir, "output", "*.jsonl"))
+	st, err := OpenOutput(dir)
 	if err != nil {
 		return nil, 0, err
 	}
-	sort.Strings(files)
-	om, err := ReadOutputManifest(dir)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, 0, err
-		}
-		var r io.Reader = fh
-		if limit, ok := om.Limits[filepath.Base(f)]; ok {
-			r = io.LimitReader(fh, limit) // a recovered sink: only the committed prefix counts
-		}
-		rs, err := job.ReadResults(r, f)
-		fh.Close()
-		if errors.Is(err, job.ErrTornLine) {
-			torn, err = torn+1, nil
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		all = append(all, rs...)
-	}
-	return all, torn, nil
+	return readOutputStore(st)
 }
 
 // checkManifest refuses a checkpoint manifest that belongs to another run

@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,8 +97,8 @@ type backChannel func(ps []wire.Position)
 
 // countingFile is a sink's output file; it counts what reached the file.
 type countingFile struct {
-	f    *os.File
-	name string // relative to output/
+	f    syncWriter // a file, or segments in a store (store.go)
+	name string     // relative to output/
 	n    atomic.Int64
 }
 
@@ -158,12 +156,8 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 		in.op = r
 		in.stateful, _ = any(r).(job.Stateful)
 	case job.KindSink:
-		dir := filepath.Join(d.DataDir, "output")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
 		name := fmt.Sprintf("%s-%d-g%d.jsonl", p.Op, p.Index, p.Gen)
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := openSinkOutput(n, d, name) // store.go
 		if err != nil {
 			return nil, err
 		}
@@ -472,7 +466,9 @@ func (in *instance) finish() {
 	in.fired.maybeReport(in, true)
 	if in.file != nil {
 		_ = in.sink.Flush()
-		_ = in.file.f.Sync()
+		if err := in.file.f.Sync(); err != nil {
+			in.n.event(events.Error, in.id, nil, "sink output not made durable: %v", err)
+		}
 	}
 	in.reportDone(nil)
 }

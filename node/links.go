@@ -113,7 +113,10 @@ func (in *instance) backupConfig() backup.Config {
 	if in.plan.BackupBlock {
 		return cfg
 	}
-	dir := filepath.Join(in.plan.DataDir, "spill")
+	dir := in.n.spillDir // a node that cannot see the run directory spills locally (store.go)
+	if dir == "" {
+		dir = filepath.Join(in.plan.DataDir, "spill")
+	}
 	if os.MkdirAll(dir, 0o755) == nil {
 		cfg.SpillDir = dir
 	}

@@ -122,16 +122,19 @@ type Node struct {
 
 	ctl *ctlConn
 
-	mu     sync.Mutex
-	name   string
-	peers  map[string]*yamux.Session // by peer name
-	peerc  chan struct{}             // closed and replaced whenever peers changes
-	plan   *wire.Deploy
-	store  *faultStore
-	layer  *netfault.Layer // injected link faults on the peer links (faults.go)
-	dials  map[string]bool // peers this node dials (and redials)
-	insts  map[job.InstanceID]*instance
-	cancel context.CancelFunc
+	mu        sync.Mutex
+	name      string
+	peers     map[string]*yamux.Session // by peer name
+	peerc     chan struct{}             // closed and replaced whenever peers changes
+	plan      *wire.Deploy
+	store     *faultStore
+	out       state.Store     // the sinks' output store; nil: files in the run directory (store.go)
+	coordSess *yamux.Session  // the coordinator session, for the coordinator store
+	spillDir  string          // where backups spill; "": the run directory's spill/ (store.go)
+	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
+	dials     map[string]bool // peers this node dials (and redials)
+	insts     map[job.InstanceID]*instance
+	cancel    context.CancelFunc
 }
 
 // ctlConn is the control stream; writes are serialised.
@@ -210,6 +213,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("open control stream: %w", err)
 	}
+	n.coordSess = sess // later streams are store requests (store.go)
 	n.ctl = &ctlConn{w: wire.NewWriter(st)}
 	go n.heartbeats(ctx)
 	go func() { <-ctx.Done(); sess.Close() }()
@@ -475,16 +479,15 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 		return err
 	}
 	me := n.nodeName()
-	store := n.cfg.Store
-	if store == nil {
-		var err error
-		if store, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
-			return fmt.Errorf("checkpoint store: %w", err)
-		}
+	store, out, hidden, err := n.openStores(d) // store.go
+	if err != nil {
+		return err
 	}
 	n.mu.Lock()
 	n.plan = d
 	n.store = &faultStore{Store: store}
+	n.out = out
+	n.spillDir = spillDirFor(d, n.name, hidden)
 	n.mu.Unlock()
 	// Before the job starts, so that a source restored here later reads at
 	// once (a million keys' table takes 150 ms and 0.2 s of CPU). Not on a

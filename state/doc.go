@@ -93,7 +93,12 @@
 // # Store
 //
 // Store is the I/O seam: DirStore on a file system, MemStore in memory
-// with fault hooks (failing, slow puts; corrupted files) for tests.
+// with fault hooks (failing, slow puts; corrupted files) for tests; the
+// coordinator store and the S3 store are in package stores. Every
+// implementation passes the one table of contract tests in
+// state/storetest: atomic and durable puts, damage caught on read (by
+// the store's own checksum, or by the content's), lists by prefix,
+// deletes, not-found and bad-name errors, concurrent puts.
 //
 // Errors are the sentinels of errors.go, wrapped with what and where.
 package state

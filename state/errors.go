@@ -9,7 +9,8 @@ var (
 	// ErrCorrupt is returned by Decode (and Load) for bytes that are not a
 	// valid snapshot: bad magic, unknown version, bad length, truncated,
 	// checksum mismatch, or a body that does not decode. The message says
-	// which.
+	// which. A Store that checksums what it stores (package stores)
+	// returns it too, for content that fails that checksum.
 	ErrCorrupt = errors.New("state: corrupt snapshot")
 
 	// ErrInvalid is returned by Encode for a snapshot that breaks the

@@ -201,6 +201,11 @@ type Deploy struct {
 	// Late marks the plan sent to a node that joins a running job (a
 	// respawned one): it hosts nothing yet and dials every peer itself.
 	Late bool `json:"late,omitempty"`
+	// Store is where checkpoints and sink output go (spate up --store,
+	// stores.Parse): "" the run directory if the node sees it, else the
+	// coordinator; "dir"; "coord"; or an s3:// URL (the node reads the
+	// credentials from its own environment).
+	Store string `json:"store,omitempty"`
 }
 
 // SourceSpec says how to open the job's input.

@@ -29,6 +29,10 @@ const (
 	TResume      Type = 10 // binary positions: the receiver's answer to a stream hello
 	TTrim        Type = 11 // binary positions: receiver to sender, what may be trimmed
 	TBarrier     Type = 12 // uvarint checkpoint id: an aligned barrier (--ft global)
+	TStore       Type = 13 // JSON StoreRequest: first frame of a store stream (store.go)
+	TStoreData   Type = 14 // binary: a piece of a stored file's content
+	TStoreEnd    Type = 15 // binary: CRC-32C and length of the content just sent
+	TStoreReply  Type = 16 // JSON StoreReply: the coordinator's answer on a store stream
 )
 
 var typeNames = [...]string{
@@ -44,6 +48,10 @@ var typeNames = [...]string{
 	TResume:      "resume",
 	TTrim:        "trim",
 	TBarrier:     "barrier",
+	TStore:       "store",
+	TStoreData:   "store-data",
+	TStoreEnd:    "store-end",
+	TStoreReply:  "store-reply",
 }
 
 // String returns the type's name as SPEC.md writes it ("batch",
@@ -56,12 +64,12 @@ func (t Type) String() string {
 }
 
 // Known reports whether t is one of the frame types of SPEC.md.
-func (t Type) Known() bool { return t >= THello && t <= TBarrier }
+func (t Type) Known() bool { return t >= THello && t <= TStoreReply }
 
 // IsJSON reports whether t's payload is a JSON object.
 func (t Type) IsJSON() bool {
 	switch t {
-	case THello, TWelcome, TReject, TControl, TStreamHello, THeartbeat:
+	case THello, TWelcome, TReject, TControl, TStreamHello, THeartbeat, TStore, TStoreReply:
 		return true
 	}
 	return false

@@ -1,0 +1,122 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"spate/state"
+	"spate/stores"
+	"spate/wire"
+)
+
+// Where this node's checkpoints and sink output go (Deploy.Store, `spate
+// up --store`): the run directory when the node can see it (the default
+// for every node that can, which is every node the coordinator spawned),
+// the coordinator over this node's own session when it cannot (a node
+// that joined from another host), or an object store. A sink writing
+// through a store keeps its output as immutable segments (stores.Log), so
+// that no store needs append or rename.
+
+// syncWriter is a sink's output: a file of the run directory, or a
+// segmented log in a store. Sync makes everything written so far durable.
+type syncWriter interface {
+	io.Writer
+	Sync() error
+}
+
+// seesRunDir reports whether dir is this run's directory as this node
+// sees it: it holds the run's token file with this node's token.
+func seesRunDir(dir, token string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "token"))
+	return err == nil && wire.TokenEqual(strings.TrimSpace(string(b)), token)
+}
+
+// openStores returns the node's checkpoint store (Config.Store wins when
+// set), its output store (nil: the sinks write files in the run
+// directory's output/), and whether the run directory is hidden from it.
+func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, hidden bool, err error) {
+	sp, err := stores.Parse(d.Store)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	hidden = !seesRunDir(d.DataDir, n.cfg.Token)
+	kind, why := sp.Kind, "--store "+string(sp.Kind)
+	if kind == stores.Auto || kind == stores.Dir {
+		switch {
+		case !hidden:
+			kind, why = stores.Dir, "the run directory is visible here"
+		case kind == stores.Dir:
+			return nil, nil, hidden, fmt.Errorf("--store dir: node %s cannot see the run directory %s (no token file of this run there: another host?); use --store coord or --store s3://BUCKET/PREFIX?endpoint=HOST:PORT", n.nodeName(), d.DataDir)
+		default:
+			kind, why = stores.Coord, "the run directory "+d.DataDir+" is not visible here"
+		}
+	}
+	ckpt = n.cfg.Store
+	switch kind {
+	case stores.Dir:
+		if ckpt == nil {
+			if ckpt, err = state.NewDirStore(filepath.Join(d.DataDir, "checkpoints")); err != nil {
+				return nil, nil, hidden, fmt.Errorf("checkpoint store: %w", err)
+			}
+		}
+	case stores.Coord:
+		sess := n.coordSess
+		if sess == nil {
+			return nil, nil, hidden, fmt.Errorf("checkpoint store: the coordinator store needs a coordinator session")
+		}
+		open := func() (net.Conn, error) { return sess.Open() }
+		if ckpt == nil {
+			ckpt = stores.NewClient(open, wire.SpaceCheckpoints, 0)
+		}
+		out = stores.NewClient(open, wire.SpaceOutput, 0)
+	case stores.S3:
+		if ckpt == nil {
+			if ckpt, err = stores.OpenS3(sp, d.Run+"/checkpoints", stores.S3Options{}); err != nil {
+				return nil, nil, hidden, err
+			}
+		}
+		if out, err = stores.OpenS3(sp, d.Run+"/output", stores.S3Options{}); err != nil {
+			return nil, nil, hidden, err
+		}
+	}
+	n.log.Printf("node %s: checkpoints and output in %s (%s)", n.nodeName(), storeWhere(kind, sp), why)
+	return ckpt, out, hidden, nil
+}
+
+// spillDirFor is where a node's upstream backups spill past their memory
+// limit: the run directory's spill/ when the node sees it (""), else a
+// directory of its own under the system's temporary directory.
+func spillDirFor(d *wire.Deploy, node string, hidden bool) string {
+	if !hidden {
+		return ""
+	}
+	return filepath.Join(os.TempDir(), "spate-spill-"+d.Run+"-"+node)
+}
+
+func storeWhere(k stores.Kind, sp stores.Spec) string {
+	switch k {
+	case stores.Dir:
+		return "the run directory"
+	case stores.Coord:
+		return "the coordinator"
+	}
+	return sp.String()
+}
+
+// openSinkOutput opens the output of sink placement p, name relative to
+// output/: a new file (truncated: a generation writes its own), or a new
+// segmented log in the node's output store.
+func openSinkOutput(n *Node, d *wire.Deploy, name string) (syncWriter, error) {
+	if n.out != nil {
+		return stores.NewLog(n.out, name), nil
+	}
+	dir := filepath.Join(d.DataDir, "output")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+}

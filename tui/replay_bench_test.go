@@ -18,27 +18,45 @@ import (
 )
 
 // bigRecording writes a synthetic events.jsonl of a 10-minute run at
-// 10,000 events/s (6 M events, the recorded runs' mix re-stamped, as the
-// coordinator writes them, with the schema version) once per test binary, and returns its path.
+// 10,000 events/s (6 M events, as the coordinator writes them, with the
+// schema version) once per test binary, and returns its path.
 var (
 	bigOnce sync.Once
 	bigFile string
 	bigErr  error
 )
 
-// writeSynthetic writes d of events at rate per second to path. Each
-// event of the recorded mix is encoded once; a line is its seq and time
-// followed by the rest of its encoding.
+// The kinds of the recorded runs by when a run has them.
+var (
+	// once, at the start, in the recorded order
+	startKinds = map[events.Kind]bool{events.RunStarted: true, events.NodeSpawned: true, events.NodeJoined: true,
+		events.InstancePlaced: true, events.JobStarted: true}
+	// once, at the end
+	endKinds = map[events.Kind]bool{events.DrainStarted: true, events.InstanceDone: true, events.RunFinished: true}
+	// all the time: what most of a run is
+	steadyKinds = map[events.Kind]bool{events.Metrics: true, events.Checkpoint: true, events.Trim: true,
+		events.WindowFired: true}
+)
+
+// writeSynthetic writes d of events at rate per second to path, the
+// recorded runs' events (run-kill and future) re-stamped as a run has
+// them: the start's events, then the steady kinds (metrics, checkpoints,
+// trims, windows) cycled, a throughput sample every 100 ms, the other
+// kinds (a node lost and its recovery, a frame error, faults, a
+// partition, a rescale, the interval tuner, a backup spill...) every 30
+// s, and the end's events. Each event is encoded once; a line is its seq
+// and time followed by the rest of its encoding.
 func writeSynthetic(tb testing.TB, path string, d time.Duration, rate int) error {
+	return writeSyntheticOdd(tb, path, d, rate, false)
+}
+
+// writeSyntheticOdd is writeSynthetic; with odd, one line in 997 is not
+// in the coordinator's shape (spaces after the colons of its time and
+// kind) and one in 1499 is stamped 150 ms before the line above it.
+func writeSyntheticOdd(tb testing.TB, path string, d time.Duration, rate int, odd bool) error {
 	src := loadEvents(tb, "run-kill.jsonl", "future.jsonl")
-	var keep []events.Event
+	var start, steady, other, end, tput [][]byte
 	for _, e := range src {
-		if e.Kind != events.RunFinished && e.Kind != events.DrainStarted && e.Kind != events.InstanceDone {
-			keep = append(keep, e)
-		}
-	}
-	tails := make([][]byte, len(keep))
-	for i, e := range keep {
 		e.Seq, e.Time = 0, time.Time{}
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -46,7 +64,19 @@ func writeSynthetic(tb testing.TB, path string, d time.Duration, rate int) error
 		}
 		// {"seq":0,"time":"0001-01-01T00:00:00Z","kind":... -> ,"kind":...
 		const head = `{"seq":0,"time":"0001-01-01T00:00:00Z"`
-		tails[i] = b[len(head):]
+		tail := b[len(head):]
+		switch {
+		case startKinds[e.Kind]:
+			start = append(start, tail)
+		case endKinds[e.Kind]:
+			end = append(end, tail)
+		case steadyKinds[e.Kind]:
+			steady = append(steady, tail)
+		case e.Kind == events.Throughput:
+			tput = append(tput, tail)
+		default:
+			other = append(other, tail)
+		}
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -54,17 +84,43 @@ func writeSynthetic(tb testing.TB, path string, d time.Duration, rate int) error
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	n := int(d.Seconds()) * rate
-	step := time.Second / time.Duration(rate)
-	t := clock
+	perSample, perOther := rate/10, 30*rate
 	var buf []byte
+	si, oi := 0, len(other)
 	for i := 1; i <= n; i++ {
-		t = t.Add(step)
+		t := clock.Add(time.Duration(int64(i) * int64(time.Second) / int64(rate)))
+		var tail []byte
+		switch {
+		case i <= len(start):
+			tail = start[i-1]
+		case i > n-len(end):
+			tail = end[i-1-(n-len(end))]
+		case i%perSample == 0:
+			tail = tput[(i/perSample)%len(tput)]
+		case i%perOther == 0:
+			oi = 0
+			fallthrough
+		case oi < len(other):
+			tail = other[oi]
+			oi++
+		default:
+			tail = steady[si%len(steady)]
+			si++
+		}
+		at := t
+		if odd && i%1499 == 0 {
+			at = t.Add(-150 * time.Millisecond)
+		}
 		buf = append(buf[:0], `{"v":1,"seq":`...) // as events.WriteJSONL writes it with the schema version
 		buf = strconv.AppendInt(buf, int64(i), 10)
-		buf = append(buf, `,"time":"`...)
-		buf = t.AppendFormat(buf, time.RFC3339Nano)
+		if odd && i%997 == 0 {
+			buf = append(buf, `,"time": "`...)
+		} else {
+			buf = append(buf, `,"time":"`...)
+		}
+		buf = at.AppendFormat(buf, time.RFC3339Nano)
 		buf = append(buf, '"')
-		buf = append(buf, tails[i%len(tails)]...)
+		buf = append(buf, tail...)
 		buf = append(buf, '\n')
 		if _, err := w.Write(buf); err != nil {
 			f.Close()

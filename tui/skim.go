@@ -1,0 +1,649 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"sync"
+
+	"spate/events"
+)
+
+// The skim: a seek past the background fold's snapshots.
+//
+// A 10-minute run at 10,000 events/s is 6 M events, and decoding is most
+// of a fold's cost: the background fold takes seconds to reach the end.
+// A seek ahead of it cannot fold every event in time, and it need not:
+// most of a run is the steady kinds (metrics, checkpoints, trims,
+// throughput, windows), and the dashboard keeps only a bounded suffix of
+// each, or only the latest per name. So the index (built at open with a
+// cheap scan of each line's prefix) gives each event a fold code, a key
+// (its node and instance, as written) and, for a trim, the bytes freed;
+// and skim folds from the nearest snapshot only the events that can
+// change the state at the target:
+//
+//   - every event of the other kinds (lifecycle, faults, recoveries,
+//     rescales, intervals...), and every line not in the coordinator's
+//     own shape;
+//   - throughput: the samples from which the chart's last maxTput points
+//     start (a sample starts a point or replaces the last one by its gap
+//     to the sample before: a local rule, read from the index's times);
+//   - metrics: the first and the latest of each node and instance (the
+//     first creates them where a full fold does; the latest is every
+//     field's last writer);
+//   - checkpoints: the last maxCkpts rows, the last 16 of each instance and
+//     the first of each (which creates it);
+//   - trims: the last 32 of each backup (its recent trims and its latest
+//     figures); the others only add their bytes freed and one to the
+//     count, which skim adds from the index;
+//   - the first event (the state's first time) and the first that
+//     reaches the latest time (its last).
+//
+// What the others did to the log, the counters and the latest seq does
+// not need them decoded: the log's eviction depends only on the kinds
+// (see appendLog), so skim replays it on the index and decodes the at
+// most maxLog events it keeps. The state is the one a full fold gives,
+// field for field (TestSkimIsTheFold); a damaged line that skim does not
+// decode is found by the background fold, as before.
+
+// Fold codes, the low bits of recording.fold.
+const (
+	foldMust       uint8 = iota // always decoded and applied
+	foldLog                     // changes only the log and the counters
+	foldThroughput              // a throughput sample
+	foldMetrics                 // metrics of a node or an instance: keyed
+	foldCheckpoint              // a checkpoint: keyed by its instance
+	foldCkptRow                 // a checkpoint_fallback: always applied, and a row of the checkpoints
+	foldTrim                    // a trim in the coordinator's shape: keyed, with its bytes freed
+
+	foldCode    = 0x0f
+	foldKeep    = 0x40 // lifecycle or bad: the log keeps it over the others (appendLog)
+	foldClamped = 0x80 // its time is before an earlier event's: the index holds the earlier
+)
+
+// seqBlock is the number of events per entry of recording.seqMax.
+const seqBlock = 4096
+
+// keptInLog says whether the log keeps an event of kind k over the
+// frequent ones when it is full: appendLog's rule for a recorded event.
+func keptInLog(k events.Kind) bool {
+	return lifecycle(k) || k == events.Error || k == events.FrameError
+}
+
+// skipLog are the kinds apply does nothing with but log (and count).
+func skipLog(k []byte) bool {
+	switch string(k) {
+	case string(events.WindowFired), string(events.Error), string(events.FrameError), string(events.NodeRefused):
+		return true
+	}
+	return false
+}
+
+// lineInfo is what the index reads from a line.
+type lineInfo struct {
+	t     int64
+	seq   uint64
+	class uint8
+	fold  uint8
+	key   []byte // the keyed kinds: the node and instance as written (trims: and the backup's target and slice)
+	freed int64  // a trim's bytes freed
+}
+
+// peekLine reads a line's time, seq, kind and fold code. The
+// coordinator's lines start {"v":1,"seq":N,"time":"...","kind":"..."
+// (before the schema version, without "v") and are read without decoding;
+// any other line is decoded whole (and is always folded: foldMust).
+func peekLine(line []byte) (lineInfo, error) {
+	var li lineInfo
+	if line[len(line)-1] != '}' {
+		return li, errors.New("not a JSON object (cut short?)")
+	}
+	const pSeq, pTime, pKind = `"seq":`, `,"time":"`, `","kind":"`
+	body := line[1:]
+	if rest, ok := bytes.CutPrefix(body, []byte(`"v":`)); ok {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i > 0 && i < len(rest) && rest[i] == ',' {
+			body = rest[i+1:]
+		}
+	}
+	if rest, ok := bytes.CutPrefix(body, []byte(pSeq)); ok && line[0] == '{' {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		seq, serr := strconv.ParseUint(string(rest[:i]), 10, 64)
+		if rest, ok := bytes.CutPrefix(rest[i:], []byte(pTime)); ok && i > 0 && serr == nil {
+			if j := bytes.IndexByte(rest, '"'); j > 0 {
+				ts := rest[:j]
+				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
+					if k := bytes.IndexByte(rest, '"'); k >= 0 {
+						if t, ok := events.ParseTime(ts); ok {
+							kind := rest[:k]
+							li.t, li.seq, li.class = t, seq, classOf(kind)
+							if keptInLog(events.Kind(kind)) {
+								li.fold = foldKeep
+							}
+							li.fold |= skimCode(kind, rest[k+1:], &li)
+							return li, nil
+						}
+					}
+				}
+			}
+		}
+	}
+	var e events.Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return li, err
+	}
+	if e.Time.IsZero() {
+		return li, errors.New("time: missing")
+	}
+	if e.Kind == "" {
+		return li, errors.New("kind: missing")
+	}
+	li.t, li.seq, li.class = e.Time.UnixNano(), e.Seq, classOf([]byte(e.Kind))
+	if keptInLog(e.Kind) {
+		li.fold = foldKeep
+	}
+	li.fold |= foldMust
+	return li, nil
+}
+
+// peek is peekLine's time and class.
+func peek(line []byte) (int64, uint8, error) {
+	li, err := peekLine(line)
+	return li.t, li.class, err
+}
+
+// skimCode is the fold code of a line of kind k whose bytes after the
+// kind's closing quote are rest. A line not in the coordinator's shape
+// (,"node":"..." and ,"instance":"..." without escapes, then the text and
+// the fields, and no envelope key repeated in them) is foldMust.
+func skimCode(k, rest []byte, li *lineInfo) uint8 {
+	code := foldMust
+	switch {
+	case string(k) == string(events.Throughput):
+		code = foldThroughput
+	case string(k) == string(events.Metrics):
+		code = foldMetrics
+	case string(k) == string(events.Checkpoint):
+		code = foldCheckpoint
+	case string(k) == string(events.Trim):
+		code = foldTrim
+	case string(k) == string(events.CheckpointFallback):
+		return foldCkptRow
+	case skipLog(k):
+		code = foldLog
+	default:
+		return foldMust
+	}
+	// The envelope: ,"node":"N" and ,"instance":"I", each optional.
+	at := 0
+	for _, key := range []string{`,"node":"`, `,"instance":"`} {
+		if r, ok := bytes.CutPrefix(rest[at:], []byte(key)); ok {
+			j := plainEnd(r)
+			if j < 0 {
+				return foldMust
+			}
+			at += len(key) + j + 1
+		}
+	}
+	env := rest[:at]
+	rest = rest[at:]
+	if r, ok := bytes.CutPrefix(rest, []byte(`,"text":"`)); ok {
+		j := stringEnd(r)
+		if j < 0 {
+			return foldMust
+		}
+		rest = r[j+1:]
+	}
+	if len(rest) == 1 && rest[0] == '}' {
+		rest = nil
+	} else if r, ok := bytes.CutPrefix(rest, []byte(`,"fields":`)); ok {
+		rest = r
+	} else {
+		return foldMust
+	}
+	if code == foldTrim {
+		key, freed, ok := trimShape(rest)
+		if !ok {
+			return foldMust
+		}
+		li.key = append(append(append(make([]byte, 0, 1+len(env)+len(key)), code), env...), key...)
+		li.freed = freed
+		return code
+	}
+	if repeatsEnvelope(rest) {
+		return foldMust
+	}
+	if code == foldMetrics || code == foldCheckpoint {
+		li.key = append(append(make([]byte, 0, 1+len(env)), code), env...) // one key space per kind
+	}
+	return code
+}
+
+// plainEnd is the index of the quote that ends a string without escapes
+// at the start of b; -1 if it has one or does not end.
+func plainEnd(b []byte) int {
+	for i, c := range b {
+		switch {
+		case c == '"':
+			return i
+		case c == '\\' || c < 0x20:
+			return -1
+		}
+	}
+	return -1
+}
+
+// stringEnd is the index of the quote that ends the JSON string at the
+// start of b (past its opening quote); -1 if it does not end.
+func stringEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i
+		case '\\':
+			i++
+		}
+	}
+	return -1
+}
+
+// repeatsEnvelope says whether b (the fields and what follows them) holds
+// a key the envelope has: json.Unmarshal would take the repeat.
+func repeatsEnvelope(b []byte) bool {
+	for _, k := range [][]byte{[]byte(`"node":`), []byte(`"instance":`), []byte(`"kind":`), []byte(`"time":`), []byte(`"seq":`), []byte(`"fields":`)} {
+		if bytes.Contains(b, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimShape reads a trim's fields as the coordinator writes them,
+// {"freed_bytes":N,"held_bytes":N,"positions":N,"slice":[...],"to":"T","up_to":N}}
+// to the end of the line: the bytes that key its backup (the slice and
+// the target, as written) and the bytes freed.
+func trimShape(b []byte) (key []byte, freed int64, ok bool) {
+	num := func(p string, signed bool) (int64, bool) {
+		r, ok := bytes.CutPrefix(b, []byte(p))
+		if !ok {
+			return 0, false
+		}
+		i := 0
+		if signed && i < len(r) && r[i] == '-' {
+			i++
+		}
+		j := i
+		for j < len(r) && r[j] >= '0' && r[j] <= '9' {
+			j++
+		}
+		if j == i || (r[i] == '0' && j > i+1) {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(string(r[:j]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		b = r[j:]
+		return v, true
+	}
+	var ok1, ok2, ok3 bool
+	if freed, ok1 = num(`{"freed_bytes":`, true); !ok1 {
+		return nil, 0, false
+	}
+	if _, ok2 = num(`,"held_bytes":`, true); !ok2 {
+		return nil, 0, false
+	}
+	if _, ok3 = num(`,"positions":`, true); !ok3 {
+		return nil, 0, false
+	}
+	r, found := bytes.CutPrefix(b, []byte(`,"slice":`))
+	if !found {
+		return nil, 0, false
+	}
+	// The slice: [ ] { } , : digits and the keys "hi" and "lo", nothing else.
+	end := -1
+	for i := 0; i < len(r); i++ {
+		c := r[i]
+		switch {
+		case c == ']' && i > 0 && bytes.Count(r[:i+1], []byte{'['}) == bytes.Count(r[:i+1], []byte{']'}):
+			end = i
+		case c == '"':
+			if !bytes.HasPrefix(r[i:], []byte(`"hi":`)) && !bytes.HasPrefix(r[i:], []byte(`"lo":`)) {
+				return nil, 0, false
+			}
+			i += 4
+		case c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || (c >= '0' && c <= '9'):
+		case c == 'n' && bytes.HasPrefix(r[i:], []byte("null")):
+			i += 3
+		default:
+			return nil, 0, false
+		}
+		if end >= 0 {
+			break
+		}
+	}
+	if end < 0 || r[0] != '[' && r[0] != 'n' {
+		return nil, 0, false
+	}
+	if r[0] == 'n' {
+		end = 3
+	}
+	slice := r[:end+1]
+	b = r[end+1:]
+	r, found = bytes.CutPrefix(b, []byte(`,"to":"`))
+	if !found {
+		return nil, 0, false
+	}
+	j := plainEnd(r)
+	if j < 0 {
+		return nil, 0, false
+	}
+	to := r[:j]
+	b = r[j+1:]
+	if _, ok := num(`,"up_to":`, false); !ok {
+		return nil, 0, false
+	}
+	if string(b) != "}}" {
+		return nil, 0, false
+	}
+	key = append(append(append(append([]byte{}, slice...), '>'), to...), '"')
+	return key, freed, true
+}
+
+// skimPlan is what skim decodes: the events it applies and the ones the
+// log keeps.
+type skimPlan struct {
+	take  []bool // take[i-from]: event i is applied
+	apply []int  // in order
+	log   []int  // the log's events from the fold's range, in order; a base entry is -(b+1)
+}
+
+// plan chooses the events of [from, to) to apply onto base (the state
+// after [0, from)), and replays the log on the index.
+func (r *recording) plan(base *state, from, to int) skimPlan {
+	var pl skimPlan
+	if to <= from {
+		return pl
+	}
+	take := make([]bool, to-from)
+	need := func(i int) { take[i-from] = true }
+	nk := len(r.keys) + 1
+	seen := make([]uint16, nk) // events of each key met, walking back (capped)
+	first := make([]int, nk)
+	for i := range first {
+		first[i] = -1
+	}
+	rows, starts := 0, 0
+	tputDone := false
+	nextT, nextClamped, haveNext := int64(0), false, false
+	for i := to - 1; i >= from; i-- {
+		f := r.codes[i]
+		switch f & foldCode {
+		case foldMust:
+			need(i)
+		case foldCkptRow:
+			need(i)
+			rows++
+		case foldThroughput:
+			if tputDone {
+				break
+			}
+			need(i)
+			clamped := f&foldClamped != 0
+			if haveNext && !clamped && !nextClamped {
+				if d := nextT - r.times[i]; d >= 100e6 || d < 0 {
+					starts++ // the sample after this one starts a point
+				}
+			}
+			nextT, nextClamped, haveNext = r.times[i], clamped, true
+			if starts >= maxTput {
+				tputDone = true // maxTput points start after this sample: it and those before are dropped
+			}
+		case foldMetrics:
+			k := r.key[i]
+			if seen[k] == 0 {
+				need(i)
+				seen[k] = 1
+			}
+			first[k] = i
+		case foldCheckpoint:
+			k := r.key[i]
+			if rows < maxCkpts || seen[k] < 16 {
+				need(i)
+			}
+			rows++
+			seen[k] = min(seen[k]+1, 1<<15)
+			first[k] = i
+		case foldTrim:
+			k := r.key[i]
+			if seen[k] < 32 {
+				need(i)
+			}
+			seen[k] = min(seen[k]+1, 1<<15)
+		}
+	}
+	for _, i := range first {
+		if i >= 0 {
+			need(i)
+		}
+	}
+	if base.first.IsZero() {
+		need(from)
+	}
+	if last := r.times[to-1]; base.last.IsZero() || last > base.last.UnixNano() {
+		// The first event at the latest time: it sets the state's last.
+		need(from + sort.Search(to-from, func(j int) bool { return r.times[from+j] >= last }))
+	}
+	for j, ok := range take {
+		if ok {
+			pl.apply = append(pl.apply, from+j)
+		}
+	}
+	pl.take = take
+	pl.log = r.replayLog(base, from, to)
+	return pl
+}
+
+// replayLog is appendLog over the index: the entries the log holds
+// after events [from, to) on base's, each an event's index, or base's
+// entry b as -(b+1).
+func (r *recording) replayLog(base *state, from, to int) []int {
+	// A slot is an entry's number: base's first, then the range's; the
+	// top bit marks an entry the log keeps over the others.
+	const keep = 1 << 62
+	nb := len(base.log)
+	slots := make([]int64, 0, maxLog+1)
+	for b, le := range base.log {
+		s := int64(b)
+		if le.Local || le.Bad || lifecycle(le.E.Kind) {
+			s |= keep
+		}
+		slots = append(slots, s)
+	}
+	for i := from; i < to; i++ {
+		if len(slots) >= maxLog {
+			drop := maxLog / 4
+			j := 0
+			for _, s := range slots {
+				if drop > 0 && s&keep == 0 {
+					drop--
+					continue
+				}
+				slots[j] = s
+				j++
+			}
+			if drop > 0 {
+				j = copy(slots, slots[drop:j])
+			}
+			slots = slots[:j]
+		}
+		s := int64(nb + i - from)
+		if r.codes[i]&foldKeep != 0 {
+			s |= keep
+		}
+		slots = append(slots, s)
+	}
+	out := make([]int, len(slots))
+	for j, s := range slots {
+		n := int(s &^ keep)
+		if n < nb {
+			out[j] = -(n + 1)
+		} else {
+			out[j] = from + n - nb
+		}
+	}
+	return out
+}
+
+// skim is the state after events [0, to) from base, the state after
+// [0, from), decoding only what can change it (see the top of this file).
+// base is not changed.
+func (r *recording) skim(base *state, from, to int) (*state, error) {
+	s := base.clone()
+	if to <= from {
+		return s, nil
+	}
+	pl := r.plan(base, from, to)
+	need := pl.apply
+	for _, i := range pl.log {
+		if i >= 0 {
+			need = append(need, i)
+		}
+	}
+	sort.Ints(need)
+	need = compactInts(need)
+	evs, err := r.decodeList(need)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[int]int, len(need))
+	for j, i := range need {
+		at[i] = j
+	}
+	for _, i := range pl.apply {
+		s.apply(evs[at[i]])
+	}
+	// What the skipped trims add to their backups.
+	type sum struct {
+		freed int64
+		n     int
+	}
+	sums := make([]sum, len(r.keys)+1)
+	skipped := false
+	lo := sort.Search(len(r.trimAt), func(j int) bool { return int(r.trimAt[j]) >= from })
+	for j := lo; j < len(r.trimAt) && int(r.trimAt[j]) < to; j++ {
+		i := int(r.trimAt[j])
+		if pl.take[i-from] {
+			continue
+		}
+		x := &sums[r.key[i]]
+		x.freed += r.trimFreed[j]
+		x.n++
+		skipped = true
+	}
+	if skipped {
+		// Each key's backup, from an applied trim of it (its last 32 are).
+		rows := map[uint16]string{}
+		for _, i := range pl.apply {
+			if r.codes[i]&foldCode == foldTrim {
+				e := evs[at[i]]
+				f, _ := e.Fields.(events.TrimFields)
+				rows[r.key[i]] = instKey(e.Instance) + ">" + instKey(f.To) + ">" + rangesText(f.Slice)
+			}
+		}
+		for k, x := range sums {
+			if x.n == 0 {
+				continue
+			}
+			b := s.backups[rows[uint16(k)]]
+			if b == nil {
+				return nil, errors.New("skim: a trim's backup is missing") // cannot be: its last 32 are applied
+			}
+			b.Freed += x.freed
+			b.Trims += x.n
+		}
+	}
+	// The log, the counters, the latest seq.
+	s.log = make([]logEntry, 0, max(len(pl.log), maxLog))
+	for _, i := range pl.log {
+		if i < 0 {
+			s.log = append(s.log, base.log[-i-1])
+			continue
+		}
+		e := evs[at[i]]
+		s.log = append(s.log, logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError})
+	}
+	n := uint64(to - from)
+	s.total, s.logVer = base.total+n, base.logVer+n
+	s.lastSeq = max(s.lastSeq, r.maxSeq(from, to))
+	return s, nil
+}
+
+func compactInts(xs []int) []int {
+	j := 0
+	for i, x := range xs {
+		if i == 0 || x != xs[j-1] {
+			xs[j] = x
+			j++
+		}
+	}
+	return xs[:j]
+}
+
+// decodeList decodes the events at idx on two goroutines at once.
+func (r *recording) decodeList(idx []int) ([]events.Event, error) {
+	evs := make([]events.Event, len(idx))
+	errs := make([]error, 2)
+	mid := len(idx) / 2
+	var wg sync.WaitGroup
+	for h, rg := range [2][2]int{{0, mid}, {mid, len(idx)}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := events.Names{}
+			for j := rg[0]; j < rg[1]; j++ {
+				e, err := r.eventNamed(idx[j], n)
+				if err != nil {
+					errs[h] = err
+					return
+				}
+				evs[j] = e
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// maxSeq is the largest seq of events [from, to).
+func (r *recording) maxSeq(from, to int) uint64 {
+	var m uint64
+	seqAt := func(i int) uint64 {
+		li, _ := peekLine(r.line(i)) // the index read it once without error
+		return li.seq
+	}
+	i := from
+	for ; i < to && i%seqBlock != 0; i++ {
+		m = max(m, seqAt(i))
+	}
+	for ; i+seqBlock <= to; i += seqBlock {
+		m = max(m, r.seqMax[i/seqBlock])
+	}
+	for ; i < to; i++ {
+		m = max(m, seqAt(i))
+	}
+	return m
+}

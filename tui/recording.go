@@ -141,6 +141,7 @@ func (r *recording) index() error {
 			est := (hi - lo) / 200
 			pr := part{offs: make([]int64, 0, est), times: make([]int64, 0, est), class: make([]uint8, 0, est),
 				fold: make([]uint8, 0, est), key: make([]uint16, 0, est), seq: make([]uint64, 0, est), keys: map[string]uint16{}}
+			buf := make([]byte, 0, 256)
 			for at := lo; at < hi; {
 				end := hi
 				if i := bytes.IndexByte(r.data[at:hi], '\n'); i >= 0 {
@@ -148,13 +149,14 @@ func (r *recording) index() error {
 				}
 				line := bytes.TrimSpace(r.data[at:end])
 				if len(line) > 0 {
-					li, err := peekLine(line)
+					li, err := peekLineBuf(line, buf)
 					if err != nil {
 						pr.err, pr.errAt = err, at
 						break
 					}
 					var k uint16
 					if li.key != nil {
+						buf = li.key[:0]
 						var ok bool
 						if k, ok = pr.keys[string(li.key)]; !ok && len(pr.names) < 1<<16-1 {
 							pr.names = append(pr.names, string(li.key))

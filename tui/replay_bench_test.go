@@ -3,6 +3,7 @@ package tui
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 var (
 	bigOnce sync.Once
 	bigFile string
+	bigKept string // SPATE_VIEW_BENCH_FILE
 	bigErr  error
 )
 
@@ -50,9 +52,11 @@ func writeSynthetic(tb testing.TB, path string, d time.Duration, rate int) error
 	return writeSyntheticOdd(tb, path, d, rate, false)
 }
 
-// writeSyntheticOdd is writeSynthetic; with odd, one line in 997 is not
-// in the coordinator's shape (spaces after the colons of its time and
-// kind) and one in 1499 is stamped 150 ms before the line above it.
+// writeSyntheticOdd is writeSynthetic; with odd, the first event is a
+// steady one, one line in 997 is not in the coordinator's shape (a space
+// after the colon of its time), one in 1499 is stamped 150 ms before the
+// line above it, and one throughput sample in 7 has another just under
+// 100 ms before it (the chart keeps the later of the two).
 func writeSyntheticOdd(tb testing.TB, path string, d time.Duration, rate int, odd bool) error {
 	src := loadEvents(tb, "run-kill.jsonl", "future.jsonl")
 	var start, steady, other, end, tput [][]byte
@@ -91,11 +95,13 @@ func writeSyntheticOdd(tb testing.TB, path string, d time.Duration, rate int, od
 		t := clock.Add(time.Duration(int64(i) * int64(time.Second) / int64(rate)))
 		var tail []byte
 		switch {
+		case odd && i == 1:
+			tail = steady[0] // the first event is not the run's start
 		case i <= len(start):
 			tail = start[i-1]
 		case i > n-len(end):
 			tail = end[i-1-(n-len(end))]
-		case i%perSample == 0:
+		case i%perSample == 0, odd && i%(7*perSample) == perSample-1:
 			tail = tput[(i/perSample)%len(tput)]
 		case i%perOther == 0:
 			oi = 0
@@ -140,6 +146,15 @@ func bigPath(b *testing.B) string {
 		b.Skip("the 6 M-event recording takes a minute to fold: not with -short")
 	}
 	bigOnce.Do(func() {
+		if keep := os.Getenv("SPATE_VIEW_BENCH_FILE"); keep != "" {
+			// A file kept between runs (for the medians of several): made
+			// once, then reused as it is.
+			if _, err := os.Stat(keep); err != nil {
+				bigErr = writeSynthetic(b, keep, 10*time.Minute, 10000)
+			}
+			bigKept = keep
+			return
+		}
 		dir, err := os.MkdirTemp("", "spate-view-bench-")
 		if err != nil {
 			bigErr = err
@@ -150,6 +165,9 @@ func bigPath(b *testing.B) string {
 	})
 	if bigErr != nil {
 		b.Fatal(bigErr)
+	}
+	if bigKept != "" {
+		return bigKept
 	}
 	return bigFile
 }
@@ -233,6 +251,43 @@ func BenchmarkViewSeek(b *testing.B) {
 	b.ReportMetric(float64(worst)/float64(time.Millisecond), "worst-ms")
 }
 
+// BenchmarkViewSeekAhead: a seek ahead of the background fold, to 10%,
+// 50%, 90% and the end of the same recording, with no snapshot but the
+// start's (a seek at once after opening: the worst case, skimmed from the
+// start), and the frame that shows it. The budget is 200 ms.
+func BenchmarkViewSeekAhead(b *testing.B) {
+	path := bigPath(b)
+	rec, err := openRecording(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.close()
+	m, err := newViewModel(rec, ViewOptions{Plain: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Update(tea160x48)
+	for _, pct := range []int{10, 50, 90, 100} {
+		b.Run(fmt.Sprintf("at=%d%%", pct), func(b *testing.B) {
+			target := rec.len() * pct / 100
+			var worst time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				m.seek(0)
+				b.StartTimer()
+				t0 := time.Now()
+				m.seek(target)
+				_ = m.View()
+				worst = max(worst, time.Since(t0))
+				if m.rp.pos != target || m.rp.err != nil {
+					b.Fatalf("at %d, want %d (%v)", m.rp.pos, target, m.rp.err)
+				}
+			}
+			b.ReportMetric(float64(worst)/float64(time.Millisecond), "worst-ms")
+		})
+	}
+}
+
 var tea160x48 = tea.WindowSizeMsg{Width: 160, Height: 48}
 
 // BenchmarkViewFold: the background fold of one minute at 10,000 events/s
@@ -258,7 +313,8 @@ func BenchmarkViewFold(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/600000, "ns/event")
 }
 
-// TestMain removes the benchmarks' 1.5 GB recording when they are done.
+// TestMain removes the benchmarks' 1.5 GB recording when they are done
+// (not one SPATE_VIEW_BENCH_FILE names).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if bigFile != "" {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strconv"
 	"sync"
 
 	"spate/events"
@@ -72,6 +71,16 @@ func keptInLog(k events.Kind) bool {
 	return lifecycle(k) || k == events.Error || k == events.FrameError
 }
 
+// keptInLogBytes is keptInLog of a kind's bytes, without a copy.
+func keptInLogBytes(k []byte) bool {
+	switch string(k) {
+	case string(events.Throughput), string(events.Checkpoint), string(events.WindowFired), string(events.Trim),
+		string(events.Metrics), string(events.Replay), string(events.Interval):
+		return false
+	}
+	return true // lifecycle, and the errors (frame_error is not lifecycle, but bad)
+}
+
 // skipLog are the kinds apply does nothing with but log (and count).
 func skipLog(k []byte) bool {
 	switch string(k) {
@@ -87,7 +96,8 @@ type lineInfo struct {
 	seq   uint64
 	class uint8
 	fold  uint8
-	key   []byte // the keyed kinds: the node and instance as written (trims: and the backup's target and slice)
+	key   []byte // the keyed kinds: the kind's code, the node and instance as written (trims: and the backup's slice and target); in buf
+	buf   []byte // scratch for key, reused line to line
 	freed int64  // a trim's bytes freed
 }
 
@@ -95,8 +105,11 @@ type lineInfo struct {
 // coordinator's lines start {"v":1,"seq":N,"time":"...","kind":"..."
 // (before the schema version, without "v") and are read without decoding;
 // any other line is decoded whole (and is always folded: foldMust).
-func peekLine(line []byte) (lineInfo, error) {
-	var li lineInfo
+func peekLine(line []byte) (lineInfo, error) { return peekLineBuf(line, nil) }
+
+// peekLineBuf is peekLine building the key in buf.
+func peekLineBuf(line, buf []byte) (lineInfo, error) {
+	li := lineInfo{buf: buf}
 	if line[len(line)-1] != '}' {
 		return li, errors.New("not a JSON object (cut short?)")
 	}
@@ -116,19 +129,47 @@ func peekLine(line []byte) (lineInfo, error) {
 		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
 			i++
 		}
-		seq, serr := strconv.ParseUint(string(rest[:i]), 10, 64)
-		if rest, ok := bytes.CutPrefix(rest[i:], []byte(pTime)); ok && i > 0 && serr == nil {
+		var seq uint64
+		serr := i > 19 // may not fit: the index takes the line as not its own
+		for _, c := range rest[:i] {
+			seq = seq*10 + uint64(c-'0')
+		}
+		if rest, ok := bytes.CutPrefix(rest[i:], []byte(pTime)); ok && i > 0 && !serr {
 			if j := bytes.IndexByte(rest, '"'); j > 0 {
 				ts := rest[:j]
 				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
 					if k := bytes.IndexByte(rest, '"'); k >= 0 {
 						if t, ok := events.ParseTime(ts); ok {
 							kind := rest[:k]
-							li.t, li.seq, li.class = t, seq, classOf(kind)
-							if keptInLog(events.Kind(kind)) {
-								li.fold = foldKeep
+							li.t, li.seq = t, seq
+							// The steady kinds first: most lines are.
+							var code uint8
+							switch string(kind) {
+							case string(events.Metrics):
+								code = foldMetrics
+							case string(events.Checkpoint):
+								li.class, code = classCheckpoint, foldCheckpoint
+							case string(events.Trim):
+								code = foldTrim
+							case string(events.Throughput):
+								code = foldThroughput
+							case string(events.WindowFired):
+								code = foldLog
+							default:
+								li.class = classOf(kind)
+								if keptInLogBytes(kind) {
+									li.fold = foldKeep
+								}
+								switch {
+								case string(kind) == string(events.CheckpointFallback):
+									code = foldCkptRow
+								case skipLog(kind):
+									code = foldLog
+								default:
+									code = foldMust
+								}
 							}
-							li.fold |= skimCode(kind, rest[k+1:], &li)
+							li.fold |= skimCode(code, rest[k+1:], &li)
 							return li, nil
 						}
 					}
@@ -160,27 +201,13 @@ func peek(line []byte) (int64, uint8, error) {
 	return li.t, li.class, err
 }
 
-// skimCode is the fold code of a line of kind k whose bytes after the
-// kind's closing quote are rest. A line not in the coordinator's shape
+// skimCode is the fold code of a line of its kind's code whose bytes
+// after the kind's closing quote are rest. A line not in the coordinator's shape
 // (,"node":"..." and ,"instance":"..." without escapes, then the text and
 // the fields, and no envelope key repeated in them) is foldMust.
-func skimCode(k, rest []byte, li *lineInfo) uint8 {
-	code := foldMust
-	switch {
-	case string(k) == string(events.Throughput):
-		code = foldThroughput
-	case string(k) == string(events.Metrics):
-		code = foldMetrics
-	case string(k) == string(events.Checkpoint):
-		code = foldCheckpoint
-	case string(k) == string(events.Trim):
-		code = foldTrim
-	case string(k) == string(events.CheckpointFallback):
-		return foldCkptRow
-	case skipLog(k):
-		code = foldLog
-	default:
-		return foldMust
+func skimCode(code uint8, rest []byte, li *lineInfo) uint8 {
+	if code == foldMust || code == foldCkptRow {
+		return code
 	}
 	// The envelope: ,"node":"N" and ,"instance":"I", each optional.
 	at := 0
@@ -195,34 +222,27 @@ func skimCode(k, rest []byte, li *lineInfo) uint8 {
 	}
 	env := rest[:at]
 	rest = rest[at:]
-	if r, ok := bytes.CutPrefix(rest, []byte(`,"text":"`)); ok {
-		j := stringEnd(r)
+	switch {
+	case bytes.HasPrefix(rest, []byte(`,"text":"`)), bytes.HasPrefix(rest, []byte(`,"fields":`)), len(rest) == 1 && rest[0] == '}':
+	default:
+		return foldMust
+	}
+	switch code {
+	case foldTrim:
+		// The fields: a quote after a comma is never inside a string
+		// (there it is escaped), so this is the envelope's fields key.
+		j := bytes.Index(rest, []byte(`,"fields":{"freed_bytes":`))
 		if j < 0 {
 			return foldMust
 		}
-		rest = r[j+1:]
-	}
-	if len(rest) == 1 && rest[0] == '}' {
-		rest = nil
-	} else if r, ok := bytes.CutPrefix(rest, []byte(`,"fields":`)); ok {
-		rest = r
-	} else {
-		return foldMust
-	}
-	if code == foldTrim {
-		key, freed, ok := trimShape(rest)
+		key, freed, ok := trimShape(rest[j+len(`,"fields":`):])
 		if !ok {
 			return foldMust
 		}
-		li.key = append(append(append(make([]byte, 0, 1+len(env)+len(key)), code), env...), key...)
+		li.key = append(append(append(li.buf[:0], code), env...), key...)
 		li.freed = freed
-		return code
-	}
-	if repeatsEnvelope(rest) {
-		return foldMust
-	}
-	if code == foldMetrics || code == foldCheckpoint {
-		li.key = append(append(make([]byte, 0, 1+len(env)), code), env...) // one key space per kind
+	case foldMetrics, foldCheckpoint:
+		li.key = append(append(li.buf[:0], code), env...) // one key space per kind
 	}
 	return code
 }
@@ -241,120 +261,93 @@ func plainEnd(b []byte) int {
 	return -1
 }
 
-// stringEnd is the index of the quote that ends the JSON string at the
-// start of b (past its opening quote); -1 if it does not end.
-func stringEnd(b []byte) int {
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			return i
-		case '\\':
-			i++
-		}
-	}
-	return -1
-}
-
-// repeatsEnvelope says whether b (the fields and what follows them) holds
-// a key the envelope has: json.Unmarshal would take the repeat.
-func repeatsEnvelope(b []byte) bool {
-	for _, k := range [][]byte{[]byte(`"node":`), []byte(`"instance":`), []byte(`"kind":`), []byte(`"time":`), []byte(`"seq":`), []byte(`"fields":`)} {
-		if bytes.Contains(b, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // trimShape reads a trim's fields as the coordinator writes them,
 // {"freed_bytes":N,"held_bytes":N,"positions":N,"slice":[...],"to":"T","up_to":N}}
 // to the end of the line: the bytes that key its backup (the slice and
 // the target, as written) and the bytes freed.
 func trimShape(b []byte) (key []byte, freed int64, ok bool) {
-	num := func(p string, signed bool) (int64, bool) {
-		r, ok := bytes.CutPrefix(b, []byte(p))
-		if !ok {
+	num := func(p string) (int64, bool) {
+		if len(b) < len(p) || string(b[:len(p)]) != p {
 			return 0, false
 		}
-		i := 0
-		if signed && i < len(r) && r[i] == '-' {
-			i++
+		r := b[len(p):]
+		i, neg := 0, false
+		if i < len(r) && r[i] == '-' {
+			i, neg = 1, true
 		}
 		j := i
+		var v int64
 		for j < len(r) && r[j] >= '0' && r[j] <= '9' {
+			v = v*10 + int64(r[j]-'0')
 			j++
 		}
-		if j == i || (r[i] == '0' && j > i+1) {
-			return 0, false
+		if j == i || j-i > 18 || (r[i] == '0' && j > i+1) {
+			return 0, false // none, too long to be sure it fits, or a leading zero
 		}
-		v, err := strconv.ParseInt(string(r[:j]), 10, 64)
-		if err != nil {
-			return 0, false
+		if neg {
+			v = -v
 		}
 		b = r[j:]
 		return v, true
 	}
-	var ok1, ok2, ok3 bool
-	if freed, ok1 = num(`{"freed_bytes":`, true); !ok1 {
+	var ok1 bool
+	if freed, ok1 = num(`{"freed_bytes":`); !ok1 {
 		return nil, 0, false
 	}
-	if _, ok2 = num(`,"held_bytes":`, true); !ok2 {
+	if _, ok1 = num(`,"held_bytes":`); !ok1 {
 		return nil, 0, false
 	}
-	if _, ok3 = num(`,"positions":`, true); !ok3 {
+	if _, ok1 = num(`,"positions":`); !ok1 {
 		return nil, 0, false
 	}
-	r, found := bytes.CutPrefix(b, []byte(`,"slice":`))
-	if !found {
+	const pSlice, pTo = `,"slice":`, `,"to":"`
+	if !bytes.HasPrefix(b, []byte(pSlice)) {
 		return nil, 0, false
 	}
-	// The slice: [ ] { } , : digits and the keys "hi" and "lo", nothing else.
+	r := b[len(pSlice):]
+	// The slice: null, or [ ] { } , : digits and the keys "hi" and "lo".
 	end := -1
-	for i := 0; i < len(r); i++ {
-		c := r[i]
-		switch {
-		case c == ']' && i > 0 && bytes.Count(r[:i+1], []byte{'['}) == bytes.Count(r[:i+1], []byte{']'}):
-			end = i
-		case c == '"':
-			if !bytes.HasPrefix(r[i:], []byte(`"hi":`)) && !bytes.HasPrefix(r[i:], []byte(`"lo":`)) {
+	if bytes.HasPrefix(r, []byte("null")) {
+		end = 3
+	} else if len(r) > 0 && r[0] == '[' {
+		depth := 0
+	scan:
+		for i := 0; i < len(r); i++ {
+			switch c := r[i]; {
+			case c == '[':
+				depth++
+			case c == ']':
+				if depth--; depth == 0 {
+					end = i
+					break scan
+				}
+			case c == '"':
+				if !bytes.HasPrefix(r[i:], []byte(`"hi":`)) && !bytes.HasPrefix(r[i:], []byte(`"lo":`)) {
+					return nil, 0, false
+				}
+				i += 4
+			case c == '{' || c == '}' || c == ',' || (c >= '0' && c <= '9'):
+			default:
 				return nil, 0, false
 			}
-			i += 4
-		case c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || (c >= '0' && c <= '9'):
-		case c == 'n' && bytes.HasPrefix(r[i:], []byte("null")):
-			i += 3
-		default:
-			return nil, 0, false
-		}
-		if end >= 0 {
-			break
 		}
 	}
-	if end < 0 || r[0] != '[' && r[0] != 'n' {
+	if end < 0 {
 		return nil, 0, false
 	}
-	if r[0] == 'n' {
-		end = 3
-	}
-	slice := r[:end+1]
 	b = r[end+1:]
-	r, found = bytes.CutPrefix(b, []byte(`,"to":"`))
-	if !found {
+	if !bytes.HasPrefix(b, []byte(pTo)) {
 		return nil, 0, false
 	}
-	j := plainEnd(r)
+	j := plainEnd(b[len(pTo):])
 	if j < 0 {
 		return nil, 0, false
 	}
-	to := r[:j]
-	b = r[j+1:]
-	if _, ok := num(`,"up_to":`, false); !ok {
+	key = r[:end+1+len(pTo)+j+1] // the slice and the target, as written
+	b = b[len(pTo)+j+1:]
+	if _, ok1 = num(`,"up_to":`); !ok1 || string(b) != "}}" {
 		return nil, 0, false
 	}
-	if string(b) != "}}" {
-		return nil, 0, false
-	}
-	key = append(append(append(append([]byte{}, slice...), '>'), to...), '"')
 	return key, freed, true
 }
 

@@ -32,8 +32,9 @@ type recording struct {
 	codes     []uint8  // event i's fold code and flags, for skim (skim.go)
 	key       []uint16 // event i's key among keys (0: none), for skim
 	keys      []string // the keys, as written: key k is keys[k-1]
-	trimAt    []int32  // the trims with a key, in order, and the bytes each freed
+	trimAt    []int32  // while indexing: the trims with a key, in order, and the bytes each freed
 	trimFreed []int64
+	lists              // the events by kind and key, for skim
 	seqMax    []uint64 // the largest seq of each seqBlock events
 	every     int      // events between snapshots (snapEvery; tests make it small)
 	release   func()   // gives data back (unmaps it): see close
@@ -239,6 +240,7 @@ func (r *recording) index() error {
 			r.codes[i] |= foldClamped
 		}
 	}
+	r.buildLists()
 	return nil
 }
 

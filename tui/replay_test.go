@@ -317,7 +317,7 @@ func TestSeekAheadOfTheFold(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m.rp.pos != target || !reflect.DeepEqual(want, m.s) {
-			t.Errorf("seek(%d) with snapshots to 32: at %d, state equal %v", target, m.rp.pos, reflect.DeepEqual(want, m.s))
+			t.Errorf("seek(%d) with snapshots to 32: at %d, %s", target, m.rp.pos, stateDiff(want, m.s))
 		}
 	}
 }

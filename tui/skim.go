@@ -351,12 +351,95 @@ func trimShape(b []byte) (key []byte, freed int64, ok bool) {
 	return key, freed, true
 }
 
-// skimPlan is what skim decodes: the events it applies and the ones the
-// log keeps.
+// lists are the recording's events by fold code and key, each list in
+// order, built once at open: with them a plan finds the events it needs
+// by binary search instead of walking the range.
+type lists struct {
+	mustAt []int32 // foldMust and foldCkptRow
+	keepAt []int32 // foldKeep: the log keeps them over the others
+	tputAt []int32 // foldThroughput
+	rowAt  []int32 // foldCheckpoint and foldCkptRow: the rows of the checkpoints table
+	// The keyed events by key: key k's are byKey[keyStart[k]:keyStart[k+1]],
+	// and freedTo[j] is the bytes freed by the trims of byKey[keyStart[k]:j]
+	// of its key (trim keys only).
+	keyStart []int32
+	byKey    []int32
+	freedTo  []int64
+}
+
+// buildLists fills r.lists from r.codes, r.key and r.trimAt.
+func (r *recording) buildLists() {
+	nk := len(r.keys) + 1
+	count := make([]int32, nk+1)
+	for i, f := range r.codes {
+		switch f & foldCode {
+		case foldMust:
+			r.mustAt = append(r.mustAt, int32(i))
+		case foldCkptRow:
+			r.mustAt = append(r.mustAt, int32(i))
+			r.rowAt = append(r.rowAt, int32(i))
+		case foldThroughput:
+			r.tputAt = append(r.tputAt, int32(i))
+		case foldCheckpoint:
+			r.rowAt = append(r.rowAt, int32(i))
+		}
+		if f&foldKeep != 0 {
+			r.keepAt = append(r.keepAt, int32(i))
+		}
+		if k := r.key[i]; k != 0 {
+			count[k+1]++
+		}
+	}
+	r.keyStart = make([]int32, nk+1)
+	for k := 1; k <= nk; k++ {
+		r.keyStart[k] = r.keyStart[k-1] + count[k]
+	}
+	r.byKey = make([]int32, r.keyStart[nk])
+	r.freedTo = make([]int64, r.keyStart[nk]+1)
+	fill := append([]int32(nil), r.keyStart...)
+	freed := make([]int64, len(r.byKey)) // by slot
+	tj := 0
+	for i, k := range r.key {
+		if k == 0 {
+			continue
+		}
+		j := fill[k]
+		fill[k]++
+		r.byKey[j] = int32(i)
+		for tj < len(r.trimAt) && int(r.trimAt[tj]) < i {
+			tj++
+		}
+		if tj < len(r.trimAt) && int(r.trimAt[tj]) == i {
+			freed[j] = r.trimFreed[tj]
+		}
+	}
+	for j, f := range freed {
+		r.freedTo[j+1] = r.freedTo[j] + f
+	}
+	r.trimAt, r.trimFreed = nil, nil
+}
+
+// between is the part of the sorted list xs in [from, to).
+func between(xs []int32, from, to int) []int32 {
+	lo := sort.Search(len(xs), func(j int) bool { return int(xs[j]) >= from })
+	hi := lo + sort.Search(len(xs)-lo, func(j int) bool { return int(xs[lo+j]) >= to })
+	return xs[lo:hi]
+}
+
+// skimPlan is what skim decodes: the events it applies, the ones the log
+// keeps, and what the trims it does not apply add to their backups.
 type skimPlan struct {
-	take  []bool // take[i-from]: event i is applied
-	apply []int  // in order
-	log   []int  // the log's events from the fold's range, in order; a base entry is -(b+1)
+	apply []int // in order
+	log   []int // the log's entries, in order: an event, or base's entry b as -(b+1)
+	trims []trimSum
+}
+
+// trimSum is what the unapplied trims of one key add to its backup; at is
+// an applied trim of the key (its last is), to name the backup.
+type trimSum struct {
+	at    int
+	freed int64
+	n     int
 }
 
 // plan chooses the events of [from, to) to apply onto base (the state
@@ -366,134 +449,158 @@ func (r *recording) plan(base *state, from, to int) skimPlan {
 	if to <= from {
 		return pl
 	}
-	take := make([]bool, to-from)
-	need := func(i int) { take[i-from] = true }
-	nk := len(r.keys) + 1
-	seen := make([]uint16, nk) // events of each key met, walking back (capped)
-	first := make([]int, nk)
-	for i := range first {
-		first[i] = -1
+	var need []int
+	add := func(xs []int32) {
+		for _, i := range xs {
+			need = append(need, int(i))
+		}
 	}
-	rows, starts := 0, 0
-	tputDone := false
-	nextT, nextClamped, haveNext := int64(0), false, false
-	for i := to - 1; i >= from; i-- {
-		f := r.codes[i]
-		switch f & foldCode {
-		case foldMust:
-			need(i)
-		case foldCkptRow:
-			need(i)
-			rows++
-		case foldThroughput:
-			if tputDone {
-				break
-			}
-			need(i)
-			clamped := f&foldClamped != 0
-			if haveNext && !clamped && !nextClamped {
-				if d := nextT - r.times[i]; d >= 100e6 || d < 0 {
+	add(between(r.mustAt, from, to))
+	// Throughput: back from the target until maxTput points start after
+	// the sample reached.
+	tp := between(r.tputAt, from, to)
+	starts := 0
+	for j := len(tp) - 1; j >= 0 && starts < maxTput; j-- {
+		i := int(tp[j])
+		need = append(need, i)
+		if j+1 < len(tp) {
+			n := int(tp[j+1])
+			if (r.codes[i]|r.codes[n])&foldClamped == 0 {
+				if d := r.times[n] - r.times[i]; d >= 100e6 || d < 0 {
 					starts++ // the sample after this one starts a point
 				}
 			}
-			nextT, nextClamped, haveNext = r.times[i], clamped, true
-			if starts >= maxTput {
-				tputDone = true // maxTput points start after this sample: it and those before are dropped
-			}
-		case foldMetrics:
-			k := r.key[i]
-			if seen[k] == 0 {
-				need(i)
-				seen[k] = 1
-			}
-			first[k] = i
-		case foldCheckpoint:
-			k := r.key[i]
-			if rows < maxCkpts || seen[k] < 16 {
-				need(i)
-			}
-			rows++
-			seen[k] = min(seen[k]+1, 1<<15)
-			first[k] = i
-		case foldTrim:
-			k := r.key[i]
-			if seen[k] < 32 {
-				need(i)
-			}
-			seen[k] = min(seen[k]+1, 1<<15)
 		}
 	}
-	for _, i := range first {
-		if i >= 0 {
-			need(i)
+	// The checkpoints table's last rows.
+	rows := between(r.rowAt, from, to)
+	add(rows[max(len(rows)-maxCkpts, 0):])
+	// Each key's first (if in the range), and its last ones.
+	type skip struct{ lo, hi int32 } // slots of byKey not applied
+	var skipped []skip
+	for k := 1; k <= len(r.keys); k++ {
+		all := r.byKey[r.keyStart[k]:r.keyStart[k+1]]
+		if len(all) == 0 {
+			continue
 		}
+		in := between(all, from, to)
+		if len(in) == 0 {
+			continue
+		}
+		if int(all[0]) >= from {
+			need = append(need, int(all[0])) // it makes the node or instance where a full fold does
+		}
+		last := 1
+		switch r.codes[all[0]] & foldCode {
+		case foldCheckpoint:
+			last = 16
+		case foldTrim:
+			last = 32
+			if len(in) > last {
+				lo := int32(len(all)-len(between(all, from, 1<<62))) + r.keyStart[k] // slot of in[0]
+				skipped = append(skipped, skip{lo, lo + int32(len(in)-last)})
+			}
+		}
+		add(in[max(len(in)-last, 0):])
 	}
 	if base.first.IsZero() {
-		need(from)
+		need = append(need, from)
 	}
 	if last := r.times[to-1]; base.last.IsZero() || last > base.last.UnixNano() {
 		// The first event at the latest time: it sets the state's last.
-		need(from + sort.Search(to-from, func(j int) bool { return r.times[from+j] >= last }))
+		need = append(need, from+sort.Search(to-from, func(j int) bool { return r.times[from+j] >= last }))
 	}
-	for j, ok := range take {
-		if ok {
-			pl.apply = append(pl.apply, from+j)
+	sort.Ints(need)
+	pl.apply = compactInts(need)
+	// The trims not applied: their bytes and count, from the lists.
+	for _, sk := range skipped {
+		ts := trimSum{at: int(r.byKey[sk.hi]), freed: r.freedTo[sk.hi] - r.freedTo[sk.lo], n: int(sk.hi - sk.lo)}
+		// One of them may be applied for another reason (the first
+		// event, the latest time): it adds its own.
+		for _, i := range pl.apply {
+			if i >= int(r.byKey[sk.lo]) && i < ts.at && r.key[i] == r.key[ts.at] {
+				j := sk.lo + int32(sort.Search(int(sk.hi-sk.lo), func(j int) bool { return int(r.byKey[sk.lo+int32(j)]) >= i }))
+				ts.freed -= r.freedTo[j+1] - r.freedTo[j]
+				ts.n--
+			}
 		}
+		pl.trims = append(pl.trims, ts)
 	}
-	pl.take = take
 	pl.log = r.replayLog(base, from, to)
 	return pl
 }
 
-// replayLog is appendLog over the index: the entries the log holds
-// after events [from, to) on base's, each an event's index, or base's
-// entry b as -(b+1).
+// replayLog is appendLog over the index: the entries the log holds after
+// events [from, to) on base's, each an event's index, or base's entry b
+// as -(b+1). appendLog drops the oldest entries it does not keep first,
+// and the oldest it keeps only when it has too few of the others; so the
+// log is always the latest K of the kept and the latest M of the others,
+// and replaying the counts is enough.
 func (r *recording) replayLog(base *state, from, to int) []int {
-	// A slot is an entry's number: base's first, then the range's; the
-	// top bit marks an entry the log keeps over the others.
-	const keep = 1 << 62
-	nb := len(base.log)
-	slots := make([]int64, 0, maxLog+1)
+	isKept := func(le logEntry) bool { return le.Local || le.Bad || lifecycle(le.E.Kind) }
+	var baseKept, baseOther []int // base's entries of each sort, in order
 	for b, le := range base.log {
-		s := int64(b)
-		if le.Local || le.Bad || lifecycle(le.E.Kind) {
-			s |= keep
-		}
-		slots = append(slots, s)
-	}
-	for i := from; i < to; i++ {
-		if len(slots) >= maxLog {
-			drop := maxLog / 4
-			j := 0
-			for _, s := range slots {
-				if drop > 0 && s&keep == 0 {
-					drop--
-					continue
-				}
-				slots[j] = s
-				j++
-			}
-			if drop > 0 {
-				j = copy(slots, slots[drop:j])
-			}
-			slots = slots[:j]
-		}
-		s := int64(nb + i - from)
-		if r.codes[i]&foldKeep != 0 {
-			s |= keep
-		}
-		slots = append(slots, s)
-	}
-	out := make([]int, len(slots))
-	for j, s := range slots {
-		n := int(s &^ keep)
-		if n < nb {
-			out[j] = -(n + 1)
+		if isKept(le) {
+			baseKept = append(baseKept, b)
 		} else {
-			out[j] = from + n - nb
+			baseOther = append(baseOther, b)
 		}
 	}
-	return out
+	k, m := len(baseKept), len(baseOther)
+	compact := func() {
+		drop := maxLog / 4
+		d := min(drop, m)
+		m -= d
+		k -= drop - d
+	}
+	others := func(n int) { // n appends of entries not kept
+		for n > 0 {
+			if k+m >= maxLog {
+				compact()
+			}
+			a := min(maxLog-(k+m), n)
+			m += a
+			n -= a
+		}
+	}
+	kept := between(r.keepAt, from, to)
+	at := from
+	for _, q := range kept {
+		others(int(q) - at)
+		if k+m >= maxLog {
+			compact()
+		}
+		k++
+		at = int(q) + 1
+	}
+	others(to - at)
+	// The latest k kept and m others, base's first.
+	var out []int
+	nk := min(k, len(kept))
+	nm := m
+	var rangeOther []int
+	for i := to - 1; i >= from && len(rangeOther) < nm; i-- {
+		if r.codes[i]&foldKeep == 0 {
+			rangeOther = append(rangeOther, i)
+		}
+	}
+	bk, bo := baseKept[len(baseKept)-(k-nk):], baseOther[len(baseOther)-(m-len(rangeOther)):]
+	for i, j := 0, 0; i < len(bk) || j < len(bo); {
+		if j == len(bo) || (i < len(bk) && bk[i] < bo[j]) {
+			out = append(out, -(bk[i] + 1))
+			i++
+		} else {
+			out = append(out, -(bo[j] + 1))
+			j++
+		}
+	}
+	var tail []int
+	for _, q := range kept[len(kept)-nk:] {
+		tail = append(tail, int(q))
+	}
+	tail = append(tail, rangeOther...)
+	sort.Ints(tail)
+	return append(out, tail...)
 }
 
 // skim is the state after events [0, to) from base, the state after
@@ -505,7 +612,7 @@ func (r *recording) skim(base *state, from, to int) (*state, error) {
 		return s, nil
 	}
 	pl := r.plan(base, from, to)
-	need := pl.apply
+	need := append([]int(nil), pl.apply...) // sorted below: not in pl.apply's array
 	for _, i := range pl.log {
 		if i >= 0 {
 			need = append(need, i)
@@ -524,45 +631,16 @@ func (r *recording) skim(base *state, from, to int) (*state, error) {
 	for _, i := range pl.apply {
 		s.apply(evs[at[i]])
 	}
-	// What the skipped trims add to their backups.
-	type sum struct {
-		freed int64
-		n     int
-	}
-	sums := make([]sum, len(r.keys)+1)
-	skipped := false
-	lo := sort.Search(len(r.trimAt), func(j int) bool { return int(r.trimAt[j]) >= from })
-	for j := lo; j < len(r.trimAt) && int(r.trimAt[j]) < to; j++ {
-		i := int(r.trimAt[j])
-		if pl.take[i-from] {
-			continue
+	// What the trims not applied add to their backups.
+	for _, ts := range pl.trims {
+		e := evs[at[ts.at]]
+		f, _ := e.Fields.(events.TrimFields)
+		b := s.backups[instKey(e.Instance)+">"+instKey(f.To)+">"+rangesText(f.Slice)]
+		if b == nil {
+			return nil, errors.New("skim: a trim's backup is missing") // cannot be: the trim at ts.at made it
 		}
-		x := &sums[r.key[i]]
-		x.freed += r.trimFreed[j]
-		x.n++
-		skipped = true
-	}
-	if skipped {
-		// Each key's backup, from an applied trim of it (its last 32 are).
-		rows := map[uint16]string{}
-		for _, i := range pl.apply {
-			if r.codes[i]&foldCode == foldTrim {
-				e := evs[at[i]]
-				f, _ := e.Fields.(events.TrimFields)
-				rows[r.key[i]] = instKey(e.Instance) + ">" + instKey(f.To) + ">" + rangesText(f.Slice)
-			}
-		}
-		for k, x := range sums {
-			if x.n == 0 {
-				continue
-			}
-			b := s.backups[rows[uint16(k)]]
-			if b == nil {
-				return nil, errors.New("skim: a trim's backup is missing") // cannot be: its last 32 are applied
-			}
-			b.Freed += x.freed
-			b.Trims += x.n
-		}
+		b.Freed += ts.freed
+		b.Trims += ts.n
 	}
 	// The log, the counters, the latest seq.
 	s.log = make([]logEntry, 0, max(len(pl.log), maxLog))

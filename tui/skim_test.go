@@ -138,3 +138,33 @@ func stateDiff(want, got *state) string {
 func valueOf(v reflect.Value) any {
 	return reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem().Interface()
 }
+
+// TestSkimEveryPosition: on the recorded runs, skimming to every position
+// from the start, and from the snapshot before, gives the full fold's
+// state: small ranges, where every bound is far from full.
+func TestSkimEveryPosition(t *testing.T) {
+	for _, name := range []string{"run-kill.jsonl", "run-global.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			rec := recorded(t, name)
+			rec.every = 16
+			rec.buildSnapshots()
+			straight := newState()
+			for pos := 0; pos <= rec.len(); pos++ {
+				if pos > 0 {
+					if err := rec.fold(straight, pos-1, pos); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, from := range []int{0, (pos / 16) * 16, max(pos-1, 0) / 16 * 16} {
+					got, err := rec.skim(rec.snaps[from/16], from, pos)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := stateDiff(straight, got); diff != "" {
+						t.Fatalf("skim from %d to %d: %s", from, pos, diff)
+					}
+				}
+			}
+		})
+	}
+}

@@ -183,6 +183,7 @@ func BenchmarkViewOpen(b *testing.B) {
 	}
 	b.SetBytes(size)
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		rec, err := openRecording(path)
 		if err != nil {
@@ -199,6 +200,7 @@ func BenchmarkViewOpen(b *testing.B) {
 		}
 		rec.close()
 	}
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // BenchmarkViewSeek: one seek to a random position of the same recording
@@ -270,20 +272,22 @@ func BenchmarkViewSeekAhead(b *testing.B) {
 	for _, pct := range []int{10, 50, 90, 100} {
 		b.Run(fmt.Sprintf("at=%d%%", pct), func(b *testing.B) {
 			target := rec.len() * pct / 100
-			var worst time.Duration
+			var worst, cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				m.seek(0)
 				b.StartTimer()
-				t0 := time.Now()
+				t0, c0 := time.Now(), cpuTime()
 				m.seek(target)
 				_ = m.View()
 				worst = max(worst, time.Since(t0))
+				cpu += cpuTime() - c0
 				if m.rp.pos != target || m.rp.err != nil {
 					b.Fatalf("at %d, want %d (%v)", m.rp.pos, target, m.rp.err)
 				}
 			}
 			b.ReportMetric(float64(worst)/float64(time.Millisecond), "worst-ms")
+			b.ReportMetric(float64(cpu)/float64(b.N)/float64(time.Millisecond), "cpu-ms/op")
 		})
 	}
 }

@@ -143,6 +143,7 @@ func (r *recording) index() error {
 			pr := part{offs: make([]int64, 0, est), times: make([]int64, 0, est), class: make([]uint8, 0, est),
 				fold: make([]uint8, 0, est), key: make([]uint16, 0, est), seq: make([]uint64, 0, est), keys: map[string]uint16{}}
 			buf := make([]byte, 0, 256)
+			var tc timeCache
 			for at := lo; at < hi; {
 				end := hi
 				if i := bytes.IndexByte(r.data[at:hi], '\n'); i >= 0 {
@@ -150,7 +151,7 @@ func (r *recording) index() error {
 				}
 				line := bytes.TrimSpace(r.data[at:end])
 				if len(line) > 0 {
-					li, err := peekLineBuf(line, buf)
+					li, err := peekLineBuf(line, buf, &tc)
 					if err != nil {
 						pr.err, pr.errAt = err, at
 						break

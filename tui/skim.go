@@ -105,10 +105,11 @@ type lineInfo struct {
 // coordinator's lines start {"v":1,"seq":N,"time":"...","kind":"..."
 // (before the schema version, without "v") and are read without decoding;
 // any other line is decoded whole (and is always folded: foldMust).
-func peekLine(line []byte) (lineInfo, error) { return peekLineBuf(line, nil) }
+func peekLine(line []byte) (lineInfo, error) { return peekLineBuf(line, nil, nil) }
 
-// peekLineBuf is peekLine building the key in buf.
-func peekLineBuf(line, buf []byte) (lineInfo, error) {
+// peekLineBuf is peekLine building the key in buf, and reading the time
+// with tc (nil: without).
+func peekLineBuf(line, buf []byte, tc *timeCache) (lineInfo, error) {
 	li := lineInfo{buf: buf}
 	if line[len(line)-1] != '}' {
 		return li, errors.New("not a JSON object (cut short?)")
@@ -139,7 +140,7 @@ func peekLineBuf(line, buf []byte) (lineInfo, error) {
 				ts := rest[:j]
 				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
 					if k := bytes.IndexByte(rest, '"'); k >= 0 {
-						if t, ok := events.ParseTime(ts); ok {
+						if t, ok := tc.parse(ts); ok {
 							kind := rest[:k]
 							li.t, li.seq = t, seq
 							// The steady kinds first: most lines are.
@@ -193,6 +194,50 @@ func peekLineBuf(line, buf []byte) (lineInfo, error) {
 	}
 	li.fold |= foldMust
 	return li, nil
+}
+
+// timeCache reads the times of lines that share their second (most of a
+// recording's next lines do) from the second's start, read once, and the
+// fraction: what events.ParseTime gives. Not safe for concurrent use.
+type timeCache struct {
+	prefix [19]byte // YYYY-MM-DDTHH:MM:SS
+	base   int64    // its time, unix ns
+	ok     bool
+	buf    [20]byte
+}
+
+func (tc *timeCache) parse(ts []byte) (int64, bool) {
+	if tc == nil || len(ts) < 20 || ts[len(ts)-1] != 'Z' {
+		return events.ParseTime(ts)
+	}
+	frac := ts[19 : len(ts)-1]
+	ns := int64(0)
+	if len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return events.ParseTime(ts)
+		}
+		for _, c := range frac[1:] {
+			if c < '0' || c > '9' {
+				return events.ParseTime(ts)
+			}
+			ns = ns*10 + int64(c-'0')
+		}
+		for k := len(frac) - 1; k < 9; k++ {
+			ns *= 10
+		}
+	}
+	if !tc.ok || string(tc.prefix[:]) != string(ts[:19]) {
+		copy(tc.buf[:], ts[:19])
+		tc.buf[19] = 'Z'
+		base, ok := events.ParseTime(tc.buf[:])
+		if !ok {
+			tc.ok = false
+			return events.ParseTime(ts)
+		}
+		copy(tc.prefix[:], ts[:19])
+		tc.base, tc.ok = base, true
+	}
+	return tc.base + ns, true
 }
 
 // peek is peekLine's time and class.

@@ -34,7 +34,8 @@ type recording struct {
 	keys      []string // the keys, as written: key k is keys[k-1]
 	trimAt    []int32  // while indexing: the trims with a key, in order, and the bytes each freed
 	trimFreed []int64
-	lists              // the events by kind and key, for skim
+	lists     // the events by kind and key, for skim; complete when listed is closed
+	listed    chan struct{}
 	seqMax    []uint64 // the largest seq of each seqBlock events
 	every     int      // events between snapshots (snapEvery; tests make it small)
 	release   func()   // gives data back (unmaps it): see close
@@ -90,7 +91,8 @@ func openRecording(path string) (*recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &recording{path: path, data: data, every: snapEvery, release: release, stop: make(chan struct{})}
+	r := &recording{path: path, data: data, every: snapEvery, release: release, stop: make(chan struct{}),
+		listed: make(chan struct{})}
 	if err := r.index(); err != nil {
 		release()
 		return nil, err
@@ -241,7 +243,10 @@ func (r *recording) index() error {
 			r.codes[i] |= foldClamped
 		}
 	}
-	r.buildLists()
+	go func() {
+		r.buildLists()
+		close(r.listed)
+	}()
 	return nil
 }
 
@@ -363,6 +368,7 @@ func (r *recording) close() {
 		r.mu.Unlock()
 		close(r.stop)
 		r.folding.Wait()
+		<-r.listed
 		r.release()
 	})
 }

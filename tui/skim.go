@@ -412,7 +412,9 @@ type lists struct {
 	freedTo  []int64
 }
 
-// buildLists fills r.lists from r.codes, r.key and r.trimAt.
+// buildLists fills r.lists from r.codes, r.key and r.trimAt. Open runs
+// it on its own goroutine, after the index (the first frame does not wait
+// for it), and closes r.listed when it is done.
 func (r *recording) buildLists() {
 	nk := len(r.keys) + 1
 	count := make([]int32, nk+1)
@@ -442,7 +444,6 @@ func (r *recording) buildLists() {
 	r.byKey = make([]int32, r.keyStart[nk])
 	r.freedTo = make([]int64, r.keyStart[nk]+1)
 	fill := append([]int32(nil), r.keyStart...)
-	freed := make([]int64, len(r.byKey)) // by slot
 	tj := 0
 	for i, k := range r.key {
 		if k == 0 {
@@ -455,11 +456,11 @@ func (r *recording) buildLists() {
 			tj++
 		}
 		if tj < len(r.trimAt) && int(r.trimAt[tj]) == i {
-			freed[j] = r.trimFreed[tj]
+			r.freedTo[j+1] = r.trimFreed[tj] // summed below
 		}
 	}
-	for j, f := range freed {
-		r.freedTo[j+1] = r.freedTo[j] + f
+	for j := 1; j < len(r.freedTo); j++ {
+		r.freedTo[j] += r.freedTo[j-1]
 	}
 	r.trimAt, r.trimFreed = nil, nil
 }
@@ -494,6 +495,7 @@ func (r *recording) plan(base *state, from, to int) skimPlan {
 	if to <= from {
 		return pl
 	}
+	<-r.listed
 	var need []int
 	add := func(xs []int32) {
 		for _, i := range xs {

@@ -458,8 +458,13 @@ func (r *recording) seekState(pos int) (*state, error) {
 	return r.skim(base, k*r.every, pos)
 }
 
+// skimOver is the distance from a snapshot past which stateAt skims
+// instead of folding every event: a skim decodes a few thousand events
+// at most (the bounded histories' worth), a fold all of them.
+const skimOver = 4096
+
 // stateAt builds the state after events [0, pos) from the nearest
-// snapshot at or before pos. ok is false when the background fold has not
+// snapshot at or before pos (by skim past skimOver events). ok is false when the background fold has not
 // reached that snapshot yet.
 func (r *recording) stateAt(pos int) (*state, bool, error) {
 	k := pos / r.every
@@ -471,6 +476,10 @@ func (r *recording) stateAt(pos int) (*state, bool, error) {
 	}
 	base := r.snaps[k]
 	r.mu.Unlock()
+	if pos-k*r.every > skimOver {
+		s, err := r.skim(base, k*r.every, pos)
+		return s, err == nil, err
+	}
 	s := base.clone()
 	if err := r.fold(s, k*r.every, pos); err != nil {
 		return nil, false, err

@@ -2,9 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +169,68 @@ func TestSkimEveryPosition(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSkimRareShapes: what the synthetic run does not have. An instance
+// first named by metrics before another operator's first checkpoint (the
+// operators' order is the order they were first named in); one that
+// stopped checkpointing long before the others (its own last 16 are not
+// among the last rows); a log of more kept events than it holds (then
+// kept ones are dropped too).
+func TestSkimRareShapes(t *testing.T) {
+	var b strings.Builder
+	seq := 0
+	at := clock
+	line := func(kind, env, fields string) {
+		seq++
+		at = at.Add(time.Millisecond)
+		fmt.Fprintf(&b, `{"v":1,"seq":%d,"time":"%s","kind":"%s"%s,"text":"x","fields":%s}`+"\n",
+			seq, at.Format(time.RFC3339Nano), kind, env, fields)
+	}
+	ckpt := func(inst string, id int) {
+		line("checkpoint", `,"node":"n1","instance":"`+inst+`"`, fmt.Sprintf(`{"bytes":1,"full":true,"id":%d,"total_us":5}`, id))
+	}
+	metrics := func(inst string, v int) {
+		line("metrics", `,"node":"n1","instance":"`+inst+`"`, fmt.Sprintf(`{"in_rate":%d,"backlog":1}`, v))
+	}
+	line("window_fired", `,"node":"n1","instance":"rollup#0"`, `{"results":1}`) // the first event is applied anyway
+	metrics("zeta#0", 1)
+	for i := 0; i < 20; i++ {
+		ckpt("early#0", i+1)
+	}
+	ckpt("alpha#0", 1)
+	for i := 0; i < 3000; i++ {
+		line("node_joined", `,"node":"n`+strconv.Itoa(i%7)+`"`, `{"listen":"127.0.0.1:1"}`)
+		if i%5 == 0 {
+			ckpt("alpha#0", i+2)
+			metrics("zeta#0", i)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := openRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.close)
+	straight := newState()
+	for _, to := range []int{100, 1000, 2500, rec.len()} {
+		if err := rec.fold(straight, int(straight.total), to); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rec.skim(newState(), 0, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := stateDiff(straight, got); diff != "" {
+			t.Errorf("skim to %d: %s", to, diff)
+		}
+	}
+	if len(straight.ckptByInst["early#0"]) != 16 || straight.opOrder[0] != "zeta" || len(straight.log) < maxLog/2 {
+		t.Errorf("not the shapes this test is for: early#0's %d checkpoints, operators %v, %d log lines",
+			len(straight.ckptByInst["early#0"]), straight.opOrder, len(straight.log))
 	}
 }

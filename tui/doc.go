@@ -75,9 +75,16 @@
 // keeps a clone of the state every 16,384 events. A seek clones the
 // snapshot at or before its target and folds what lies between (decoded
 // on two goroutines by decodeEvent, a fast path that is json.Unmarshal
-// for any input); a seek past the background fold waits for it, and the
-// header says so. A line that is not an event is FILE:LINE: found at open
-// for a line cut short or not JSON, else by the fold, which then ends the
+// for any input). A seek past the background fold does not wait for it:
+// the index also gives each line a fold code (its kind, as far as the
+// fold cares) and a key (its node and instance), and a skim (skim.go)
+// decodes from the fold's latest snapshot only the events that can change
+// the state at the target: the rare kinds, and of the steady ones the
+// bounded suffixes and latest values the panes keep; the log and the
+// counters are replayed on the index. The state is the full fold's, field
+// for field (TestSkimIsTheFold). A line that is not an event is
+// FILE:LINE: found at open for a line cut short or not JSON, else by the
+// background fold (a skim decodes only some lines), which then ends the
 // viewer with the error.
 //
 // # A lesson: spate tour

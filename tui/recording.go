@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -25,13 +24,21 @@ import (
 // concurrent reads; snaps is guarded by mu. The states in snaps are never
 // changed: a seek works on a clone.
 type recording struct {
-	path    string
-	data    []byte
-	offs    []int64 // where event i's line starts
-	times   []int64 // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
-	class   []uint8 // event i's class, for [ and ]
-	every   int     // events between snapshots (snapEvery; tests make it small)
-	release func()  // gives data back (unmaps it): see close
+	path      string
+	data      []byte
+	offs      []int64  // where event i's line starts
+	times     []int64  // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
+	class     []uint8  // event i's class, for [ and ]
+	codes     []uint8  // event i's fold code and flags, for skim (skim.go)
+	key       []uint16 // event i's key among keys (0: none), for skim
+	keys      []string // the keys, as written: key k is keys[k-1]
+	trimAt    []int32  // while indexing: the trims with a key, in order, and the bytes each freed
+	trimFreed []int64
+	lists     // the events by kind and key, for skim; complete when listed is closed
+	listed    chan struct{}
+	seqMax    []uint64 // the largest seq of each seqBlock events
+	every     int      // events between snapshots (snapEvery; tests make it small)
+	release   func()   // gives data back (unmaps it): see close
 
 	stop    chan struct{} // closed by close: the background fold stops
 	folding sync.WaitGroup
@@ -84,7 +91,8 @@ func openRecording(path string) (*recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &recording{path: path, data: data, every: snapEvery, release: release, stop: make(chan struct{})}
+	r := &recording{path: path, data: data, every: snapEvery, release: release, stop: make(chan struct{}),
+		listed: make(chan struct{})}
 	if err := r.index(); err != nil {
 		release()
 		return nil, err
@@ -116,7 +124,13 @@ func (r *recording) index() error {
 	bounds = append(bounds, len(r.data))
 	type part struct {
 		offs, times []int64
-		class       []uint8
+		class, fold []uint8
+		key         []uint16
+		keys        map[string]uint16
+		names       []string
+		trimAt      []int32
+		trimFreed   []int64
+		seq         []uint64
 		err         error
 		errAt       int
 	}
@@ -128,7 +142,10 @@ func (r *recording) index() error {
 			defer wg.Done()
 			lo, hi := bounds[p], bounds[p+1]
 			est := (hi - lo) / 200
-			pr := part{offs: make([]int64, 0, est), times: make([]int64, 0, est), class: make([]uint8, 0, est)}
+			pr := part{offs: make([]int64, 0, est), times: make([]int64, 0, est), class: make([]uint8, 0, est),
+				fold: make([]uint8, 0, est), key: make([]uint16, 0, est), seq: make([]uint64, 0, est), keys: map[string]uint16{}}
+			buf := make([]byte, 0, 256)
+			var tc timeCache
 			for at := lo; at < hi; {
 				end := hi
 				if i := bytes.IndexByte(r.data[at:hi], '\n'); i >= 0 {
@@ -136,14 +153,34 @@ func (r *recording) index() error {
 				}
 				line := bytes.TrimSpace(r.data[at:end])
 				if len(line) > 0 {
-					t, class, err := peek(line)
+					li, err := peekLineBuf(line, buf, &tc)
 					if err != nil {
 						pr.err, pr.errAt = err, at
 						break
 					}
+					var k uint16
+					if li.key != nil {
+						buf = li.key[:0]
+						var ok bool
+						if k, ok = pr.keys[string(li.key)]; !ok && len(pr.names) < 1<<16-1 {
+							pr.names = append(pr.names, string(li.key))
+							k = uint16(len(pr.names))
+							pr.keys[string(li.key)] = k
+						}
+						if k == 0 { // too many keys: decode it
+							li.fold = li.fold&^foldCode | foldMust
+						}
+					}
+					if li.fold&foldCode == foldTrim {
+						pr.trimAt = append(pr.trimAt, int32(len(pr.offs)))
+						pr.trimFreed = append(pr.trimFreed, li.freed)
+					}
 					pr.offs = append(pr.offs, int64(at))
-					pr.times = append(pr.times, t)
-					pr.class = append(pr.class, class)
+					pr.times = append(pr.times, li.t)
+					pr.class = append(pr.class, li.class)
+					pr.fold = append(pr.fold, li.fold)
+					pr.key = append(pr.key, k)
+					pr.seq = append(pr.seq, li.seq)
 				}
 				at = end + 1
 			}
@@ -161,71 +198,60 @@ func (r *recording) index() error {
 	r.offs = make([]int64, 0, n)
 	r.times = make([]int64, 0, n)
 	r.class = make([]uint8, 0, n)
+	r.codes = make([]uint8, 0, n)
+	r.key = make([]uint16, 0, n)
+	r.seqMax = make([]uint64, (n+seqBlock-1)/seqBlock)
+	global := map[string]uint16{}
 	for _, pr := range res {
+		base := len(r.offs)
+		// The part's keys in the recording's.
+		remap := make([]uint16, len(pr.names)+1)
+		for j, name := range pr.names {
+			k, ok := global[name]
+			if !ok && len(r.keys) < 1<<16-1 {
+				r.keys = append(r.keys, name)
+				k = uint16(len(r.keys))
+				global[name] = k
+			}
+			remap[j+1] = k
+		}
 		r.offs = append(r.offs, pr.offs...)
 		r.times = append(r.times, pr.times...)
 		r.class = append(r.class, pr.class...)
+		r.codes = append(r.codes, pr.fold...)
+		for j, k := range pr.key {
+			g := remap[k]
+			if k != 0 && g == 0 {
+				r.codes[base+j] = r.codes[base+j]&^foldCode | foldMust
+			}
+			r.key = append(r.key, g)
+		}
+		for j, at := range pr.trimAt {
+			if i := base + int(at); r.codes[i]&foldCode == foldTrim {
+				r.trimAt = append(r.trimAt, int32(i))
+				r.trimFreed = append(r.trimFreed, pr.trimFreed[j])
+			}
+		}
+		for j, q := range pr.seq {
+			b := (base + j) / seqBlock
+			r.seqMax[b] = max(r.seqMax[b], q)
+		}
 	}
 	for i := 1; i < len(r.times); i++ {
-		r.times[i] = max(r.times[i], r.times[i-1])
+		if r.times[i] < r.times[i-1] {
+			r.times[i] = r.times[i-1]
+			r.codes[i] |= foldClamped
+		}
 	}
+	go func() {
+		r.buildLists()
+		close(r.listed)
+	}()
 	return nil
 }
 
 // lineAt is the line number of byte offset at.
 func (r *recording) lineAt(at int) int { return bytes.Count(r.data[:at], []byte{'\n'}) + 1 }
-
-// peek reads an event line's time and kind. The coordinator's lines start
-// {"v":1,"seq":N,"time":"...","kind":"..." (before the schema version,
-// without "v") and are read without decoding; any other line is decoded
-// whole.
-func peek(line []byte) (int64, uint8, error) {
-	if line[len(line)-1] != '}' {
-		return 0, 0, errors.New("not a JSON object (cut short?)")
-	}
-	const pSeq, pTime, pKind = `"seq":`, `,"time":"`, `","kind":"`
-	// {"v":1,"seq":... since events.jsonl has a schema version; {"seq":...
-	// before.
-	body := line[1:]
-	if rest, ok := bytes.CutPrefix(body, []byte(`"v":`)); ok {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i > 0 && i < len(rest) && rest[i] == ',' {
-			body = rest[i+1:]
-		}
-	}
-	if rest, ok := bytes.CutPrefix(body, []byte(pSeq)); ok && line[0] == '{' {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if rest, ok := bytes.CutPrefix(rest[i:], []byte(pTime)); ok && i > 0 {
-			if j := bytes.IndexByte(rest, '"'); j > 0 {
-				ts := rest[:j]
-				if rest, ok := bytes.CutPrefix(rest[j:], []byte(pKind)); ok {
-					if k := bytes.IndexByte(rest, '"'); k >= 0 {
-						if t, ok := events.ParseTime(ts); ok {
-							return t, classOf(rest[:k]), nil
-						}
-					}
-				}
-			}
-		}
-	}
-	var e events.Event
-	if err := json.Unmarshal(line, &e); err != nil {
-		return 0, 0, err
-	}
-	if e.Time.IsZero() {
-		return 0, 0, errors.New("time: missing")
-	}
-	if e.Kind == "" {
-		return 0, 0, errors.New("kind: missing")
-	}
-	return e.Time.UnixNano(), classOf([]byte(e.Kind)), nil
-}
 
 // snapDistance is the distance between snapshots, in events.
 func (r *recording) snapDistance() int { return r.every }
@@ -342,6 +368,7 @@ func (r *recording) close() {
 		r.mu.Unlock()
 		close(r.stop)
 		r.folding.Wait()
+		<-r.listed
 		r.release()
 	})
 }
@@ -416,16 +443,28 @@ func (r *recording) progress() (int, bool, error) {
 	return n, r.foldDone, r.foldErr
 }
 
-// frontier is the position of the background fold's latest snapshot: the
-// farthest a seek lands without folding more than a snapshot's distance.
-func (r *recording) frontier() int {
+// seekState is the state after events [0, pos): from the snapshot at or
+// before pos when the background fold has made it (stateAt), else
+// skimmed from its latest snapshot.
+func (r *recording) seekState(pos int) (*state, error) {
+	s, ok, err := r.stateAt(pos)
+	if err != nil || ok {
+		return s, err
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return (len(r.snaps) - 1) * r.every
+	k := len(r.snaps) - 1
+	base := r.snaps[k]
+	r.mu.Unlock()
+	return r.skim(base, k*r.every, pos)
 }
 
+// skimOver is the distance from a snapshot past which stateAt skims
+// instead of folding every event: a skim decodes a few thousand events
+// at most (the bounded histories' worth), a fold all of them.
+const skimOver = 4096
+
 // stateAt builds the state after events [0, pos) from the nearest
-// snapshot at or before pos. ok is false when the background fold has not
+// snapshot at or before pos (by skim past skimOver events). ok is false when the background fold has not
 // reached that snapshot yet.
 func (r *recording) stateAt(pos int) (*state, bool, error) {
 	k := pos / r.every
@@ -437,6 +476,10 @@ func (r *recording) stateAt(pos int) (*state, bool, error) {
 	}
 	base := r.snaps[k]
 	r.mu.Unlock()
+	if pos-k*r.every > skimOver {
+		s, err := r.skim(base, k*r.every, pos)
+		return s, err == nil, err
+	}
 	s := base.clone()
 	if err := r.fold(s, k*r.every, pos); err != nil {
 		return nil, false, err

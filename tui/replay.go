@@ -128,7 +128,6 @@ type player struct {
 	at      time.Time // the recording's clock on screen
 	playing bool
 	speed   int // index into speeds
-	want    int // a seek waiting for the background fold; -1 none
 	frame   time.Duration
 	ticking bool // a tick is scheduled
 	folded  int  // how far the background fold has come
@@ -148,7 +147,7 @@ func newViewModel(rec *recording, opt ViewOptions) (*model, error) {
 	if frame <= 0 {
 		frame = 50 * time.Millisecond
 	}
-	p := &player{rec: rec, want: -1, frame: frame, speed: 2}
+	p := &player{rec: rec, frame: frame, speed: 2}
 	if opt.Speed > 0 {
 		for i, s := range speeds {
 			if s <= opt.Speed {
@@ -180,8 +179,8 @@ func (m *model) tick() tea.Cmd {
 	return tea.Tick(m.rp.frame, func(time.Time) tea.Msg { return playTick{} })
 }
 
-// onTick advances the playback by one frame, retries a seek that waits for
-// the background fold, and keeps ticking while there is something to do.
+// onTick advances the playback by one frame, notes how far the background
+// fold has come, and keeps ticking while there is something to do.
 func (m *model) onTick() tea.Cmd {
 	p := m.rp
 	p.ticking = false
@@ -191,9 +190,7 @@ func (m *model) onTick() tea.Cmd {
 		m.flash, m.flashOK = oneLine(p.err), false
 		return tea.Quit
 	}
-	if p.want >= 0 {
-		m.seek(p.want)
-	} else if p.playing {
+	if p.playing {
 		at := p.at.Add(time.Duration(float64(p.frame) * speeds[p.speed]))
 		n := p.rec.countUpTo(at)
 		if n >= p.rec.len() {
@@ -201,9 +198,7 @@ func (m *model) onTick() tea.Cmd {
 			p.playing = false
 		} else {
 			m.seek(n)
-			if p.want < 0 {
-				p.at = at
-			}
+			p.at = at
 		}
 	}
 	return m.keepTicking()
@@ -211,7 +206,7 @@ func (m *model) onTick() tea.Cmd {
 
 func (m *model) keepTicking() tea.Cmd {
 	p := m.rp
-	if p.ticking || (!p.playing && p.want < 0 && p.done) {
+	if p.ticking || (!p.playing && p.done) {
 		return nil
 	}
 	p.ticking = true
@@ -220,38 +215,26 @@ func (m *model) keepTicking() tea.Cmd {
 
 // seek makes the state the fold of events [0, target): forward by folding
 // the events in between when they are fewer than a snapshot's distance,
-// otherwise from the nearest snapshot. A target past the background fold
-// waits for it (want) and meanwhile shows the run as far as the fold has
-// come: the state at its latest snapshot, exact, so that the screen moves
-// toward the target as the fold does, and lands on it when it gets there.
+// otherwise from the nearest snapshot: by folding the rest when the
+// background fold has made the snapshot at or before target, and by
+// skimming from its latest one when it has not (skim.go). Either way the
+// state is the one folding every event from the start gives.
 func (m *model) seek(target int) {
 	p := m.rp
 	target = min(max(target, 0), p.rec.len())
 	var err error
 	switch {
 	case target == p.pos:
-		p.want = -1
 	case target > p.pos && target-p.pos <= p.rec.snapDistance():
 		err = p.rec.fold(m.s, p.pos, target)
-		p.pos, p.want = target, -1
+		p.pos = target
 	default:
-		s, ok, e := p.rec.stateAt(target)
-		if e != nil {
-			err = e
+		var s *state
+		s, err = p.rec.seekState(target)
+		if err != nil {
 			break
 		}
-		if !ok {
-			p.want = target
-			if f := p.rec.frontier(); f > p.pos && f < target {
-				if s, ok, e := p.rec.stateAt(f); e == nil && ok {
-					m.s, p.pos = s, f
-					m.logView = nil
-					p.at = p.rec.time(max(p.pos-1, 0))
-				}
-			}
-			return
-		}
-		m.s, p.pos, p.want = s, target, -1
+		m.s, p.pos = s, target
 		m.logView = nil // the cache is keyed by the log's version, which a seek may repeat
 	}
 	if err != nil {
@@ -338,11 +321,7 @@ func (m *model) transport(w int) string {
 	pos := fmt.Sprintf("%s/%s", fmtSpan(p.at.Sub(t0)), fmtSpan(span))
 	ev := fmt.Sprintf("ev %d/%d", p.pos, rec.len())
 	extra := ""
-	switch {
-	case p.want >= 0:
-		t := rec.time(max(min(p.want, rec.len())-1, 0)).Sub(t0)
-		extra = fmt.Sprintf(" seeking %s (folded %d%%)", fmtSpan(t), 100*p.folded/rec.len())
-	case !p.done && p.folded < rec.len() && p.folded > 0:
+	if !p.done && p.folded < rec.len() && p.folded > 0 {
 		extra = fmt.Sprintf(" folded %d%%", 100*p.folded/rec.len())
 	}
 	head := fmt.Sprintf("%s %s ", state, fmtSpeed(speeds[p.speed]))

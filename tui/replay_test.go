@@ -280,21 +280,25 @@ func e0(rec *recording) (e events.Event) {
 	return e
 }
 
-// TestSeekWaitsForTheFold: a seek past the background fold's snapshots
-// shows the run at the fold's latest snapshot, exactly as it was there,
-// while the header says it is seeking; as the fold comes on, the screen
-// moves on with it, and it lands on the target when the fold is there.
-func TestSeekWaitsForTheFold(t *testing.T) {
+// TestSeekAheadOfTheFold: a seek past the background fold's snapshots
+// lands on its target at once (skimmed from the latest snapshot), with
+// the state a fold of every event before it gives, and the background
+// fold's progress stays in the header.
+func TestSeekAheadOfTheFold(t *testing.T) {
 	rec := recorded(t, "run-kill.jsonl")
 	rec.every = 16
 	m, _ := newViewModel(rec, ViewOptions{Plain: true})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	pressView(m, "G")
-	if m.rp.pos != 0 || m.rp.want != rec.len() {
-		t.Fatalf("G before the fold: at %d, waiting for %d", m.rp.pos, m.rp.want)
+	if m.rp.pos != rec.len() {
+		t.Fatalf("G before the fold: at %d, want %d", m.rp.pos, rec.len())
 	}
-	if v := m.View(); !strings.Contains(v, "seeking 0:") {
-		t.Errorf("the header does not say it is seeking:\n%s", strings.SplitN(v, "\n", 2)[0])
+	exact := newState()
+	if err := rec.fold(exact, 0, rec.len()); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(exact, m.s) {
+		t.Errorf("G before the fold: the state is not the fold of every event")
 	}
 	// The fold part of the way: the first three snapshots.
 	rec.buildSnapshots()
@@ -303,22 +307,18 @@ func TestSeekWaitsForTheFold(t *testing.T) {
 	rec.snaps, rec.foldDone = all[:3], false
 	rec.mu.Unlock()
 	m.Update(playTick{})
-	if m.rp.pos != 32 || m.rp.want != rec.len() {
-		t.Fatalf("with snapshots to 32: at %d (waiting for %d), want 32 and still seeking", m.rp.pos, m.rp.want)
+	if v := m.View(); !strings.Contains(strings.SplitN(v, "\n", 2)[0], "folded 18%") {
+		t.Errorf("the header does not say how far the fold is:\n%s", strings.SplitN(v, "\n", 2)[0])
 	}
-	exact := newState()
-	if err := rec.fold(exact, 0, 32); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(exact, m.s) {
-		t.Errorf("the state shown on the way is not the fold of the events before it")
-	}
-	rec.mu.Lock()
-	rec.snaps, rec.foldDone = all, true
-	rec.mu.Unlock()
-	m.Update(playTick{})
-	if m.rp.pos != rec.len() || m.rp.want != -1 {
-		t.Errorf("after the fold: at %d (waiting for %d), want %d", m.rp.pos, m.rp.want, rec.len())
+	for _, target := range []int{100, 33, 31, 150, 2} {
+		m.seek(target)
+		want := newState()
+		if err := rec.fold(want, 0, target); err != nil {
+			t.Fatal(err)
+		}
+		if m.rp.pos != target || !reflect.DeepEqual(want, m.s) {
+			t.Errorf("seek(%d) with snapshots to 32: at %d, %s", target, m.rp.pos, stateDiff(want, m.s))
+		}
 	}
 }
 

@@ -198,7 +198,14 @@ func (rs Restored) String() string {
 	case rs.Checkpoint == 0:
 		fmt.Fprintf(&b, "%s from the start", rs.Instance)
 	default:
-		fmt.Fprintf(&b, "%s %d (%s, %d files)", rs.Instance, rs.Checkpoint, age, rs.Files)
+		files := "a full checkpoint"
+		switch {
+		case rs.Files == 2:
+			files = "a full and a delta"
+		case rs.Files > 2:
+			files = fmt.Sprintf("a full and %d deltas", rs.Files-1)
+		}
+		fmt.Fprintf(&b, "%s %d (%s, %s)", rs.Instance, rs.Checkpoint, age, files)
 	}
 	if !rs.Latest && rs.Checkpoint > 0 {
 		b.WriteString(" NOT the latest")

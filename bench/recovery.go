@@ -524,7 +524,10 @@ func recoveryPanels(res Recovery, fts []string) []panel {
 			var rec, rep, out []float64
 			for _, rr := range shr.Runs {
 				if rr.FT == ft {
-					rec, rep, out = append(rec, rr.RecoveryS), append(rep, rr.Replayed), append(out, rr.Output.Rate)
+					rec, rep = append(rec, rr.RecoveryS), append(rep, rr.Replayed)
+					if rr.Output.Rate >= 0 {
+						out = append(out, rr.Output.Rate)
+					}
 				}
 			}
 			pt.add(ft, rec)

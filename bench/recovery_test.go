@@ -378,3 +378,27 @@ func TestSummariseRatiosByRound(t *testing.T) {
 		t.Fatalf("ratio rounds JSON %s %v", b, err)
 	}
 }
+
+// TestRecoveryPageHasEveryShape: the --html page has each shape's
+// panels, with the runs of each configuration.
+func TestRecoveryPageHasEveryShape(t *testing.T) {
+	res := Recovery{Shapes: []RecoveryShape{
+		{Name: "4 nodes, count 2", Runs: []RecoveryRun{{FT: "spate", RecoveryS: 0.4, Output: UntouchedOutput{Rate: 0.98}}, {FT: "global", RecoveryS: 0.8, Output: UntouchedOutput{Rate: -1}}}},
+		{Name: "6 nodes, count 4", Runs: []RecoveryRun{{FT: "spate", RecoveryS: 0.3}, {FT: "global", RecoveryS: 0.9}}},
+	}}
+	ps := recoveryPanels(res, []string{"spate", "global"})
+	if len(ps) != 6 || !strings.HasPrefix(ps[3].Title, "6 nodes, count 4") {
+		t.Fatalf("%d panels, the fourth %q", len(ps), ps[3].Title)
+	}
+	if out := ps[2]; len(out.Values[0]) != 1 || len(out.Values[1]) != 0 {
+		t.Fatalf("untouched output panel %+v: an unmeasured run is left out", out.Values)
+	}
+	page := filepath.Join(t.TempDir(), "rec.html")
+	if err := writeHTML(page, "spate bench recovery", Meta{}, ps); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(page)
+	if !strings.Contains(string(b), "6 nodes, count 4: records replayed") {
+		t.Fatal("the page lacks the second shape's panel")
+	}
+}

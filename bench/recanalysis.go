@@ -449,13 +449,15 @@ func untouchedOutput(l *outputLog, start time.Time, killMs, spanMs, windowMs, wa
 			continue
 		}
 		usual := median(delays)
+		// Earlier than usual counts as on time: 0, not a negative that
+		// would pass for the unknown -1.
 		for _, d := range delays {
-			normal = max(normal, d-usual)
+			normal = max(normal, d-usual, 0)
 		}
 		for _, w := range k.windows {
 			due := float64(w.start+windowMs) + usual
 			if due >= float64(killMs-windowMs) && due < float64(killMs+spanMs) {
-				late = max(late, float64(ms(w.last))-due)
+				late = max(late, float64(ms(w.last))-due, 0)
 			}
 		}
 	}

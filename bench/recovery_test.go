@@ -218,6 +218,18 @@ func TestUntouchedOutput(t *testing.T) {
 			t.Fatalf("a window past the span: %+v, want rate 0, late 1100 ms", u)
 		}
 	})
+	t.Run("windows earlier than usual are on time", func(t *testing.T) {
+		early := func(g, w int) int {
+			if w >= 7 {
+				return 60
+			}
+			return 100
+		}
+		l, start := stepLog(4, 10, 20, early)
+		if u := untouchedOutput(l, start, 8500, 1000, 1000, 2000, touched); u.LateMs != 0 || u.NormalLateMs != 0 {
+			t.Fatalf("%+v, want late 0 and normal 0 (not the unknown -1)", u)
+		}
+	})
 	t.Run("one key group slower", func(t *testing.T) {
 		l, start := stepLog(4, 10, 20, func(g, w int) int { return 100 })
 		l.kgs[2].arrivals[8].n = 5 // half its results in the window due in the span

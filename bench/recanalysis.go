@@ -180,7 +180,7 @@ type Restored struct {
 	// durable time) or the checkpoint's trigger (global), or from the
 	// job's start for a restore from nothing; -1 if not known.
 	AgeS     float64 `json:"age_s"`
-	Latest   bool    `json:"latest"` // the latest checkpoint complete at the kill
+	Latest   bool    `json:"latest"` // the latest checkpoint complete at the kill, or one completed since
 	Fellback bool    `json:"fellback"`
 }
 
@@ -257,8 +257,11 @@ func recoveryActs(r *run) (lost, restarted []string, restored []Restored, losses
 				all[e.Instance] = true
 			}
 		case events.Checkpoint:
+			// Those completed after the kill too: a checkpoint the killed
+			// node made durable as it died is restorable, and newer than
+			// any completed before.
 			f, _ := e.Fields.(events.CheckpointFields)
-			if !before || f.ID == 0 {
+			if f.ID == 0 {
 				break
 			}
 			inst := e.Instance
@@ -268,8 +271,12 @@ func recoveryActs(r *run) (lost, restarted []string, restored []Restored, losses
 			if ckpts[inst] == nil {
 				ckpts[inst] = map[uint64]done{}
 			}
-			ckpts[inst][f.ID] = done{at: e.Time, totalUs: f.TotalUs, tookMs: f.TookMs}
-			latest[inst] = max(latest[inst], f.ID)
+			if _, ok := ckpts[inst][f.ID]; !ok {
+				ckpts[inst][f.ID] = done{at: e.Time, totalUs: f.TotalUs, tookMs: f.TookMs}
+			}
+			if before {
+				latest[inst] = max(latest[inst], f.ID)
+			}
 		case events.NodeLost:
 			if before {
 				break
@@ -311,7 +318,7 @@ func recoveryActs(r *run) (lost, restarted []string, restored []Restored, losses
 	for _, id := range order {
 		p := *placed[id]
 		p.AgeS = -1
-		p.Latest = p.Checkpoint == latest[p.Instance]
+		p.Latest = p.Checkpoint >= latest[p.Instance]
 		if p.Checkpoint == 0 {
 			p.AgeS = float64(r.killAtMs) / 1000
 		} else if d, ok := ckpts[p.Instance][p.Checkpoint]; ok {

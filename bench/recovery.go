@@ -487,28 +487,39 @@ func printShape(w io.Writer, shr RecoveryShape, fts []string, load float64) {
 // printTargets says whether issue 19's targets are met, at the shapes
 // that have them: global/spate at least 3 at count 4 on 4 nodes, ahead at
 // count 2, and the untouched key groups' output during a spate recovery
-// at 90 % or more of before.
+// at 90 % or more of before. A ratio target is met only if the ratio of
+// the medians meets it and so does the low end of the rounds' 95 %
+// interval: one slow round on a shared machine can carry a median ratio.
 func printTargets(w io.Writer, res Recovery) {
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
 	for _, shr := range res.Shapes {
 		var goal string
-		var ok bool
+		var want float64
 		switch {
 		case shr.Nodes == 4 && shr.Parallelism["count"] == 4:
-			goal, ok = "global/spate >= 3", shr.Ratio >= 3
+			goal, want = "global/spate >= 3", 3
 		case shr.Parallelism["count"] == 2:
-			goal, ok = "spate ahead (global/spate > 1)", shr.Ratio > 1
+			goal, want = "spate ahead (global/spate > 1)", 1
 		default:
 			continue
 		}
+		ok := func(x float64) bool { return x >= want && (want > 1 || x > 1) }
+		verdict := "NOT met"
+		switch {
+		case ok(shr.Ratio) && shr.RatioCI.Rounds >= 2 && ok(shr.RatioCI.Lo):
+			verdict = "met"
+		case ok(shr.Ratio):
+			verdict = "not shown (the ratio of the medians is, the rounds' interval is not)"
+		}
+		if len(shr.Unlike) > 0 {
+			verdict += fmt.Sprintf("; %d runs not like for like", len(shr.Unlike))
+		}
 		out := shr.Output["spate"]
-		fmt.Fprintf(w, "  target at %s: %s: %s (%.2f); the untouched key groups' output during a spate recovery >= 90%% of before: %s (%.0f%%, lowest key group %.0f%%)\n",
-			shr.Name, goal, verdict(ok), shr.Ratio, verdict(out.Rate >= 0.9), 100*out.Rate, 100*out.MinRate)
+		outVerdict := "NOT met"
+		if out.Rate >= 0.9 {
+			outVerdict = "met"
+		}
+		fmt.Fprintf(w, "  target at %s: %s: %s (%.2f; by round %v); the untouched key groups' output during a spate recovery >= 90%% of before: %s (%.0f%%, lowest key group %.0f%%; windows up to %.0fms later than usual, %.0fms before the kill)\n",
+			shr.Name, goal, verdict, shr.Ratio, shr.RatioCI, outVerdict, 100*out.Rate, 100*out.MinRate, out.LateMs, out.NormalLateMs)
 	}
 }
 

@@ -283,10 +283,13 @@ func recoveryEvents(at func(int) time.Time, global bool) []events.Event {
 		events.Event{Time: at(4500), Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{ID: 7, TotalUs: 100_000}},
 		events.Event{Time: at(4600), Kind: events.Checkpoint, Instance: "sink#0", Fields: events.CheckpointFields{ID: 6}},
 		events.Event{Time: at(4800), Kind: events.Checkpoint, Instance: "sink#0", Fields: events.CheckpointFields{ID: 7}},
+		// count#0's checkpoint 8, durable as its node died: its
+		// completion is seen after the kill, and it is restored.
+		events.Event{Time: at(5010), Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{ID: 8, TotalUs: 50_000}},
 		events.Event{Time: at(5030), Kind: events.NodeLost, Node: "n3", Fields: events.NodeLostFields{Instances: []job.InstanceID{"count#0", "sink#0"}}},
 		events.Event{Time: at(5031), Kind: events.RecoveryPlaced, Instance: "count#0", Node: "n4", Fields: events.RecoveryPlacedFields{Chain: []string{"f", "d1", "d2"}, Gen: 2}},
 		events.Event{Time: at(5031), Kind: events.RecoveryPlaced, Instance: "sink#0", Node: "n1", Fields: events.RecoveryPlacedFields{Chain: []string{"f"}, Gen: 2}},
-		events.Event{Time: at(5100), Kind: events.RecoveryRestored, Instance: "count#0", Fields: events.RecoveryRestoredFields{Checkpoint: 7, Gen: 2}},
+		events.Event{Time: at(5100), Kind: events.RecoveryRestored, Instance: "count#0", Fields: events.RecoveryRestoredFields{Checkpoint: 8, Gen: 2}},
 		events.Event{Time: at(5120), Kind: events.RecoveryRestored, Instance: "sink#0", Fields: events.RecoveryRestoredFields{Checkpoint: 6, Gen: 2, Fellback: true}},
 		events.Event{Time: at(9000), Kind: events.NodeLost, Node: "n2"}, // taken for lost later
 	)
@@ -309,7 +312,7 @@ func TestRecoveryActsSaysWhatEachConfigurationDid(t *testing.T) {
 			t.Fatalf("lost %v, restarted %v, losses %d, instances %d", lost, restarted, losses, n)
 		}
 		want := []Restored{
-			{Instance: "count#0", Node: "n4", Checkpoint: 7, Files: 3, AgeS: 0.6, Latest: true},
+			{Instance: "count#0", Node: "n4", Checkpoint: 8, Files: 3, AgeS: 0.04, Latest: true},
 			{Instance: "sink#0", Node: "n1", Checkpoint: 6, Files: 1, AgeS: 0.4, Latest: false, Fellback: true},
 		}
 		if len(restored) != 2 {
@@ -412,5 +415,28 @@ func TestRecoveryPageHasEveryShape(t *testing.T) {
 	b, _ := os.ReadFile(page)
 	if !strings.Contains(string(b), "6 nodes, count 4: records replayed") {
 		t.Fatal("the page lacks the second shape's panel")
+	}
+}
+
+// TestTargetsNeedTheInterval: a ratio of medians carried by one slow
+// round does not meet a target; the rounds' interval must as well.
+func TestTargetsNeedTheInterval(t *testing.T) {
+	shape := func(ratio float64, rounds ...float64) RecoveryShape {
+		return RecoveryShape{Name: "4 nodes, count 4", Nodes: 4, Parallelism: map[string]int{"count": 4}, Ratio: ratio,
+			RatioCI: ci95(rounds, ratioWidth), Output: map[string]UntouchedOutput{"spate": {Rate: 0.95, MinRate: 0.9}}}
+	}
+	for _, c := range []struct {
+		sh   RecoveryShape
+		want string
+	}{
+		{shape(4.9, 1.9, 0.9, 2.0, 1.1, 12.7), "global/spate >= 3: not shown"},
+		{shape(3.5, 3.4, 3.6, 3.5, 3.5), "global/spate >= 3: met"},
+		{shape(2.0, 2.0, 2.1), "global/spate >= 3: NOT met"},
+	} {
+		var b strings.Builder
+		printTargets(&b, Recovery{Shapes: []RecoveryShape{c.sh}})
+		if !strings.Contains(b.String(), c.want) || !strings.Contains(b.String(), "output during a spate recovery >= 90% of before: met") {
+			t.Errorf("ratio %v %v: %q, want %q", c.sh.Ratio, c.sh.RatioCI, b.String(), c.want)
+		}
 	}
 }

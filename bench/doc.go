@@ -9,4 +9,37 @@
 // stops (exit 130), temporary run directories removed unless --keep or a
 // failure, a JSON that carries each round's raw values, the configuration
 // and the provenance (Meta), and an optional --html page of the rounds.
+//
+// `bench recovery` kills the node hosting one instance (count#0) at the
+// same moment under --ft spate (local recovery) and --ft global (a
+// rollback of the whole job), at every shape asked for: each --nodes
+// count with each count parallelism (--parallelism 2,4; OP=N pairs set
+// the other operators in every shape). A round runs every shape under
+// both configurations, their order alternating between rounds, so drift
+// on the machine meets every shape and both sides. Per run it reports
+// what the recovery did, so that a ratio is read as like for like or
+// not: the instances the killed node hosted and those restarted, the
+// checkpoint each restored (its chain of files, how old its state was at
+// the kill, whether it was the latest), the records replayed, the nodes
+// lost from the kill on, and the time from the death to normal output
+// lag with its phases. Per shape: medians, global/spate of the medians
+// and by round with a 95 % interval of the rounds' mean, and the runs
+// that differ in more than the recovery (a second node taken for lost,
+// a fallback, no return to normal lag, a failed verification).
+//
+// The output of the key groups the failure did not touch (count's key
+// groups whose count and sink instances were elsewhere) is measured at
+// the sinks' files, read every --tail while the run goes on (sinktail.go):
+// per key group, the new results (a result written again after a restore
+// is not new) and when they were seen. Two figures come from it: their
+// results per second from the kill over the recovery rounded up to
+// whole windows, against before the kill (a key group writes once a
+// window, so a span of less than a window would count a firing or none
+// by chance; a stall caught up within the span does not show in it), and
+// how much later than its key group's usual each window due around the
+// recovery was written, beside the same figure before the kill (the
+// jitter of the measure: the reader runs in this process and sees a
+// file late when the cluster starves it of CPU). Rollup's results are not
+// counted: each rollup window waits for every count instance's
+// watermark, so they stall in any recovery.
 package bench

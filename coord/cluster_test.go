@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,36 +225,11 @@ func TestKilledNodeWithoutFaultToleranceLosesItsWindows(t *testing.T) {
 }
 
 // killAfter runs a cluster and kills node victim once an event of kind
-// after has been printed; it returns the run directory.
+// after has been emitted; it returns the run directory.
 func killAfter(t *testing.T, cfg Config, victim string, after events.Kind) string {
 	t.Helper()
 	mc := newMemCluster()
-	pr, pw := io.Pipe()
-	defer pr.Close()
-	killed := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), string(after)) {
-				once = true
-				mc.kill(victim)
-				close(killed)
-			}
-		}
-	}()
-	dir, err := Up(context.Background(), cfg, Options{Transport: mc.mem, Spawn: mc.spawn, Out: pw})
-	pw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-killed:
-	default:
-		dumpEvents(t, dir)
-		t.Fatalf("no %s event before the end of the run: the kill never happened", after)
-	}
-	return dir
+	return killAfterWith(t, cfg, Options{Transport: mc.mem, Spawn: mc.spawn}, mc, victim, after)
 }
 
 func TestFaultToleranceRecoversAKilledNode(t *testing.T) {

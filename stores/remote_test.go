@@ -220,8 +220,12 @@ func TestCoordStoreProtocolErrors(t *testing.T) {
 		want string
 	}{
 		{"not a store frame", func(w *wire.Writer) { w.WriteFrame(wire.TWatermark, []byte{0}) }, "want store"},
-		{"unknown field", func(w *wire.Writer) { w.WriteFrame(wire.TStore, []byte(`{"op":"get","space":"checkpoints","bogus":1}`)) }, "bogus"},
-		{"unknown op", func(w *wire.Writer) { w.WriteJSON(wire.TStore, wire.StoreRequest{Op: "rename", Space: wire.SpaceCheckpoints}) }, `unknown op "rename"`},
+		{"unknown field", func(w *wire.Writer) {
+			w.WriteFrame(wire.TStore, []byte(`{"op":"get","space":"checkpoints","bogus":1}`))
+		}, "bogus"},
+		{"unknown op", func(w *wire.Writer) {
+			w.WriteJSON(wire.TStore, wire.StoreRequest{Op: "rename", Space: wire.SpaceCheckpoints})
+		}, `unknown op "rename"`},
 		{"a batch inside content", func(w *wire.Writer) {
 			w.WriteJSON(wire.TStore, wire.StoreRequest{Op: wire.StorePut, Space: wire.SpaceCheckpoints, Name: "a"})
 			w.WriteFrame(wire.TBatch, []byte{0})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spate/backup"
 	"spate/events"
 	"spate/job"
 	"spate/state"
@@ -464,6 +465,7 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 	for _, kg := range kgs {
 		prods[job.MakeProducer(in.opIdx, int(kg))] = true
 	}
+	counters := make([][]wire.Position, len(in.ports))
 	for pi, pt := range in.ports {
 		cs, err := wire.DecodePositions(snap.Sections[fmt.Sprintf("counters.%d", pi)])
 		if err != nil {
@@ -484,11 +486,7 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 				pt.seqs[c.P] = seqs
 			}
 			seqs[c.KG] = c.Seq
-			if pt.backup != nil {
-				// Back here after another instance went on numbering it:
-				// our backup continues after its numbers.
-				pt.backup.Jump(c.P, c.KG, c.Seq)
-			}
+			counters[pi] = append(counters[pi], c)
 		}
 	}
 	// The watermark: a fresh instance (nothing but slices) takes the
@@ -503,8 +501,92 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 		in.wm = meta.Watermark
 		in.curWM.Store(meta.Watermark)
 	}
+	if err := in.importBackups(snaps, prods); err != nil {
+		return fmt.Errorf("slice %v: %s: %w", rs, file, err)
+	}
+	for pi, pt := range in.ports {
+		if pt.backup == nil {
+			continue
+		}
+		for _, c := range counters[pi] {
+			// Back here after another instance went on numbering it:
+			// our backup continues after its numbers.
+			pt.backup.Jump(c.P, c.KG, c.Seq)
+		}
+	}
 	for _, kg := range kgs {
 		in.owned[kg] = true
+	}
+	return nil
+}
+
+// importBackups copies into the instance's backups what the slice's chain
+// (snaps, its old owner's) held for the producers prods, the moved key
+// groups: the old owner's outputs of them that downstreams have not
+// checkpointed yet. The old owner keeps its copy and answers replays from
+// it, but once it falls back below the chain (the chain's newest file
+// damaged) it holds them only up to its fallback and no longer produces
+// them (the key groups are not its own): without this copy, its outputs
+// between the fallback and the chain were in no backup, and a downstream
+// restored from before them waited on the gap for ever (seed 223). The
+// new owner regenerates the outputs after the chain with the numbers that
+// follow, so each stream stays contiguous.
+func (in *instance) importBackups(snaps []*state.Snapshot, prods map[job.Producer]bool) error {
+	if len(prods) == 0 {
+		return nil
+	}
+	srcs := in.restoreBackups(snaps)
+	defer srcs.discard()
+	for pi, pt := range in.ports {
+		if pt.backup == nil {
+			continue
+		}
+		src, err := srcs.take(pi)
+		if err != nil {
+			return fmt.Errorf("backup of port %d: %w", pi, err)
+		}
+		err = importStreams(pt.backup, src, prods)
+		_ = src.Close()
+		if err != nil {
+			return fmt.Errorf("backup of port %d: %w", pi, err)
+		}
+	}
+	return nil
+}
+
+// importStreams appends to dst the records src holds of the streams of
+// prods that dst lacks. A stream dst does not reach yet jumps to src's
+// low first (what lies below it was trimmed: no restorable checkpoint
+// downstream needs it).
+func importStreams(dst, src *backup.Buffer, prods map[job.Producer]bool) error {
+	for _, kg := range src.KeyGroups() {
+		after := map[job.Producer]uint64{}
+		for _, p := range src.Producers(kg) {
+			if !prods[p] {
+				continue
+			}
+			lo, hi, have := src.Low(p, kg), src.High(p, kg), dst.High(p, kg)
+			if have >= hi {
+				continue
+			}
+			if have < lo {
+				dst.Jump(p, kg, lo)
+				have = lo
+			}
+			after[p] = have
+		}
+		if len(after) == 0 {
+			continue
+		}
+		err := src.Replay(kg, after, func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
+			if a, ok := after[p]; !ok || seq <= a {
+				return nil
+			}
+			return dst.Append(p, kg, seq, rec)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -330,5 +331,66 @@ func TestSliceFallsBackBelowADamagedBase(t *testing.T) {
 		if keys != wantKeys {
 			t.Fatalf("loaded %d keys from the fallback, want its %d", keys, wantKeys)
 		}
+	}
+}
+
+// A slice brings its old owner's backup of the slice's producers along:
+// once that owner falls back below the slice's chain, the new owner is
+// the only one that still holds those outputs (seed 223: a downstream
+// restored from before them waited on the gap for ever). Producers of
+// other key groups stay where they are.
+func TestSliceBringsTheBackupOfItsProducers(t *testing.T) {
+	f := newChain(t, 300, []chainStep{{lo: 200, hi: 400}})
+	old := f.instance(t)
+	if _, err := old.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	moved := job.Range{Lo: 10, Hi: 70}
+	in := f.instance(t)
+	r := &wire.Restore{Slices: []wire.SliceLoad{{Chain: f.files, Ranges: []job.Range{moved}, After: 1 << 62}}}
+	if err := in.restoreSlices(r, 0); err != nil {
+		t.Fatal(err)
+	}
+	records := func(pi int, b interface {
+		Replay(job.KeyGroup, map[job.Producer]uint64, func(job.Producer, job.KeyGroup, uint64, job.Record) error) error
+	}, kg job.KeyGroup, p job.Producer) []string {
+		var out []string
+		err := b.Replay(kg, map[job.Producer]uint64{}, func(q job.Producer, _ job.KeyGroup, seq uint64, rec job.Record) error {
+			if q == p {
+				out = append(out, fmt.Sprintf("%d %v", seq, rec))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("port %d %v %v: %v", pi, p, kg, err)
+		}
+		return out
+	}
+	streams := 0
+	for pi, pt := range old.ports {
+		if pt.backup == nil {
+			continue
+		}
+		got := in.ports[pi].backup
+		for _, kg := range pt.backup.KeyGroups() {
+			for _, p := range pt.backup.Producers(kg) {
+				if !moved.Contains(job.KeyGroup(p.Unit())) {
+					if h := got.High(p, kg); h != 0 {
+						t.Fatalf("port %d: %v→%v of a key group that did not move is held up to %d", pi, p, kg, h)
+					}
+					continue
+				}
+				streams++
+				if lo, hi := got.Low(p, kg), got.High(p, kg); lo != pt.backup.Low(p, kg) || hi != pt.backup.High(p, kg) {
+					t.Fatalf("port %d: %v→%v held (%d, %d], the old owner's (%d, %d]", pi, p, kg, lo, hi, pt.backup.Low(p, kg), pt.backup.High(p, kg))
+				}
+				if w, g := records(pi, pt.backup, kg, p), records(pi, got, kg, p); !slices.Equal(w, g) {
+					t.Fatalf("port %d: %v→%v replays %d records, the old owner's %d", pi, p, kg, len(g), len(w))
+				}
+			}
+		}
+	}
+	if streams == 0 {
+		t.Fatal("the fixture's backup has no stream of a moved key group")
 	}
 }

@@ -125,6 +125,18 @@ func TestScaleInASchedule(t *testing.T) {
 	}
 }
 
+// An instance a scale-out of the schedule makes can be the target of a
+// later entry; without the scale-out it is refused.
+func TestTargetMadeByAScaleOut(t *testing.T) {
+	const kill = "  - {at: 5s, fault: kill, target: count#3}\n"
+	if _, err := parseWith(t, "name: x\nschedule:\n  - {at: 3s, fault: scale, op: count, n: 4}\n"+kill); err != nil {
+		t.Fatalf("after a scale-out to 4: %v", err)
+	}
+	if _, err := parseWith(t, "name: x\nschedule:\n"+kill); err == nil || !strings.Contains(err.Error(), `unknown instance "count#3"`) {
+		t.Fatalf("without the scale-out: %v", err)
+	}
+}
+
 func TestExpectField(t *testing.T) {
 	sc, err := parseWith(t, "name: x\nexpect: fail\nschedule: []\n")
 	if err != nil || sc.Expect != ExpectFail {

@@ -14,6 +14,8 @@ import (
 // command line for `spate up`.
 func TestExamplesClusterFlags(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*.yaml")
+	more, _ := filepath.Glob("../examples/*/*.yaml")
+	files = append(files, more...)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

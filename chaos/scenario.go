@@ -1077,6 +1077,11 @@ func (p *scParser) checkAction(a control.Action, line int, path string) error {
 		case !has("n"):
 			return p.errAt(line, path+".n", "missing: scale needs n: (the new number of instances)")
 		}
+		// The instances a scale-out makes are targets of the entries
+		// after it (count#3 once count has 4).
+		if n, _ := strconv.Atoi(a.Args["n"]); n > p.par[a.Target] {
+			p.par[a.Target] = n
+		}
 	case "link":
 		if !has("latency") && !has("jitter") && !has("bandwidth") && !has("stall") && !has("reset") {
 			return p.errAt(line, path, "link needs latency:, jitter:, bandwidth:, stall: true or reset: true")

@@ -267,6 +267,8 @@ func TestParseBandwidth(t *testing.T) {
 // TestExamples: every shipped example parses and plans.
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("../examples/*.yaml")
+	more, _ := filepath.Glob("../examples/*/*.yaml")
+	files = append(files, more...)
 	if err != nil || len(files) < 5 {
 		t.Fatalf("examples: %v %v", files, err)
 	}

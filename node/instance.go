@@ -54,8 +54,9 @@ type instance struct {
 	drainTo    map[int]uint64 // set before drainc closes
 	endAt      map[int]uint64 // a source restored after a generation of it drained: where each partition ended (wire.Restore.EndAt)
 	grantMu    sync.Mutex
-	grants     map[int]uint64 // a source's read grants (wire.CtlGrant), by partition; guarded by grantMu
-	grantSeq   atomic.Uint64  // bumped at every change of grants
+	grants     map[int]uint64              // a source's read grants (wire.CtlGrant), by partition; guarded by grantMu
+	grantSeq   atomic.Uint64               // bumped at every change of grants
+	dialing    atomic.Pointer[dialAttempt] // a connect waiting for its answer (links.go)
 	quit       chan struct{}
 	quitOnce   sync.Once
 

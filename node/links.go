@@ -199,7 +199,13 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		}
 		_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
 		r := wire.NewReader(st, 0)
+		// The answer may never come (the downstream's node cut off from
+		// ours): a reroute of the downstream closes the stream meanwhile
+		// (Node.reroute), or the instance, waiting here, would not see it
+		// for the whole deadline.
+		in.dialing.Store(&dialAttempt{to: l.place.ID, node: l.place.Node, gen: l.place.Gen, st: st})
 		t, p, err := r.ReadFrame()
+		in.dialing.Store(nil)
 		if err == nil && t != wire.TResume {
 			err = fmt.Errorf("want a resume frame, got %v", t)
 		}
@@ -227,6 +233,23 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		in.src.replayTo(in, l, resume)
 	}
 	return nil
+}
+
+// dialAttempt is a connect waiting for its downstream's resume frame.
+type dialAttempt struct {
+	to   job.InstanceID
+	node string
+	gen  uint64
+	st   net.Conn
+}
+
+// abandonDial closes the stream of a connect still waiting for q's
+// answer at an older placement of q: the reroute to q's new one is
+// queued behind it.
+func (in *instance) abandonDial(q wire.Placement) {
+	if d := in.dialing.Load(); d != nil && d.to == q.ID && (d.node != q.Node || d.gen < q.Gen) {
+		d.st.Close()
+	}
 }
 
 // acceptInput runs on the receiving instance's goroutine when input i

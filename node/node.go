@@ -408,6 +408,7 @@ func (n *Node) reroute(ctx context.Context, q wire.Placement) {
 		if in.id == q.ID {
 			continue
 		}
+		in.abandonDial(q)
 		in.do(func() { in.reroute(ctx, q) })
 	}
 }

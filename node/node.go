@@ -259,6 +259,9 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		err := n.deploy(ctx, m.Deploy)
 		msg := wire.Control{Kind: wire.CtlReady}
 		if err != nil {
+			// Said here too: a node on another host is watched on its
+			// own terminal, not in the coordinator's.
+			n.log.Printf("node %s could not deploy: %v", n.nodeName(), err)
 			msg.Error = err.Error()
 		}
 		_ = n.ctl.send(wire.TControl, msg)

@@ -108,9 +108,10 @@ func (l *lockedBuffer) String() string {
 }
 
 // startRemote joins a node to the coordinator at addr from a namespace of
-// its own. hide is the directory it must not see (the run directory), or
-// "" for a node that sees it (a shared file system: the negative control).
-func startRemote(t *testing.T, kit nsKit, hide, addr, token string) *remote {
+// its own. hide are the directories it must not see (the run directory,
+// files of the coordinator's host), none for a node that sees them (a
+// shared file system: the negative control).
+func startRemote(t *testing.T, kit nsKit, addr, token string, hide ...string) *remote {
 	t.Helper()
 	work, err := os.MkdirTemp(t.TempDir(), "remote-")
 	if err != nil {
@@ -124,15 +125,17 @@ func startRemote(t *testing.T, kit nsKit, hide, addr, token string) *remote {
 		asUser = fmt.Sprintf(`"%s" --reuid=%d --regid=%d --clear-groups `, kit.setpriv, remoteUID, remoteUID)
 	}
 	script := `set -e
-if [ -n "$SPATE_HIDE" ]; then mount -t tmpfs none "$SPATE_HIDE"; fi
+addr=$1 token=$2
+shift 2
+for d in "$@"; do mount -t tmpfs none "$d"; done
 cd "$SPATE_WORK"
 set +e
-` + asUser + `"$SPATE_BIN" node --join "$1" --token "$2"
+` + asUser + `"$SPATE_BIN" node --join "$addr" --token "$token"
 rc=$?
-if [ -n "$SPATE_HIDE" ]; then find "$SPATE_HIDE" -mindepth 1 > "$SPATE_WORK/hidden-view"; fi
+if [ $# -gt 0 ]; then find "$@" -mindepth 1 > "$SPATE_WORK/hidden-view"; else : > "$SPATE_WORK/hidden-view"; fi
 exit $rc`
-	cmd := exec.Command(kit.unshare[0], append(kit.unshare[1:], "sh", "-c", script, "sh", addr, token)...)
-	cmd.Env = append(os.Environ(), "SPATE_HIDE="+hide, "SPATE_WORK="+work, "SPATE_BIN="+bin, "TMPDIR="+work)
+	cmd := exec.Command(kit.unshare[0], append(append(kit.unshare[1:], "sh", "-c", script, "sh", addr, token), hide...)...)
+	cmd.Env = append(os.Environ(), "SPATE_WORK="+work, "SPATE_BIN="+bin, "TMPDIR="+work)
 	cmd.Dir = work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the node and its shell, killed together on cleanup
 	r := &remote{t: t, cmd: cmd, work: work, out: &lockedBuffer{}, done: make(chan error, 1)}
@@ -223,20 +226,17 @@ type lab struct {
 
 // startLab starts up with nodes nodes, local of them spawned here, and
 // joins the others one by one (so that the k-th joiner is n(local+k)).
-func startLab(t *testing.T, kit nsKit, nodes, local int, hide bool, extra ...string) *lab {
+func startLab(t *testing.T, kit nsKit, nodes, local int, hide []string, extra ...string) *lab {
 	t.Helper()
 	c, wait := startFT(t, "spate", nodes, append([]string{"--local", fmt.Sprint(local), "--listen", "127.0.0.1:0"}, extra...)...)
 	addr := coordAddr(t, c.dir)
 	token := runToken(t, c.dir)
 	l := &lab{cluster: c, remotes: map[string]*remote{}, wait: wait}
 	openPath(t, c.dir) // only the namespace hides the run directory, not its permissions
-	hideDir := ""
-	if hide {
-		hideDir = c.dir
-	}
+	hide = append([]string{c.dir}, hide...)
 	for i := local + 1; i <= nodes; i++ {
 		name := fmt.Sprintf("n%d", i)
-		l.remotes[name] = startRemote(t, kit, hideDir, addr, token)
+		l.remotes[name] = startRemote(t, kit, addr, token, hide...)
 		c.waitEvent(events.NodeJoined, name)
 	}
 	return l
@@ -317,7 +317,7 @@ func TestRemoteNodes(t *testing.T) {
 	}
 	kit := namespacesOrSkip(t)
 	t.Run("remote killed, recovered on a local node", func(t *testing.T) {
-		l := startLab(t, kit, 3, 2, true)
+		l := startLab(t, kit, 3, 2, nil)
 		victim := l.hostedBy("n3")
 		l.waitEvent(events.Checkpoint, "")
 		l.signal("n3", syscall.SIGKILL)
@@ -335,7 +335,7 @@ func TestRemoteNodes(t *testing.T) {
 		}
 	})
 	t.Run("local killed, recovered on a remote node", func(t *testing.T) {
-		l := startLab(t, kit, 3, 1, true)
+		l := startLab(t, kit, 3, 1, nil)
 		victim := l.hostedBy("n1")
 		l.waitEvent(events.Checkpoint, "")
 		l.signal("n1", syscall.SIGKILL)
@@ -347,8 +347,29 @@ func TestRemoteNodes(t *testing.T) {
 		l.waitEvent(events.RecoveryRestored, "")
 		l.finish(kit)
 	})
+	t.Run("a trace on the coordinator's host only", func(t *testing.T) {
+		src := filepath.Join("..", "shared", "traces", "load", "nasa_19950801.tsv.gz")
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Skipf("no trace to replay: %v", err)
+		}
+		home := filepath.Join(t.TempDir(), "coordinator-host")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "nasa.tsv.gz"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		openPath(t, home)
+		l := startLab(t, kit, 3, 1, []string{home}, "--source", "trace:"+filepath.Join(home, "nasa.tsv.gz")+"?time=time&key=host&value=bytes",
+			"--rate", "0", "--window", "60s", "--duration", "0")
+		if h := l.host("source#1"); h == "n1" {
+			t.Fatalf("source#1 on the local n1: no remote node reads the trace")
+		}
+		l.finish(kit)
+	})
 	t.Run("remote partitioned past the timeout is fenced", func(t *testing.T) {
-		l := startLab(t, kit, 3, 1, true, "--timeout", "2s")
+		l := startLab(t, kit, 3, 1, nil, "--timeout", "2s")
 		l.waitEvent(events.Checkpoint, "")
 		if code, out, errOut := spate(t, "chaos", "partition", "n2", "--for", "5s", "--data", l.dir); code != 0 {
 			t.Fatalf("chaos partition n2: exit %d: %s%s", code, out, errOut)
@@ -385,7 +406,7 @@ func TestRunDirCheckSeesARemoteNodeWritingItself(t *testing.T) {
 		if err := os.Chmod(filepath.Join(c.dir, "token"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := startRemote(t, kit, "", addr, token)
+		r := startRemote(t, kit, addr, token)
 		c.waitEvent(events.NodeJoined, "n2")
 		wait()
 		r.wait()
@@ -403,7 +424,7 @@ func TestRunDirCheckSeesARemoteNodeWritingItself(t *testing.T) {
 	t.Run("hidden and told --store dir", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "run")
 		cmd, out := startUp(t, "--nodes", "2", "--local", "1", "--listen", "127.0.0.1:0", "--store", "dir", "--duration", "4s", "--data", dir)
-		r := startRemote(t, kit, dir, coordAddr(t, dir), runToken(t, dir))
+		r := startRemote(t, kit, coordAddr(t, dir), runToken(t, dir), dir)
 		err := cmd.Wait()
 		r.wait()
 		if err == nil {

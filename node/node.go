@@ -131,6 +131,7 @@ type Node struct {
 	out       state.Store     // the sinks' output store; nil: files in the run directory (store.go)
 	coordSess *yamux.Session  // the coordinator session, for the coordinator store
 	spillDir  string          // where backups spill; "": the run directory's spill/ (store.go)
+	localDir  string          // a node that cannot see the run directory: its own files, removed at exit (store.go)
 	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials     map[string]bool // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
@@ -181,6 +182,11 @@ func Run(ctx context.Context, cfg Config) error {
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
 	defer n.closePeers()
+	defer func() {
+		if n.localDir != "" {
+			_ = os.RemoveAll(n.localDir)
+		}
+	}()
 
 	ln, err := n.tr.Listen(cfg.Listen)
 	if err != nil {
@@ -485,6 +491,13 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	store, out, hidden, err := n.openStores(d) // store.go
 	if err != nil {
 		return err
+	}
+	if hidden {
+		// Another host: the run's input comes from the coordinator too.
+		n.localDir = localDirFor(d, me)
+		if d.Source.Spec, err = fetchInput(n.openCoordStream, d.Source.Spec, filepath.Join(n.localDir, "input")); err != nil {
+			return err
+		}
 	}
 	n.mu.Lock()
 	n.plan = d

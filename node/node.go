@@ -36,7 +36,7 @@ type Config struct {
 	Name      string         // the node's name; "" when joining
 	Coord     string         // the coordinator's address
 	Token     string         // the cluster token
-	Listen    string         // where to accept peers, default 127.0.0.1:0
+	Listen    string         // where to accept peers; "": port 0 on the address the coordinator is reached from
 	Heartbeat time.Duration  // heartbeat period
 	Transport wire.Transport // nil: TCP
 	Log       *log.Logger
@@ -51,7 +51,23 @@ type Config struct {
 
 // DefaultConfig returns the defaults of a node.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:0", Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+	return Config{Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+}
+
+// peerListenAddr is where a node accepts its peers: listen when given,
+// else port 0 on the address its coordinator connection leaves from
+// (local, that connection's LocalAddr): on another host its address on
+// the network the lab shares, which its peers can dial; on loopback,
+// loopback. A connection that is not TCP (the in-memory transport)
+// leaves the choice to the transport ("").
+func peerListenAddr(listen string, local net.Addr) string {
+	if listen != "" {
+		return listen
+	}
+	if ta, ok := local.(*net.TCPAddr); ok && ta.IP != nil {
+		return net.JoinHostPort(ta.IP.String(), "0")
+	}
+	return ""
 }
 
 // Main is `spate node`: it parses args and runs a node until the
@@ -64,7 +80,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.Coord, "coord", "", "coordinator address HOST:PORT")
 	join := fs.String("join", "", "join a running cluster at HOST:PORT (same as --coord)")
 	fs.StringVar(&cfg.Token, "token", "", "cluster token (default $SPATE_TOKEN)")
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections (default: port 0 on the address this host reaches the coordinator from)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -188,13 +204,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	ln, err := n.tr.Listen(cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen for peers: %w", err)
-	}
-	defer ln.Close()
-	go n.acceptPeers(ctx, ln)
-
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := n.tr.Dial(dctx, cfg.Coord)
 	dcancel()
@@ -202,6 +211,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("dial coordinator %s: %w", cfg.Coord, err)
 	}
 	defer conn.Close()
+	// After the dial: with no --listen, the peers' address is the one
+	// this node reaches the coordinator from.
+	ln, err := n.tr.Listen(peerListenAddr(cfg.Listen, conn.LocalAddr()))
+	if err != nil {
+		return fmt.Errorf("listen for peers: %w", err)
+	}
+	defer ln.Close()
+	go n.acceptPeers(ctx, ln)
 	w, err := wire.ClientHandshake(conn, wire.Hello{Token: cfg.Token, Role: wire.RoleNode, Node: cfg.Name,
 		PID: os.Getpid(), Listen: ln.Addr().String()}, 10*time.Second)
 	if err != nil {

@@ -254,6 +254,9 @@ func (l *lab) finish(kit nsKit) {
 		if v := r.hiddenView(); v != "" {
 			t.Errorf("remote %s wrote into its (hidden) view of the run directory, lost with its namespace:\n%s", name, v)
 		}
+		if left, _ := filepath.Glob(filepath.Join(r.work, "spate-*")); r.cmd.ProcessState.ExitCode() == 0 && len(left) > 0 {
+			t.Errorf("remote %s exited and left its own files behind: %v", name, left)
+		}
 		if !strings.Contains(r.out.String(), "checkpoints and output in the coordinator") {
 			t.Errorf("remote %s did not keep its checkpoints and output in the coordinator:\n%s", name, r.out.String())
 		}

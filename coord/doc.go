@@ -26,7 +26,17 @@
 // Checkpoints and output go where --store says (store.go): the run
 // directory, the coordinator (it answers the store streams of every node
 // session: a node that joined from a host that cannot see the run
-// directory uses it by default), or an S3-compatible object store.
+// directory uses it by default), or an S3-compatible object store. The
+// input file of a trace: or rate: source is served read-only on the same
+// streams, for the nodes on other hosts.
+//
+// Nodes on other hosts: with --local K < --nodes, the others join with
+// `spate node --join ADDR --token T` and are named in the order they
+// join. The coordinator has no process of theirs: chaos kill, restart,
+// pause and resume of one are refused; a lost one is not respawned, its
+// instances are restored on the survivors (PROTOCOL.md, "Failure and
+// local recovery"); a node that joins once the job is deployed is
+// refused.
 //
 // With --ft global it runs aligned global checkpoints and rolls the whole
 // job back on any loss; with --ft none a loss is reported and the

@@ -9,6 +9,7 @@ import (
 	"spate/events"
 	"spate/state"
 	"spate/stores"
+	"spate/traces"
 	"spate/wire"
 )
 
@@ -16,7 +17,8 @@ import (
 // output go, and the coordinator's side of the coordinator store, which
 // answers the store streams nodes open on their sessions (wire/SPEC.md,
 // "Store streams"). The coordinator's own record (checkpoints/MANIFEST.json,
-// run.json) stays in the run directory whatever the store.
+// run.json) stays in the run directory whatever the store. The input
+// file of a trace: or rate: source is served read-only too (SpaceInput).
 
 // openStores opens the checkpoint store (c.store: Options.Store if set)
 // and the output store (c.outStore) that cfg.Store names, and the server
@@ -47,8 +49,17 @@ func (c *Coordinator) openStores() error {
 			return fmt.Errorf("output store: %w", err)
 		}
 	}
-	c.storeSrv = stores.NewServer(map[wire.StoreSpace]state.Store{
-		wire.SpaceCheckpoints: c.store, wire.SpaceOutput: c.outStore}, 0)
+	spaces := map[wire.StoreSpace]state.Store{wire.SpaceCheckpoints: c.store, wire.SpaceOutput: c.outStore}
+	if file, ok := traces.InputFile(c.cfg.Source); ok {
+		// A node on another host reads the trace the oracle reads: this
+		// one, fetched through its session (node/store.go).
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return fmt.Errorf("--source %s: %w", c.cfg.Source, err)
+		}
+		spaces[wire.SpaceInput] = stores.NewFiles(map[string]string{wire.InputSource: abs})
+	}
+	c.storeSrv = stores.NewServer(spaces, 0)
 	return nil
 }
 

@@ -15,6 +15,23 @@
 // watermark fires every window, every stream ends) → done per instance →
 // stop. A node whose coordinator connection is lost exits.
 //
+// # A node on another host
+//
+// A node that joined with --join decides at deploy whether it sees the
+// run directory: it does when the directory the plan names holds the
+// run's token file with its own token (store.go). One that does not (a
+// node on another host, without a shared file system) writes nothing
+// there: its checkpoints and its sinks' output go to the coordinator's
+// store over its own session (unless --store says s3://; --store dir is
+// refused with one line), the input file of a trace: or rate: source is
+// fetched from the coordinator at deploy (wire.SpaceInput) and read from
+// its copy, and its backups spill into a directory of its own under the
+// system's temporary directory, which it removes when it exits. It logs
+// to its own stderr, a deploy it cannot carry out included. With no
+// --listen it accepts its peers on the address it reaches the
+// coordinator from, port 0, so that peers on the same network can dial
+// it.
+//
 // Each instance runs in one goroutine that owns its operator: keyed
 // instances consume a bounded input channel of encoded frames (backpressure
 // reaches the upstream through yamux flow control; a keyed instance whose

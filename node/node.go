@@ -37,7 +37,7 @@ type Config struct {
 	Name      string         // the node's name; "" when joining
 	Coord     string         // the coordinator's address
 	Token     string         // the cluster token
-	Listen    string         // where to accept peers, default 127.0.0.1:0
+	Listen    string         // where to accept peers; "": port 0 on the address the coordinator is reached from
 	Heartbeat time.Duration  // heartbeat period
 	Transport wire.Transport // nil: TCP
 	Log       *log.Logger
@@ -52,7 +52,23 @@ type Config struct {
 
 // DefaultConfig returns the defaults of a node.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:0", Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+	return Config{Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+}
+
+// peerListenAddr is where a node accepts its peers: listen when given,
+// else port 0 on the address its coordinator connection leaves from
+// (local, that connection's LocalAddr): on another host its address on
+// the network the lab shares, which its peers can dial; on loopback,
+// loopback. A connection that is not TCP (the in-memory transport)
+// leaves the choice to the transport ("").
+func peerListenAddr(listen string, local net.Addr) string {
+	if listen != "" {
+		return listen
+	}
+	if ta, ok := local.(*net.TCPAddr); ok && ta.IP != nil {
+		return net.JoinHostPort(ta.IP.String(), "0")
+	}
+	return ""
 }
 
 // Main is `spate node`: it parses args and runs a node until the
@@ -65,7 +81,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.Coord, "coord", "", "coordinator address HOST:PORT")
 	join := fs.String("join", "", "join a running cluster at HOST:PORT (same as --coord)")
 	fs.StringVar(&cfg.Token, "token", "", "cluster token (default $SPATE_TOKEN)")
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections (default: port 0 on the address this host reaches the coordinator from)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -132,6 +148,7 @@ type Node struct {
 	out       state.Store     // the sinks' output store; nil: files in the run directory (store.go)
 	coordSess *yamux.Session  // the coordinator session, for the coordinator store
 	spillDir  string          // where backups spill; "": the run directory's spill/ (store.go)
+	localDir  string          // a node that cannot see the run directory: its own files, removed at exit (store.go)
 	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials     map[string]bool // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
@@ -183,13 +200,11 @@ func Run(ctx context.Context, cfg Config) error {
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
 		insts: map[job.InstanceID]*instance{}, cancel: cancel}
 	defer n.closePeers()
-
-	ln, err := n.tr.Listen(cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen for peers: %w", err)
-	}
-	defer ln.Close()
-	go n.acceptPeers(ctx, ln)
+	defer func() {
+		if n.localDir != "" {
+			_ = os.RemoveAll(n.localDir)
+		}
+	}()
 
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := n.tr.Dial(dctx, cfg.Coord)
@@ -198,6 +213,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("dial coordinator %s: %w", cfg.Coord, err)
 	}
 	defer conn.Close()
+	// After the dial: with no --listen, the peers' address is the one
+	// this node reaches the coordinator from.
+	ln, err := n.tr.Listen(peerListenAddr(cfg.Listen, conn.LocalAddr()))
+	if err != nil {
+		return fmt.Errorf("listen for peers: %w", err)
+	}
+	defer ln.Close()
+	go n.acceptPeers(ctx, ln)
 	w, err := wire.ClientHandshake(conn, wire.Hello{Token: cfg.Token, Role: wire.RoleNode, Node: cfg.Name,
 		PID: os.Getpid(), Listen: ln.Addr().String()}, 10*time.Second)
 	if err != nil {
@@ -261,6 +284,9 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		err := n.deploy(ctx, m.Deploy)
 		msg := wire.Control{Kind: wire.CtlReady}
 		if err != nil {
+			// Said here too: a node on another host is watched on its
+			// own terminal, not in the coordinator's.
+			n.log.Printf("node %s could not deploy: %v", n.nodeName(), err)
 			msg.Error = err.Error()
 		}
 		_ = n.ctl.send(wire.TControl, msg)
@@ -512,6 +538,13 @@ func (n *Node) deploy(ctx context.Context, d *wire.Deploy) error {
 	store, out, hidden, err := n.openStores(d) // store.go
 	if err != nil {
 		return err
+	}
+	if hidden {
+		// Another host: the run's input comes from the coordinator too.
+		n.localDir = localDirFor(d, me)
+		if d.Source.Spec, err = fetchInput(n.openCoordStream, d.Source.Spec, filepath.Join(n.localDir, "input")); err != nil {
+			return err
+		}
 	}
 	n.mu.Lock()
 	n.plan = d

@@ -10,6 +10,7 @@ import (
 
 	"spate/state"
 	"spate/stores"
+	"spate/traces"
 	"spate/wire"
 )
 
@@ -64,11 +65,10 @@ func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, hidden bool, e
 			}
 		}
 	case stores.Coord:
-		sess := n.coordSess
-		if sess == nil {
+		if n.coordSess == nil {
 			return nil, nil, hidden, fmt.Errorf("checkpoint store: the coordinator store needs a coordinator session")
 		}
-		open := func() (net.Conn, error) { return sess.Open() }
+		open := n.openCoordStream
 		if ckpt == nil {
 			ckpt = stores.NewClient(open, wire.SpaceCheckpoints, 0)
 		}
@@ -87,14 +87,71 @@ func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, hidden bool, e
 	return ckpt, out, hidden, nil
 }
 
+// localDirFor is the directory of its own a node that cannot see the run
+// directory keeps under the system's temporary directory: its spilled
+// backups and its copy of the run's input. The node removes it when it
+// exits (Run); a node killed by a signal leaves it behind.
+func localDirFor(d *wire.Deploy, node string) string {
+	return filepath.Join(os.TempDir(), "spate-"+d.Run+"-"+node)
+}
+
+// openCoordStream opens a store stream on the coordinator session.
+func (n *Node) openCoordStream() (net.Conn, error) {
+	if n.coordSess == nil {
+		return nil, errNoCoordinator
+	}
+	return n.coordSess.Open()
+}
+
 // spillDirFor is where a node's upstream backups spill past their memory
-// limit: the run directory's spill/ when the node sees it (""), else a
-// directory of its own under the system's temporary directory.
+// limit: the run directory's spill/ when the node sees it (""), else
+// spill/ of its local directory.
 func spillDirFor(d *wire.Deploy, node string, hidden bool) string {
 	if !hidden {
 		return ""
 	}
-	return filepath.Join(os.TempDir(), "spate-spill-"+d.Run+"-"+node)
+	return filepath.Join(localDirFor(d, node), "spill")
+}
+
+// fetchInput copies the run's input file (a trace: or rate: source) from
+// the coordinator (wire.SpaceInput) into dir and returns the source spec
+// that reads the copy: a node that cannot see the coordinator's files
+// reads the bytes the coordinator and the oracle read, not a file of the
+// same name on its own host. A spec that reads no file is returned as it
+// is. The copy is checked end to end (CRC-32C) on the way.
+func fetchInput(open func() (net.Conn, error), spec, dir string) (string, error) {
+	file, ok := traces.InputFile(spec)
+	if !ok {
+		return spec, nil
+	}
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("fetch the input %s from the coordinator: %w", file, err)
+	}
+	r, err := stores.NewClient(open, wire.SpaceInput, 0).Open(wire.InputSource)
+	if err != nil {
+		return fail(err)
+	}
+	defer r.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	f, err := os.CreateTemp(dir, ".input-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	local := filepath.Join(dir, filepath.Base(file))
+	if err := os.Rename(f.Name(), local); err != nil {
+		return fail(err)
+	}
+	return traces.WithInputFile(spec, local), nil
 }
 
 func storeWhere(k stores.Kind, sp stores.Spec) string {

@@ -9,6 +9,9 @@
 //     see the run directory (one on another host) uses by default.
 //   - an S3-compatible object store (S3), with minio-go: one object per
 //     store name under s3://BUCKET/PREFIX/RUN/{checkpoints,output}/.
+//   - Files, a read-only store over files the caller names: the
+//     coordinator serves the run's input file through it (the input
+//     space), for a node on another host.
 //
 // # Contract
 //

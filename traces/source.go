@@ -255,3 +255,26 @@ func checkPartition(src Source, p int) error {
 	}
 	return nil
 }
+
+// InputFile returns the file a trace: or rate: spec reads, and false for
+// a spec that reads none (gen:). A node on another host fetches that file
+// from the coordinator (node/store.go) and reads its copy (WithInputFile).
+func InputFile(spec string) (string, bool) {
+	scheme, rest, ok := strings.Cut(spec, ":")
+	if !ok || (scheme != "trace" && scheme != "rate") {
+		return "", false
+	}
+	path, _, _ := strings.Cut(rest, "?")
+	return path, path != ""
+}
+
+// WithInputFile returns spec reading path instead of its own file, with
+// the same parameters; a spec that reads no file is returned as it is.
+func WithInputFile(spec, path string) string {
+	old, ok := InputFile(spec)
+	if !ok {
+		return spec
+	}
+	scheme, rest, _ := strings.Cut(spec, ":")
+	return scheme + ":" + path + strings.TrimPrefix(rest, old)
+}

@@ -27,7 +27,13 @@ type StoreSpace string
 const (
 	SpaceCheckpoints StoreSpace = "checkpoints" // checkpoints/ of the run
 	SpaceOutput      StoreSpace = "output"      // output/ of the run: the sinks' segments
+	// SpaceInput is read-only: the run's input file (a trace: or rate:
+	// source), under the name InputSource, for a node on another host.
+	SpaceInput StoreSpace = "input"
 )
+
+// InputSource is the name of the source's file in SpaceInput.
+const InputSource = "source"
 
 // StoreRequest is the first frame of a store stream (type store).
 type StoreRequest struct {

@@ -54,10 +54,13 @@ type coreHarness struct {
 	now    time.Time
 	sub    *events.Sub
 	outDir string
+	// restores holds each instance's placement as its last restore sent
+	// it: a node's restored answer carries that one, not the newest.
+	restores map[job.InstanceID]wire.Placement
 }
 
 func runCoreScript(t *testing.T, script string) (string, error) {
-	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), restores: map[job.InstanceID]wire.Placement{}}
 	var out strings.Builder
 	for n, line := range strings.Split(script, "\n") {
 		line = strings.TrimSpace(line)
@@ -186,6 +189,9 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		p := h.c.placeOf[job.InstanceID(inst)]
 		_, fellback := args["fellback"]
 		place, node := *p, p.Node
+		if sent, ok := h.restores[p.ID]; ok && sent.Gen == p.Gen {
+			place = sent
+		}
 		if g := num("gen"); g > 0 { // the answer of an earlier placement
 			place.Gen, place.Node, node = g, args["node"], args["node"]
 		}
@@ -331,6 +337,9 @@ func (h *coreHarness) report(out *strings.Builder) {
 				h.t.Fatalf("a message to %s: %v", name, err)
 			}
 			fmt.Fprintf(out, "%s <- %s\n", name, describe(m))
+			if m.Kind == wire.CtlRestore && m.Restore != nil {
+				h.restores[m.Restore.Place.ID] = m.Restore.Place // what its restore answers with
+			}
 		}
 	}
 	for {

@@ -377,6 +377,12 @@ func (c *Coordinator) precopyReady(r *rescaleOp) {
 	c.choosePrecopy(r)
 	if r.phase == phaseStage {
 		c.sendStage(r)
+		// Every new instance's node may be gone already: nothing is
+		// staged then, and no answer would move the rescale on (seed
+		// 1795: count#2's node lost in the instant the rescale began;
+		// the drain waited for ever). They are restored with their
+		// slices once the old owners have dropped them.
+		c.rescaleAdvance()
 		return
 	}
 	c.sendPrepare(r)

@@ -241,6 +241,12 @@ const callTimeout = 30 * time.Second
 func (in *instance) start(ctx context.Context) {
 	in.startOnce.Do(func() {
 		go func() {
+			// An instance whose loop has ended is gone, whatever ended
+			// it: nothing runs what is queued for it any more, and its
+			// callers must not wait (a replay waited on a call to an
+			// instance its node's end had stopped, past the end of a
+			// simulated run: synctest found it blocked).
+			defer in.stop()
 			if in.src != nil {
 				if err := in.src.open(in, in.src.restored); err != nil {
 					in.n.event(events.Error, in.id, nil, "%v", err)

@@ -38,7 +38,6 @@ import (
 //	join NODE                                    a spawned node joins the running job
 //	restored INST id=N [fellback] [gen=G node=N]  the instance's new node reports its restore (or node N, of generation G)
 //	done INST [pos=PART:POS,...]                 the instance's node reports it drained
-//	heartbeat INST pos=PART:POS,...              the source's node reports where it is
 //	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
 //	act VERB [TARGET] [K=V ...]                  a control action
 //	drain                                        the run's duration is reached
@@ -203,13 +202,6 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		}
 		p := h.c.placeOf[job.InstanceID(inst)]
 		h.msg(p.Node, &wire.Control{Kind: wire.CtlDone, Done: &wire.Done{Instance: p.ID, Gen: p.Gen, Positions: positions(args["pos"])}})
-	case "heartbeat":
-		inst, err := arg(0)
-		if err != nil {
-			return err
-		}
-		p := h.c.placeOf[job.InstanceID(inst)]
-		h.c.heartbeat(h.c.nodes[p.Node], &wire.Heartbeat{Instances: []wire.InstanceStats{{ID: p.ID, Positions: positions(args["pos"])}}}, h.now)
 	case "rescale":
 		step, err := arg(0)
 		if err != nil {
@@ -269,7 +261,6 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		for step := h.c.cfg.Heartbeat; d > 0; d -= step {
 			h.now = h.now.Add(min(step, d))
 			h.c.checkHeartbeats()
-			h.c.grant()
 		}
 	case "show":
 		h.show(out)
@@ -383,8 +374,8 @@ func describe(m wire.Control) string {
 		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, m.Reroute.Node, m.Reroute.Gen)
 	case wire.CtlCompleted, wire.CtlCompacted:
 		return fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
-	case wire.CtlDrain, wire.CtlGrant:
-		return fmt.Sprintf("%s until %v", m.Kind, sortedPositions(m.Until))
+	case wire.CtlDrain:
+		return fmt.Sprintf("drain until %v", sortedPositions(m.Until))
 	case wire.CtlLost:
 		return fmt.Sprintf("lost %v", m.Instances)
 	case wire.CtlRescale:

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -112,7 +113,8 @@ func TestTLSRunRefusesStrangersAndVerifies(t *testing.T) {
 	if !strings.Contains(out.String(), "links are TLS 1.3") {
 		t.Error("up did not say its links are TLS")
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || !strings.Contains(string(b), `"tls":true`) {
+	var ri struct{ TLS bool }
+	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || json.Unmarshal(b, &ri) != nil || !ri.TLS {
 		t.Errorf("run.json does not say tls: %v", err)
 	}
 }

@@ -103,3 +103,64 @@ func TestAHelloCarryingTheTokenIsRefused(t *testing.T) {
 		t.Errorf("node: %v", err)
 	}
 }
+
+// BenchmarkJoin is one node's join, without TLS and with it (the
+// challenge, the node's key and request, the CA's signature, the node's
+// checks, and the TLS 1.3 handshake on top).
+func BenchmarkJoin(b *testing.B) {
+	ca, err := pki.NewCA(rand.Reader, "r1", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	coordID, err := ca.Identity(rand.Reader, pki.CoordName, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, withTLS := range []bool{false, true} {
+		name := "clear"
+		if withTLS {
+			name = "tls"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				a, c := net.Pipe()
+				errc := make(chan error, 1)
+				go func() {
+					var der []byte
+					if withTLS {
+						der = ca.DER
+					}
+					var cert []byte
+					_, err := JoinServer(c, 5*time.Second, "tok", withTLS, der, func(Hello) error { return nil },
+						func(h Hello, csr []byte) (Welcome, error) {
+							var err error
+							if withTLS {
+								cert, err = ca.Sign(rand.Reader, csr, "n1", time.Now())
+							}
+							return Welcome{Node: "n1", Cert: cert}, err
+						})
+					if err == nil && withTLS {
+						_, _, err = TLSServer(c, coordID.ServerConfig(), 5*time.Second)
+					}
+					errc <- err
+				}()
+				key, _ := pki.NewKey(rand.Reader)
+				j, err := JoinClient(a, Hello{Role: RoleNode}, "tok", func() ([]byte, error) { return pki.CSR(rand.Reader, key) }, 5*time.Second)
+				if err == nil && withTLS {
+					var id *pki.Identity
+					if id, err = pki.NewIdentity(j.Node, key, j.Cert, j.CA, time.Now()); err == nil {
+						_, err = TLSClient(a, id.ClientConfig(pki.CoordName), 5*time.Second)
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := <-errc; err != nil {
+					b.Fatal(err)
+				}
+				a.Close()
+				c.Close()
+			}
+		})
+	}
+}

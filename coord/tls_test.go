@@ -181,9 +181,6 @@ func foundKeys(cp *capture, keys [][]byte) (n int) {
 }
 
 func TestTLSCaptureHoldsNeitherTheTokenNorAKey(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two cluster runs over TCP")
-	}
 	// The control: without TLS a tap sees the records' keys (so the
 	// search below can fail).
 	clear, dir := capturedRun(t, false)

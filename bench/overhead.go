@@ -74,6 +74,9 @@ type OverheadConfig struct {
 	Interval string `json:"interval"`
 	Of       string `json:"of,omitempty"`
 	At       string `json:"at,omitempty"`
+	// TLS runs it with up --tls (configuration "tls": --ft spate, every
+	// link TLS 1.3), measured against spate.
+	TLS bool `json:"tls,omitempty"`
 }
 
 // CheckpointStats is how a configuration's checkpoints went in a run.
@@ -143,7 +146,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	verify := fs.Bool("verify", true, "verify every run with the oracle (after its round, so that a round's runs follow each other)")
 	latency := fs.Bool("latency", true, "also run each configuration paced at --rate, for its p99 output lag")
-	only := fs.String("only", "none,spate,global", "the configurations, comma-separated, of none, spate and global")
+	only := fs.String("only", "none,spate,global", "the configurations, comma-separated, of none, spate, global and tls (--ft spate with up --tls)")
 	baseline := fs.String("baseline", "", "also run --ft spate with this spate binary (a build of another commit, e.g. main), as configuration \"base\": a change measured side by side with it")
 	equal := fs.Bool("equal-rate", true, "when spate and global complete checkpoints at different rates, also run, each round, the faster one at the interval the slower achieved")
 	profile := fs.String("profile", "", "write a CPU profile of every node process under this directory: DIR/RUN/NODE-PID.prof (RUN is tput-CONFIG-ROUND or lat-CONFIG-ROUND)")
@@ -333,15 +336,18 @@ func overheadConfigs(only, baseline string, iv time.Duration) ([]OverheadConfig,
 	var out []OverheadConfig
 	for _, ft := range strings.Split(only, ",") {
 		ft = strings.TrimSpace(ft)
+		c := OverheadConfig{Name: ft, FT: ft, Interval: iv.String()}
 		switch ft {
 		case "none", "spate", "global":
+		case "tls": // --ft spate with TLS on every link
+			c.FT, c.TLS = "spate", true
 		default:
-			return nil, fmt.Errorf("--only: unknown configuration %q (want none, spate or global)", ft)
+			return nil, fmt.Errorf("--only: unknown configuration %q (want none, spate, global or tls)", ft)
 		}
 		if hasConfig(out, ft) {
 			return nil, fmt.Errorf("--only: %s twice", ft)
 		}
-		out = append(out, OverheadConfig{Name: ft, FT: ft, Interval: iv.String()})
+		out = append(out, c)
 	}
 	if baseline != "" {
 		st, err := os.Stat(baseline)
@@ -384,6 +390,8 @@ func (c OverheadConfig) describe() string {
 		return fmt.Sprintf("--ft %s by %s", c.FT, c.Binary)
 	case c.Of != "":
 		return fmt.Sprintf("--ft %s at --interval %s (what %s achieved)", c.FT, c.Interval, c.At)
+	case c.TLS:
+		return "--ft " + c.FT + " --tls"
 	}
 	return "--ft " + c.FT
 }
@@ -424,7 +432,7 @@ func equalRateConfig(sp, gl ohRun, iv time.Duration) (OverheadConfig, bool) {
 // returns the run and its directory.
 func (b *ohBench) run(c OverheadConfig, kind string, round int) (*run, string, error) {
 	cfg := coord.DefaultConfig()
-	cfg.Nodes, cfg.Local, cfg.FT, cfg.Headless = 4, 4, c.FT, true
+	cfg.Nodes, cfg.Local, cfg.FT, cfg.Headless, cfg.TLS = 4, 4, c.FT, true, c.TLS
 	cfg.Data = filepath.Join(b.s.root, fmt.Sprintf("%s-%s-%d", kind, c.Name, round))
 	cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Timeout = 0, b.dur, b.keys, b.intervalOf(c).String(), b.timeout
 	if kind == "lat" {
@@ -679,8 +687,8 @@ func (res *Overhead) fill(tput map[string][]ohRun, p99 map[string][]float64, n i
 }
 
 // pairs are the ratios the benchmark reports: every configuration against
-// none, spate against global and against the baseline, and the
-// equal-rate configuration against its partner.
+// none, spate against global and against the baseline, tls against
+// spate, and the equal-rate configuration against its partner.
 func (res *Overhead) pairs(eq *OverheadConfig) [][2]string {
 	var out [][2]string
 	for _, c := range res.Configs {
@@ -689,6 +697,9 @@ func (res *Overhead) pairs(eq *OverheadConfig) [][2]string {
 		}
 	}
 	if hasConfig(res.Configs, "spate") {
+		if hasConfig(res.Configs, "tls") {
+			out = append(out, [2]string{"tls", "spate"})
+		}
 		for _, other := range []string{"global", "base"} {
 			if hasConfig(res.Configs, other) {
 				out = append(out, [2]string{"spate", other})

@@ -638,7 +638,7 @@ var clusterFlags = map[string]clusterFlag{
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString,
 	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
-	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "metrics": flagString,
+	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "tls": flagBool, "metrics": flagString,
 }
 
 // runnerFlags are the flags of `spate up` that `spate chaos run` sets.

@@ -162,7 +162,10 @@ func TestWrongTokenIsRefusedAndChangesNothing(t *testing.T) {
 					return
 				}
 				defer conn.Close()
-				_, err = wire.ClientHandshake(conn, wire.Hello{Token: "not-the-token", Role: wire.RoleNode, Node: "n9"}, 5*time.Second)
+				// The join as a node makes it (wire/SPEC.md, "Connection
+				// handshake"), with a token that is not the run's.
+				_, err = wire.JoinClient(conn, wire.Hello{Role: wire.RoleNode, Node: "n9"}, "not-the-token",
+					func() ([]byte, error) { return nil, errors.New("no request: the proof failed first") }, 5*time.Second)
 				intruder <- err
 			}()
 		}
@@ -172,8 +175,8 @@ func TestWrongTokenIsRefusedAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-intruder; !errors.Is(err, wire.ErrRejected) || !strings.Contains(err.Error(), "bad token") {
-		t.Fatalf("intruder handshake: %v, want a rejection for a bad token", err)
+	if err := <-intruder; err == nil || !strings.Contains(err.Error(), "bad token") {
+		t.Fatalf("intruder join: %v, want it refused for a bad token", err)
 	}
 	if !hasEvent(readEvents(t, dir), events.NodeRefused, "bad token") {
 		t.Error("no node_refused event naming the bad token")

@@ -65,6 +65,10 @@ type Config struct {
 	// (the run directory for nodes that see it, the coordinator for
 	// the others), dir, coord or s3://BUCKET/PREFIX?endpoint=HOST:PORT.
 	Store string `json:"store,omitempty"`
+	// TLS makes every link TLS 1.3 with certificates of the run's CA,
+	// even on loopback; a --listen address off loopback turns it on
+	// by itself (tls.go).
+	TLS bool `json:"tls,omitempty"`
 }
 
 // DefaultConfig returns the defaults of `spate up`.
@@ -110,6 +114,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "failure-detection timeout")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
+	fs.BoolVar(&c.TLS, "tls", c.TLS, "TLS 1.3 on every link (coordinator, peers, the coordinator store) with certificates of a CA made for the run, even on loopback; always on when --listen is off loopback")
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
 	fs.StringVar(&c.RecoverOn, "recover-on", c.RecoverOn, "where a lost node's keyed instances are restored: survivors (warm processes, at once) or respawned (the node that replaces it, once it joins)")
 	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")

@@ -229,6 +229,7 @@ type Coordinator struct {
 	faults   map[int]*fault
 	faultSeq int
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
+	tls      tlsState        // the run's CA and the coordinator's certificate, with TLS (tls.go)
 
 	coordAddr   string                                // where nodes connect (respawned ones too)
 	quickDeaths int                                   // respawned nodes in a row that died young (respawn)
@@ -379,11 +380,17 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	addr := ln.Addr().String()
 	c.coordAddr = addr
 	c.info = RunInfo{Run: c.run, Started: c.opt.Now(), Config: c.cfg, Job: c.spec, Coord: addr}
+	if err := c.setupTLS(ln); err != nil { // tls.go
+		return err
+	}
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}
 	c.emit(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
 		"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
+	if c.tlsOn() {
+		c.emit(events.RunStarted, "", "", nil, "links are TLS 1.3 with the run's CA (%s); nodes get their certificates by the token challenge", c.caFile())
+	}
 	if c.cfg.Local < c.cfg.Nodes {
 		c.emit(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
 			c.cfg.Nodes-c.cfg.Local, addr, filepath.Join(c.dir, "token"))
@@ -432,24 +439,38 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 		}
 		go func() {
 			var name string
-			h, err := wire.ServerHandshake(conn, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
-				if !wire.TokenEqual(h.Token, c.token) {
-					return wire.Welcome{}, errors.New("bad token")
-				}
-				if h.Role != wire.RoleNode {
-					return wire.Welcome{}, fmt.Errorf("role %q: only nodes connect here", h.Role)
-				}
-				name = h.Node
-				if name == "" { // a node joining from elsewhere gets the next free name
-					name = fmt.Sprintf("n%d", c.joinSeq.Add(1))
-				}
-				return wire.Welcome{Node: name, Run: c.run}, nil
-			})
-			if err != nil {
-				c.emit(events.NodeRefused, "", "", events.NodeRefusedFields{Remote: conn.RemoteAddr().String()},
-					"refused connection from %s: %v", conn.RemoteAddr(), err)
+			var cert []byte
+			remote := conn.RemoteAddr()
+			refuse := func(err error) {
+				c.emit(events.NodeRefused, "", "", events.NodeRefusedFields{Remote: remote.String()},
+					"refused connection from %s: %v", remote, err)
 				conn.Close()
+			}
+			h, err := wire.JoinServer(conn, 10*time.Second, c.token, c.tlsOn(), c.caDER(), c.joinCheck(remote),
+				func(h wire.Hello, csr []byte) (wire.Welcome, error) {
+					name = h.Node
+					if name == "" { // a node joining from elsewhere gets the next free name
+						name = fmt.Sprintf("n%d", c.joinSeq.Add(1))
+					}
+					if c.tlsOn() {
+						var err error
+						if cert, err = c.certify(csr, name); err != nil { // tls.go
+							return wire.Welcome{}, err
+						}
+					}
+					return wire.Welcome{Node: name, Run: c.run, Cert: cert}, nil
+				})
+			if err != nil {
+				refuse(err)
 				return
+			}
+			if c.tlsOn() {
+				tc, err := c.upgrade(conn, name, cert) // tls.go
+				if err != nil {
+					refuse(err)
+					return
+				}
+				conn = tc
 			}
 			conn = c.layer.Wrap(conn, netfault.Coord, name)
 			netfault.Framed(conn)

@@ -3,8 +3,19 @@
 // Up creates the run directory (run.json, the token, events.jsonl,
 // checkpoints/, output/, logs/), listens for nodes, spawns the local ones
 // (the binary re-executed as `spate node`, each in its own process group),
-// authenticates every connection with the run's token, places the
-// instances and sends the plan. Its event loop (Coordinator.loop) owns all
+// authenticates every connection by the token challenge (the token never
+// crosses the wire: wire/SPEC.md, "Joining the coordinator"), places the
+// instances and sends the plan.
+//
+// TLS (tls.go): the run's links are TLS 1.3 when --tls asks for it or when
+// the coordinator listens on an address off loopback (--listen 0.0.0.0:P:
+// the only way a node can join from another host). The coordinator then
+// makes the run's CA (ca.crt, and ca.key with mode 0600, in the run
+// directory), certifies each node by the name it gives it as it joins, and
+// runs each node's session inside TLS, requiring the very certificate it
+// issued. Without TLS it refuses a join from another host. run.json says
+// which (tls). Every refused connection is one node_refused event naming
+// the remote address. Its event loop (Coordinator.loop) owns all
 // of its state; reader goroutines, the manifest writer and the accept loop
 // talk to it through channels only, so the protocol logic never races.
 //

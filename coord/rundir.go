@@ -32,6 +32,7 @@ type RunInfo struct {
 	Config    Config         `json:"config"`
 	Job       job.Spec       `json:"job"`
 	Coord     string         `json:"coord,omitempty"` // the coordinator's address
+	TLS       bool           `json:"tls,omitempty"`   // every link is TLS 1.3 with the run's CA (tls.go)
 	Positions map[int]uint64 `json:"positions,omitempty"`
 	Complete  bool           `json:"complete"`             // every source partition reported its final position
 	Lag       [][2]int64     `json:"lag_ms,omitempty"`     // paced runs: (ms since the job started, output lag in ms), every heartbeat period

@@ -1,14 +1,30 @@
 // Package node is the worker process: `spate node`, started by the
 // coordinator (or joining one with --join and --token).
 //
-// A node dials the coordinator, authenticates with the cluster token and
-// runs yamux over that one TCP connection; its first stream is the control
+// A node dials the coordinator, joins by the token challenge (which never
+// sends the token: wire/SPEC.md, "Joining the coordinator") and runs yamux
+// over that one TCP connection; its first stream is the control
 // stream (wire.Control messages one way, wire.Control and wire.Heartbeat
 // the other). It listens for its peers: between two nodes there is one TCP
 // connection and one yamux session, dialled by the node whose name sorts
 // first, and every (upstream instance, downstream instance) pair of the job
 // is one yamux stream on it. Instances on the same node exchange the same
 // encoded batches through a channel instead.
+//
+// # TLS
+//
+// The coordinator's challenge says whether the run is TLS (`spate up
+// --tls`, or a coordinator listening off loopback); a node has no flag of
+// its own for it. With TLS the node makes a key, gets its certificate
+// (naming it) from the run's CA in the join, and then every link it has
+// is TLS 1.3 with mutual authentication (tls.go): the coordinator link
+// (control and store streams), the peers it dials (whose certificate must
+// name the peer it dials) and the peers it accepts (a certificate of the
+// run's CA is required, and the hello's name must be the certificate's).
+// A peer connection without a valid certificate of this run is refused
+// with one log line and one node_refused event naming its address, and
+// nothing it sent is acted on. Without TLS, peers greet each other with
+// the token, as before.
 //
 // The life of a node: hello → deploy (build the instances it hosts, connect
 // its peers) → ready → start (sources begin) → drain (sources stop, a final

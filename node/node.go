@@ -26,6 +26,7 @@ import (
 
 	"spate/events"
 	"spate/job"
+	"spate/pki"
 	"spate/state"
 	"spate/traces"
 	"spate/wire"
@@ -152,6 +153,11 @@ type Node struct {
 	dials     map[string]bool // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
 	cancel    context.CancelFunc
+
+	// joined is closed once the join is done: id is set then, and never
+	// changes (tls.go).
+	joined chan struct{}
+	id     *pki.Identity // with TLS: this node's certificate and the run's CA; nil without
 }
 
 // ctlConn is the control stream; writes are serialised.
@@ -196,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	n := &Node{cfg: cfg, tr: cfg.Transport, log: cfg.Log, name: cfg.Name, layer: layer,
 		peers: map[string]*yamux.Session{}, peerc: make(chan struct{}), dials: map[string]bool{},
-		insts: map[job.InstanceID]*instance{}, cancel: cancel}
+		insts: map[job.InstanceID]*instance{}, cancel: cancel, joined: make(chan struct{})}
 	defer n.closePeers()
 	defer func() {
 		if n.localDir != "" {
@@ -219,14 +225,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer ln.Close()
 	go n.acceptPeers(ctx, ln)
-	w, err := wire.ClientHandshake(conn, wire.Hello{Token: cfg.Token, Role: wire.RoleNode, Node: cfg.Name,
-		PID: os.Getpid(), Listen: ln.Addr().String()}, 10*time.Second)
+	w, conn, err := n.join(conn, ln.Addr().String()) // tls.go
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	n.mu.Lock()
 	n.name = w.Node
 	n.mu.Unlock()
+	close(n.joined)
 	sess, err := yamux.Client(conn, wire.YamuxConfig())
 	if err != nil {
 		return err
@@ -577,7 +584,16 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 		return fmt.Errorf("dial peer %s at %s: %w", name, addr, err)
 	}
 	conn = n.layer.Wrap(conn, n.nodeName(), name) // a partition stalls the handshake too
-	if _, err := wire.ClientHandshake(conn, wire.Hello{Token: n.cfg.Token, Role: wire.RolePeer, Node: n.nodeName(), PID: os.Getpid()}, 10*time.Second); err != nil {
+	hello := wire.Hello{Token: n.cfg.Token, Role: wire.RolePeer, Node: n.nodeName(), PID: os.Getpid()}
+	if n.id != nil { // tls.go: the certificates authenticate, the token stays home
+		tc, err := wire.TLSClient(conn, n.id.ClientConfig(name), 10*time.Second)
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("peer %s: %w", name, err)
+		}
+		conn, hello.Token = tc, ""
+	}
+	if _, err := wire.ClientHandshake(conn, hello, 10*time.Second); err != nil {
 		conn.Close()
 		return fmt.Errorf("peer %s: %w", name, err)
 	}
@@ -648,19 +664,41 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 			return
 		}
 		go func() {
+			remote := c.RemoteAddr()
+			refuse := func(err error) {
+				n.log.Printf("refused peer connection from %s: %v", remote, err)
+				n.event(events.NodeRefused, "", events.NodeRefusedFields{Remote: remote.String()}, "refused peer connection from %s: %v", remote, err)
+				c.Close()
+			}
+			select { // the join says whether peers speak TLS
+			case <-n.joined:
+			case <-ctx.Done():
+				c.Close()
+				return
+			}
+			certName := "" // with TLS, the name the peer's certificate gives it
+			if n.id != nil {
+				tc, name, err := wire.TLSServer(c, n.id.ServerConfig(), 10*time.Second)
+				if err != nil {
+					refuse(err)
+					return
+				}
+				c, certName = tc, name
+			}
 			h, err := wire.ServerHandshake(c, 10*time.Second, func(h wire.Hello) (wire.Welcome, error) {
-				if !wire.TokenEqual(h.Token, n.cfg.Token) {
+				if certName == "" && !wire.TokenEqual(h.Token, n.cfg.Token) {
 					return wire.Welcome{}, errors.New("bad token")
 				}
 				if h.Role != wire.RolePeer || h.Node == "" {
 					return wire.Welcome{}, fmt.Errorf("role %q: only peers connect here", h.Role)
 				}
+				if certName != "" && h.Node != certName {
+					return wire.Welcome{}, fmt.Errorf("%w: the hello says %q, the certificate %q", pki.ErrBadCertificate, h.Node, certName)
+				}
 				return wire.Welcome{Node: h.Node}, nil
 			})
 			if err != nil {
-				n.log.Printf("refused peer connection from %s: %v", c.RemoteAddr(), err)
-				n.event(events.NodeRefused, "", events.NodeRefusedFields{Remote: c.RemoteAddr().String()}, "refused peer connection from %s: %v", c.RemoteAddr(), err)
-				c.Close()
+				refuse(err)
 				return
 			}
 			c = n.layer.Wrap(c, n.nodeName(), h.Node)

@@ -4,7 +4,8 @@
 //   - the coordinator as a store (Server, on the coordinator, and Client,
 //     on a node): requests travel on the node's own yamux session to the
 //     coordinator, one stream per request (wire/SPEC.md, "Store streams"),
-//     authenticated by the session's token handshake; the coordinator
+//     authenticated by the session's join (the token challenge) and,
+//     when the run is TLS, inside the node's TLS link; the coordinator
 //     keeps the files in the run directory. It is what a node that cannot
 //     see the run directory (one on another host) uses by default.
 //   - an S3-compatible object store (S3), with minio-go: one object per

@@ -7,9 +7,12 @@ import (
 	"spate/netfault"
 )
 
-// Hello is the first frame a dialer sends on a new TCP connection.
+// Hello is the first frame a dialer sends on a new TCP connection. A node
+// joining the coordinator sends no token but a nonce (join.go); a peer
+// sends the token on a link in clear and nothing but its name inside TLS.
 type Hello struct {
-	Token  string `json:"token"`
+	Token  string `json:"token,omitempty"`
+	Nonce  []byte `json:"nonce,omitempty"`  // a join's node nonce (pki.NonceSize bytes)
 	Role   string `json:"role"`             // RoleNode (to the coordinator) or RolePeer (node to node)
 	Node   string `json:"node,omitempty"`   // the dialer's name ("" when joining: the coordinator assigns one)
 	PID    int    `json:"pid,omitempty"`    // the dialer's process id
@@ -24,8 +27,26 @@ const (
 
 // Welcome accepts a Hello.
 type Welcome struct {
-	Node string `json:"node"` // the name the dialer has in the cluster
-	Run  string `json:"run"`  // the run id
+	Node string `json:"node"`           // the name the dialer has in the cluster
+	Run  string `json:"run"`            // the run id
+	Cert []byte `json:"cert,omitempty"` // a join with TLS: the node's certificate, issued by the run's CA
+}
+
+// Challenge is the coordinator's answer to a node's hello: its nonce, its
+// TLS decision, the run's CA with TLS, and its proof that it knows the
+// token (pki.CoordProof).
+type Challenge struct {
+	Nonce []byte `json:"nonce"`
+	TLS   bool   `json:"tls"`
+	CA    []byte `json:"ca,omitempty"`
+	Proof []byte `json:"proof"`
+}
+
+// Prove is a node's answer to a challenge: its proof that it knows the
+// token (pki.NodeProof) and, with TLS, its certificate request.
+type Prove struct {
+	Proof []byte `json:"proof"`
+	CSR   []byte `json:"csr,omitempty"`
 }
 
 // Reject refuses a Hello; the connection is closed after it.

@@ -10,6 +10,15 @@
 // in control.go; see DecodeJSON) or binary (batches of records, watermarks,
 // end of stream).
 //
+// The handshake (SPEC.md, "Connection handshake") is in session.go and
+// join.go. A node joins the coordinator with JoinClient and JoinServer: a
+// challenge whose proofs (package pki) show that both ends know the token
+// without sending it, and that vouch for the coordinator's TLS decision
+// and CA. Peers greet each other with ClientHandshake and
+// ServerHandshake, with the token in clear, or, inside TLS (TLSClient,
+// TLSServer), with the certificates the join gave them. Remote says
+// whether an address is off this machine, which is what turns TLS on.
+//
 // The batch is the hot path. BatchBuilder gathers records into runs of one
 // (producer, destination key group) with consecutive sequence numbers, and
 // encodes them; DecodeBatch walks a payload and hands each record to a

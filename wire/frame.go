@@ -33,6 +33,8 @@ const (
 	TStoreData   Type = 14 // binary: a piece of a stored file's content
 	TStoreEnd    Type = 15 // binary: CRC-32C and length of the content just sent
 	TStoreReply  Type = 16 // JSON StoreReply: the coordinator's answer on a store stream
+	TChallenge   Type = 17 // JSON Challenge: the coordinator's answer to a node's hello (join.go)
+	TProve       Type = 18 // JSON Prove: the node's answer to a challenge (join.go)
 )
 
 var typeNames = [...]string{
@@ -52,6 +54,8 @@ var typeNames = [...]string{
 	TStoreData:   "store-data",
 	TStoreEnd:    "store-end",
 	TStoreReply:  "store-reply",
+	TChallenge:   "challenge",
+	TProve:       "prove",
 }
 
 // String returns the type's name as SPEC.md writes it ("batch",
@@ -64,12 +68,12 @@ func (t Type) String() string {
 }
 
 // Known reports whether t is one of the frame types of SPEC.md.
-func (t Type) Known() bool { return t >= THello && t <= TStoreReply }
+func (t Type) Known() bool { return t >= THello && t <= TProve }
 
 // IsJSON reports whether t's payload is a JSON object.
 func (t Type) IsJSON() bool {
 	switch t {
-	case THello, TWelcome, TReject, TControl, TStreamHello, THeartbeat, TStore, TStoreReply:
+	case THello, TWelcome, TReject, TControl, TStreamHello, THeartbeat, TStore, TStoreReply, TChallenge, TProve:
 		return true
 	}
 	return false

@@ -26,7 +26,7 @@ func TestTypeString(t *testing.T) {
 		{TEnd, "end"},
 		{THeartbeat, "heartbeat"},
 		{0, "type(0)"},
-		{10, "resume"}, {11, "trim"}, {12, "barrier"}, {13, "store"}, {14, "store-data"}, {15, "store-end"}, {16, "store-reply"}, {17, "type(17)"},
+		{10, "resume"}, {11, "trim"}, {12, "barrier"}, {13, "store"}, {14, "store-data"}, {15, "store-end"}, {16, "store-reply"}, {17, "challenge"}, {18, "prove"}, {19, "type(19)"},
 		{255, "type(255)"},
 	}
 	for _, c := range cases {
@@ -147,7 +147,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{name: "too large without type", in: hdr(math.MaxUint32, 0)[:4], want: ErrFrameTooLarge},
 		{name: "at the max", in: append(hdr(3, byte(TBatch)), 1, 2), max: 3, frames: 1, want: io.EOF},
 		{name: "type 0", in: hdr(1, 0), want: ErrUnknownType, msg: "type byte 0"},
-		{name: "type 17", in: hdr(1, 17), want: ErrUnknownType, msg: "type byte 17"},
+		{name: "type 19", in: hdr(1, 19), want: ErrUnknownType, msg: "type byte 19"},
 		{name: "type 255", in: hdr(1, 255), want: ErrUnknownType},
 		{name: "payload cut", in: append(hdr(10, byte(TBatch)), 1, 2, 3), want: ErrTruncated, msg: "payload, 3 of 9"},
 		{name: "payload missing", in: hdr(10, byte(TBatch)), want: ErrTruncated, msg: "payload, 0 of 9"},

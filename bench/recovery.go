@@ -49,6 +49,10 @@ type RecoveryShape struct {
 	Ratio       float64 `json:"ratio"`
 	RatioRounds Values  `json:"ratio_rounds"`
 	RatioCI     CI      `json:"ratio_ci"`
+	// With --recover parallel: spate/parallel and global/parallel of the
+	// medians (parallel: spate with --recover parallel).
+	SpateOverParallel  float64 `json:"spate_over_parallel,omitempty"`
+	GlobalOverParallel float64 `json:"global_over_parallel,omitempty"`
 	// Unlike says, run by run, what made a comparison other than like for
 	// like: a second node lost, a restore from a checkpoint not the
 	// latest, a run never back to normal, a failed verification. Empty:
@@ -232,6 +236,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	par := fs.String("parallelism", "", "N,... and OP=N,...: each bare N is a shape with count at parallelism N; OP=N sets an operator's parallelism in every shape (over the job's defaults)")
 	win := fs.Duration("window", coord.DefaultConfig().Window, "the job's tumbling window (event time): a key group writes its results once a window, the resolution of the untouched key groups' output rate")
 	tail := fs.Duration("tail", 20*time.Millisecond, "how often the sinks' files are read, to time the output of the key groups the failure did not touch (0: not measured)")
+	recov := fs.String("recover", "single", "single: spate (one new instance per lost one) against global; parallel: also spate with --recover parallel (its key groups split over the survivors), shown as parallel")
 	s := newSession("recovery", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -245,6 +250,10 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintln(stderr, "spate bench recovery: --rounds must be positive and --duration longer than --kill plus --interval")
 		return 2
 	}
+	if *recov != "single" && *recov != "parallel" {
+		fmt.Fprintf(stderr, "spate bench recovery: --recover %q: want single or parallel\n", *recov)
+		return 2
+	}
 	window := *win
 	// The runs' lines and the summary go to stdout, or to stderr beside
 	// the progress when stdout has the JSON.
@@ -253,6 +262,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		text = stderr
 	}
 	fts := []string{"spate", "global"}
+	if *recov == "parallel" {
+		fts = append(fts, "parallel")
+	}
 	weights := repeat(*rounds*len(fts)*len(shapes), runWeight(*dur))
 	if *rate <= 0 {
 		weights = append(repeat(len(shapes), runWeight(10*time.Second)), weights...)
@@ -308,14 +320,17 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// happens to suit. The rounds' kills are spread evenly over one
 		// interval instead, the same moment for every run of a round.
 		at := *killAt + time.Duration((float64(i)+0.5)/float64(*rounds)*float64(*interval))
-		order := fts
+		order := slices.Clone(fts)
 		if i%2 == 1 {
-			order = []string{fts[1], fts[0]} // which runs first alternates
+			slices.Reverse(order) // which runs first alternates
 		}
 		for j, sh := range shapes {
 			shr := &res.Shapes[j]
 			for _, ft := range order {
 				cfg := benchConfig(root, name(sh), i, ft)
+				if ft == "parallel" {
+					cfg.FT, cfg.Recover = "spate", "parallel"
+				}
 				cfg.Nodes, cfg.Local = sh.nodes, sh.nodes
 				cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = shr.Rate, *dur, *keys, interval.String(), *heartbeat
 				cfg.Source, cfg.Parallelism, cfg.Window = *source, sh.par, window
@@ -430,6 +445,9 @@ func summarise(shr *RecoveryShape, fts []string, rounds int) {
 		}
 	}
 	shr.RatioCI = ci95(xs, ratioWidth)
+	if p := shr.RecoveryS["parallel"]; p > 0 {
+		shr.SpateOverParallel, shr.GlobalOverParallel = shr.RecoveryS["spate"]/p, shr.RecoveryS["global"]/p
+	}
 	shr.Unlike = nil
 	for _, rr := range shr.Runs {
 		if u := rr.unlike(); u != "" {
@@ -476,6 +494,9 @@ func printShape(w io.Writer, shr RecoveryShape, fts []string, load float64) {
 			ft, shr.RecoveryS[ft], ratios(rounds), si(shr.Replayed[ft]), what, age, shr.PhasesMs[ft], shr.Output[ft])
 	}
 	fmt.Fprintf(w, "    global/spate %.2f (of the medians); by round %s: mean %v\n", shr.Ratio, ratios(shr.RatioRounds), shr.RatioCI)
+	if shr.SpateOverParallel > 0 {
+		fmt.Fprintf(w, "    spate/parallel %.2f, global/parallel %.2f (of the medians; parallel: spate with --recover parallel)\n", shr.SpateOverParallel, shr.GlobalOverParallel)
+	}
 	if len(shr.Unlike) == 0 {
 		fmt.Fprintln(w, "    like for like: every run lost one node, restored the latest complete checkpoints, came back to normal and verified")
 	}

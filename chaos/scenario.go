@@ -636,7 +636,7 @@ var clusterFlags = map[string]clusterFlag{
 	"rate": flagNumber, "speedup": flagNumber,
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
-	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString,
+	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString, "recover": flagString,
 	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
 	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "tls": flagBool, "metrics": flagString,
 }
@@ -807,6 +807,10 @@ func (p *scParser) clusterField(c field) error {
 			case "recover-on":
 				if val != "survivors" && val != "respawned" {
 					return p.errf(c.value, path, "%q: want survivors or respawned", val)
+				}
+			case "recover":
+				if val != "single" && val != "parallel" {
+					return p.errf(c.value, path, "%q: want single or parallel", val)
 				}
 			case "rescale":
 				if val != "eds" && val != "restart" {

@@ -71,6 +71,7 @@ var upValues = map[string][]string{
 	"source":      {"gen:diurnal", "gen:constant", "trace:", "rate:"},
 	"rescale":     {"eds", "restart"},
 	"recover-on":  {"survivors", "respawned"},
+	"recover":     {"single", "parallel"},
 	"backup-full": {"spill", "block"},
 	"store":       {"dir", "coord", "s3://"},
 	"job":         {"windowcount"},

@@ -45,6 +45,7 @@ type Config struct {
 	FlushMs     int            `json:"flush_ms"`
 	Respawn     bool           `json:"respawn"`              // replace a lost local node with a fresh process
 	RecoverOn   string         `json:"recover_on,omitempty"` // where a lost node's keyed instances go: survivors (default) or respawned
+	Recover     string         `json:"recover,omitempty"`    // single (one new instance per lost one, the default) or parallel (its key groups split over the survivors: parallel.go)
 	Rescale     string         `json:"rescale,omitempty"`    // eds (live, elastic data slices) or restart (stop, global checkpoint, restart)
 	Autoscale   bool           `json:"autoscale,omitempty"`  // the DS2-style auto-scaler acts through the same scale path
 	// CheckInvariants checks the coordinator's invariants after every
@@ -78,7 +79,7 @@ func DefaultConfig() Config {
 		Keys: traces.DefaultKeys, FT: "spate", Interval: "auto", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
-		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, RecoverOn: "survivors", Rescale: "eds",
+		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, RecoverOn: "survivors", Recover: "single", Rescale: "eds",
 	}
 }
 
@@ -117,6 +118,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.TLS, "tls", c.TLS, "TLS 1.3 on every link (coordinator, peers, the coordinator store) with certificates of a CA made for the run, even on loopback; always on when --listen is off loopback")
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
 	fs.StringVar(&c.RecoverOn, "recover-on", c.RecoverOn, "where a lost node's keyed instances are restored: survivors (warm processes, at once) or respawned (the node that replaces it, once it joins)")
+	fs.StringVar(&c.Recover, "recover", c.Recover, "how a lost keyed instance of count or rollup is restored: single (one new instance on one survivor) or parallel (its key groups split over up to 4 survivors, restored and replayed to at once, merged back by a live rescale once caught up; needs --ft spate --rescale eds)")
 	fs.StringVar(&c.Rescale, "rescale", c.Rescale, "how `spate scale` rescales: eds (live, moving key-group slices) or restart (stop, global checkpoint, restart: Flink's way)")
 	fs.BoolVar(&c.CheckInvariants, "check-invariants", c.CheckInvariants, "debug: check the coordinator's invariants after every step; the first one broken ends the run with an error")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "let the auto-scaler (DS2-style: true processing rates and backlog) rescale count and rollup")
@@ -190,6 +192,8 @@ func (c *Config) Validate() error {
 		return bad("heartbeat", "must be positive and shorter than --timeout")
 	case c.BackupMem < 0 || (c.BackupMem > 0 && c.BackupMem < 1<<20):
 		return bad("backup-mem", "%d bytes: want at least 1MiB", c.BackupMem)
+	case c.Recover != "" && c.Recover != "single" && c.Recover != "parallel":
+		return bad("recover", "%q: want single or parallel", c.Recover)
 	case c.RecoverOn != "" && c.RecoverOn != "survivors" && c.RecoverOn != "respawned":
 		return bad("recover-on", "%q: want survivors or respawned", c.RecoverOn)
 	case c.BackupFull != "" && c.BackupFull != "spill" && c.BackupFull != "block":

@@ -1029,6 +1029,7 @@ func (c *Coordinator) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why 
 		c.recover(ns.name, ids, "")
 	}
 	c.edsNodeLost(ns.name)
+	c.splitRecovery(ids) // parallel.go
 }
 
 // noneLost gives up the instances of a lost node: their downstreams treat
@@ -1124,7 +1125,11 @@ func (c *Coordinator) throughput() {
 	wm := int64(job.MaxWatermark)
 	for _, ns := range c.nodes {
 		for id, s := range ns.stats {
-			switch c.placeOf[id].Op {
+			p := c.placeOf[id]
+			if p == nil {
+				continue // not in the plan (yet): a pre-copy's staged instance
+			}
+			switch p.Op {
 			case "source":
 				in += s.In
 			case "sink":
@@ -1238,6 +1243,8 @@ func (c *Coordinator) sampleLag() {
 				if k := c.lagClock; k == nil || *s.Origin < k.Origin || *s.Origin == k.Origin && s.StartMs < k.StartMs {
 					c.lagClock = &wire.PacingClock{Origin: *s.Origin, StartMs: s.StartMs}
 				}
+			case c.placeOf[id] == nil:
+				// Not in the plan (yet): a pre-copy's staged instance.
 			case c.placeOf[id].Op == "sink" && s.Watermark != job.NoWatermark:
 				c.sinkWM[id] = s.Watermark
 			}

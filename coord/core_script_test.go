@@ -29,7 +29,7 @@ import (
 // compared with the script's .golden file (regenerated with
 // -update-scripts). Steps:
 //
-//	deploy [nodes=N] [ft=MODE] [ready=K]         a job of the default shape on N nodes, every node ready (or the first K)
+//	deploy [nodes=N] [ft=MODE] [ready=K] [recover=parallel]   a job of the default shape on N nodes, every node ready (or the first K)
 //	ready NODE                                   NODE reports its instances deployed
 //	checkpointed INST id=N [full] [parent=P] [sink=LEN] [pos=PART:POS,...]   the instance's node reports it
 //	damaged INST id=N                            its node reports the file of checkpoint N damaged
@@ -41,7 +41,7 @@ import (
 //	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
 //	act VERB [TARGET] [K=V ...]                  a control action
 //	drain                                        the run's duration is reached
-//	tick D [stall]                               D passes, judged every heartbeat period (stall: judged once, at its end: the loop stood still)
+//	tick D [stall|alive]                         D passes, judged every heartbeat period, with the recoveries' and rescales' ticks (stall: judged once, at its end: the loop stood still; alive: every node beats meanwhile)
 //	show                                         placements, done and lost instances, restorable checkpoints
 //	# ...                                        a comment, echoed
 func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
@@ -77,7 +77,7 @@ func runCoreScript(t *testing.T, script string) (string, error) {
 			switch k, v, ok := strings.Cut(w, "="); {
 			case ok:
 				args[k] = v
-			case w == "full" || w == "fellback" || w == "stall":
+			case w == "full" || w == "fellback" || w == "stall" || w == "alive":
 				args[w] = ""
 			default:
 				plain = append(plain, w)
@@ -114,7 +114,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if _, ok := args["ready"]; ok {
 			ready = int(num("ready"))
 		}
-		return h.deploy(n, ready, args["ft"])
+		return h.deploy(n, ready, args["ft"], args["recover"])
 	case "ready":
 		node, err := arg(0)
 		if err != nil {
@@ -258,9 +258,17 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 			h.c.checkHeartbeats()
 			break
 		}
+		_, alive := args["alive"]
 		for step := h.c.cfg.Heartbeat; d > 0; d -= step {
 			h.now = h.now.Add(min(step, d))
+			for _, ns := range h.c.nodes {
+				if alive && !ns.gone() {
+					ns.lastBeat = h.now
+				}
+			}
 			h.c.checkHeartbeats()
+			h.c.checkCaughtUp()
+			h.c.edsTick()
 		}
 	case "show":
 		h.show(out)
@@ -272,11 +280,14 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 
 // deploy makes the coordinator and n nodes joined, of which the first
 // ready report ready (the job starts once all have).
-func (h *coreHarness) deploy(n, ready int, ft string) error {
+func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 	cfg := DefaultConfig()
 	cfg.Nodes, cfg.Interval, cfg.Respawn = n, "1s", false
 	if ft != "" {
 		cfg.FT = ft
+	}
+	if recover != "" {
+		cfg.Recover = recover
 	}
 	h.outDir = h.t.TempDir()
 	opt := Options{Now: func() time.Time { return h.now }}

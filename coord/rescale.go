@@ -30,6 +30,7 @@ type edsState struct {
 	lastIn  map[job.InstanceID]uint64
 	lastAt  time.Time
 	restart *restartOp     // --rescale restart in flight (restart.go)
+	merge   *mergeDue      // the merge back a parallel recovery owes (parallel.go)
 	auto    autoscaleState // --autoscale (autoscale.go)
 }
 
@@ -75,6 +76,7 @@ type rescaleOp struct {
 	startGen map[job.InstanceID]uint64 // pre-copy: new instances asked to start, with the generation asked
 	fresh2   map[job.InstanceID]uint64 // pre-copy: instances asked for a checkpoint now, with their latest complete one then
 	olds     []job.InstanceID          // pre-copy: the old owners (their checkpoint follows the sources')
+	recovery []job.InstanceID          // a parallel recovery (parallel.go): the lost instances it splits
 }
 
 // move is one Move of the plan being carried out.
@@ -232,9 +234,18 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	if len(plan.Moves) == 0 {
 		return control.Result{Text: fmt.Sprintf("%s already has %d instances; nothing moves", op, n)}, nil
 	}
+	r := c.beginRescale(op, old.N(), n, plan, load, why, nil)
+	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, r.from, n, plan.Moved(), len(plan.Moves))}, nil
+}
+
+// beginRescale carries out plan, a rescale of op from instances to to:
+// the moves, the new instances' placements, the pre-copy's fresh
+// checkpoints (none for a parallel recovery: recovery names the lost
+// instances whose restorable checkpoints are the bases), the event.
+func (c *Coordinator) beginRescale(op string, from, to int, plan eds.Plan, load []float64, why string, recovery []job.InstanceID) *rescaleOp {
 	c.eds.seq++
-	r := &rescaleOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, phase: phasePrepare, holds: map[job.InstanceID]int64{},
-		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load}
+	r := &rescaleOp{id: c.eds.seq, op: op, from: from, to: to, plan: plan, phase: phasePrepare, holds: map[job.InstanceID]int64{},
+		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load, recovery: recovery}
 	var hold []job.InstanceID
 	placed := map[string]int{}
 	for _, m := range plan.Moves {
@@ -248,6 +259,11 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 			hold = append(hold, mv.to)
 			continue
 		}
+		for _, id := range recovery {
+			if p := c.placeOf[id]; p != nil && len(placed) == 0 {
+				placed[p.Node]++ // the restored instance's node keeps its own part
+			}
+		}
 		node := c.leastLoadedFor(placed)
 		placed[node]++
 		r.fresh = append(r.fresh, wire.Placement{ID: mv.to, Op: op, Index: m.To, Node: node, Gen: 1})
@@ -255,18 +271,24 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 	r.hold = hold
 	r.startAt, r.startGen = map[job.InstanceID]uint64{}, map[job.InstanceID]uint64{}
 	c.eds.cur = r
-	c.startPrecopy(r)
 	moves := make([]string, len(plan.Moves))
 	for i, m := range plan.Moves {
 		moves[i] = fmt.Sprintf("%v %s→%s", m.Range, job.MakeInstanceID(op, m.From), job.MakeInstanceID(op, m.To))
 	}
-	c.emit(events.RescalePlanned, "", "", events.RescalePlannedFields{Op: op, From: old.N(), To: n, Moves: moves, Load: load,
+	c.emit(events.RescalePlanned, "", "", events.RescalePlannedFields{Op: op, From: from, To: to, Moves: moves, Load: load,
 		KeyGroups: plan.Moved(), MaxLoadBefore: plan.OldMaxLoad, MaxLoadAfter: plan.MaxLoad, Why: why, ID: r.id},
 		"rescale %d of %s (%s): %v", r.id, op, why, plan)
+	if recovery != nil {
+		// The bases are the lost instances' restorable checkpoints, the
+		// ones their restores load: no fresh checkpoint to wait for.
+		c.precopyReady(r)
+		return r
+	}
+	c.startPrecopy(r)
 	if r.phase == phasePrepare {
 		c.sendPrepare(r)
 	}
-	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d started: %d key groups in %d moves", op, old.N(), n, plan.Moved(), len(plan.Moves))}, nil
+	return r
 }
 
 // sendPrepare sends the prepare step to every live node.
@@ -1056,6 +1078,7 @@ func (c *Coordinator) edsTick() {
 	}
 	c.rescaleSettled()
 	c.restartTick()
+	c.mergeTick()
 	c.autoscaleTick()
 }
 

@@ -33,6 +33,7 @@ const (
 	Checkpoint          Kind = "checkpoint"
 	Fenced              Kind = "fenced"
 	RecoveryPlaced      Kind = "recovery_placed"
+	RecoverySplit       Kind = "recovery_split" // --recover parallel: how a lost instance's key groups are split
 	RecoveryRestored    Kind = "recovery_restored"
 	RecoveryDone        Kind = "recovery_done"
 	RunFinished         Kind = "run_finished"

@@ -145,6 +145,18 @@ type RecoveryPlacedFields struct {
 	Records    uint64   `json:"records"`    // global: records the sources read again
 }
 
+// RecoverySplitFields: a parallel recovery (--recover parallel) splits
+// the key groups of the lost Instances of operator Op: Parts says what
+// each keeps or gets ("count#0 keeps [[0,21)]", "count#2 gets
+// [[21,43)]"), and a rescale (rescale_planned, the same moves) carries it
+// out; KeyGroups is how many move.
+type RecoverySplitFields struct {
+	Instances []job.InstanceID `json:"instances"`
+	KeyGroups int              `json:"key_groups"`
+	Op        string           `json:"op"`
+	Parts     []string         `json:"parts"`
+}
+
 // RecoveryRestoredFields: an instance loaded its checkpoint (Checkpoint,
 // Fellback, Gen), or every instance did after a global rollback (no
 // Instance: Checkpoint only). Gen tells the two apart.
@@ -546,6 +558,7 @@ func (CheckpointFields) Kind() Kind            { return Checkpoint }
 func (FencedFields) Kind() Kind                { return Fenced }
 func (RecoveryPlacedFields) Kind() Kind        { return RecoveryPlaced }
 func (RecoveryRestoredFields) Kind() Kind      { return RecoveryRestored }
+func (RecoverySplitFields) Kind() Kind         { return RecoverySplit }
 func (RecoveryDoneFields) Kind() Kind          { return RecoveryDone }
 func (RunFinishedFields) Kind() Kind           { return RunFinished }
 func (FaultStartedFields) Kind() Kind          { return FaultStarted }
@@ -585,7 +598,7 @@ var payloads = []Payload{
 	RunStartedFields{}, NodeSpawnedFields{}, NodeJoinedFields{}, NodeRefusedFields{}, NodeSuspectFields{},
 	NodeLostFields{}, NodeExitedFields{}, InstancePlacedFields{}, JobStartedFields{}, WindowFiredFields{},
 	ThroughputFields{}, SourceEndedFields{}, DrainStartedFields{}, DrainWaitingFields{}, InstanceDoneFields{},
-	FrameErrorFields{}, CheckpointFields{}, FencedFields{}, RecoveryPlacedFields{}, RecoveryRestoredFields{},
+	FrameErrorFields{}, CheckpointFields{}, FencedFields{}, RecoveryPlacedFields{}, RecoveryRestoredFields{}, RecoverySplitFields{},
 	RecoveryDoneFields{}, RunFinishedFields{}, FaultStartedFields{}, FaultEndedFields{}, HealedFields{},
 	PartitionFields{}, MetricsFields{}, CheckpointRequestedFields{}, CheckpointCompactedFields{},
 	CheckpointFallbackFields{}, CheckpointsForgottenFields{}, ErrorFields{}, IntervalFields{},

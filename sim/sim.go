@@ -37,6 +37,7 @@ type Config struct {
 	Timeout   time.Duration // failure detection
 	Heartbeat time.Duration
 	FT        string // spate or global
+	Recover   string // single (the default) or parallel (coord's --recover)
 }
 
 // DefaultConfig is the configuration of `spate sim`.
@@ -93,6 +94,9 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	ccfg.Rate, ccfg.Keys, ccfg.Duration, ccfg.Window = cfg.Rate, cfg.Keys, cfg.Duration, cfg.Window
 	ccfg.Interval, ccfg.Timeout, ccfg.Heartbeat = cfg.Interval.String(), cfg.Timeout, cfg.Heartbeat
 	ccfg.FT, ccfg.Seed, ccfg.Data, ccfg.Listen = cfg.FT, int64(seed), dir, "coord:0"
+	if cfg.Recover != "" {
+		ccfg.Recover = cfg.Recover
+	}
 	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, not 5: a quarter of the frames, the same interleavings of faults
 	ccfg.CheckInvariants = true
 	if err := ccfg.Validate(); err != nil {

@@ -1,13 +1,18 @@
 package sim
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
+	"spate/events"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -21,6 +26,7 @@ var (
 	from  = flag.Uint64("sim.from", 1, "first seed")
 	keep  = flag.String("sim.dir", "", "keep the run directories under this directory")
 	known = flag.Bool("sim.known", false, "run the seeds known to fail too (knownFailing)")
+	recov = flag.String("sim.recover", "", "coord's --recover for TestSeeds (single, parallel)")
 )
 
 // knownFailing are seeds that find bugs not fixed yet, with what they
@@ -105,7 +111,9 @@ func TestSeeds(t *testing.T) {
 			defer close(done)
 			go watchdog(seed, done)
 			synctest.Test(t, func(t *testing.T) {
-				r := Run(context.Background(), seed, DefaultConfig(), Dir(root, seed))
+				cfg := DefaultConfig()
+				cfg.Recover = *recov
+				r := Run(context.Background(), seed, cfg, Dir(root, seed))
 				jobS += r.JobTime
 				if r.Failed() {
 					for _, s := range r.Steps {
@@ -184,6 +192,62 @@ func TestScaleOutOfARestoredInstance(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of 12 runs failed", failed)
 	}
+}
+
+// TestParallelRecovery: with --recover parallel, a count instance killed
+// mid-run is restored as parts on several survivors at once (a
+// recovery_split, then a rescale that moves the parts), merged back into
+// count's two instances once caught up, and the run keeps exactly-once.
+func TestParallelRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 simulated runs")
+	}
+	cfg := DefaultConfig()
+	cfg.Recover = "parallel"
+	cfg.Schedule = []Step{{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}}}
+	root := simRoot(t)
+	for run := range 6 {
+		runtime.GC()
+		runtime.GC()
+		synctest.Test(t, func(t *testing.T) {
+			seed := uint64(run + 1)
+			r := Run(context.Background(), seed, cfg, Dir(root, seed))
+			if r.Failed() {
+				t.Fatalf("run %d: %s", run, r.Verdict())
+			}
+			split, merged := false, false
+			for _, e := range readEvents(t, r.Dir) {
+				split = split || e.Kind == events.RecoverySplit
+				if f, ok := e.Fields.(events.RescalePlannedFields); ok && strings.HasPrefix(f.Why, "merge") {
+					merged = true
+				}
+			}
+			if !split || !merged {
+				t.Fatalf("run %d: split %v, merged back %v: want both", run, split, merged)
+			}
+		})
+	}
+}
+
+// readEvents reads a run directory's events.
+func readEvents(t *testing.T, dir string) []events.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []events.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("events.jsonl: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // simRoot is where a test's run directories go: -sim.dir, else a

@@ -105,10 +105,11 @@ verdicts agree: the schedule is a function of the seed, the interleaving
 is not (the sim package's doc says how deterministic a replay is).`,
 		Example: `  spate sim --seeds 20
   spate sim --seeds 200 --from 1000 --json
-  spate sim --seed 135 --data /tmp/seed-135`,
+  spate sim --seed 135 --data /tmp/seed-135
+  spate sim --seeds 100 --recover parallel`,
 		GroupID: "study",
 		Main:    sim.Main,
-		Values:  map[string][]string{"ft": {"spate", "global"}},
+		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}},
 	})
 }
 

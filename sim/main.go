@@ -41,6 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg := DefaultConfig()
 	fs.StringVar(&cfg.FT, "ft", cfg.FT, "fault tolerance: spate or global")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time of each seed until the drain")
+	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -59,6 +60,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case cfg.FT != "spate" && cfg.FT != "global":
 		fmt.Fprintf(stderr, "spate sim: --ft: %q is not spate or global\n", cfg.FT)
+		return 2
+	case cfg.Recover != "single" && cfg.Recover != "parallel":
+		fmt.Fprintf(stderr, "spate sim: --recover: %q is not single or parallel\n", cfg.Recover)
 		return 2
 	case cfg.Duration < 3*time.Second:
 		fmt.Fprintf(stderr, "spate sim: --duration: %v is shorter than 3s\n", cfg.Duration)

@@ -33,6 +33,7 @@ var (
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
+	559:  "a coordinator pause ending as the drain starts, a source's node restarted and a sink's node killed in the same instant: one rollup window gets a count result too many (about 1 run in 5)",
 	1558: "a source cut off from the coordinator before the drain reads on; a keyed instance on its node applies those records and its results reach a node beyond the partition; the drain's positions leave them out (coord/PROTOCOL.md, \"Known to fail\" under the drain)",
 }
 

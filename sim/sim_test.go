@@ -33,7 +33,8 @@ var (
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
-	559:  "a coordinator pause ending as the drain starts, a source's node restarted and a sink's node killed in the same instant: one rollup window gets a count result too many (about 1 run in 5)",
+	559:  "a coordinator pause ending as the drain starts, a source's node restarted and a sink's node killed in the same instant: one rollup window gets a count result too many (about 1 run in 5; as often at the session's start)",
+	865:  "the same family as 559 (a coordinator pause ending at the drain, a source's node killed then): 2 rollup windows wrong, in 1 run of the 2,000-seed batch, none of 10 alone",
 	1558: "a source cut off from the coordinator before the drain reads on; a keyed instance on its node applies those records and its results reach a node beyond the partition; the drain's positions leave them out (coord/PROTOCOL.md, \"Known to fail\" under the drain)",
 }
 

@@ -110,15 +110,9 @@ func JoinServer(c net.Conn, timeout time.Duration, token string, useTLS bool, ca
 		_ = writeHandshake(c, TReject, Reject{Reason: err.Error()})
 		return h, err
 	}
-	t, p, err := readHandshake(c)
+	h, err := readHello(c)
 	if err != nil {
 		return h, err
-	}
-	if t != THello {
-		return h, fmt.Errorf("handshake: want hello frame, got %v", t)
-	}
-	if err := DecodeJSON(t, p, &h); err != nil {
-		return h, fmt.Errorf("handshake: %w", err)
 	}
 	if h.Token != "" {
 		return reject(fmt.Errorf("%w: a node's hello must not carry the token (the join is a challenge: wire/SPEC.md)", pki.ErrBadProof))

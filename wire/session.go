@@ -197,12 +197,9 @@ func ClientHandshake(c net.Conn, h Hello, timeout time.Duration) (Welcome, error
 	return w, nil
 }
 
-// ServerHandshake reads a Hello from c and answers with accept's Welcome,
-// or with a Reject carrying accept's error (and then returns that error).
-func ServerHandshake(c net.Conn, timeout time.Duration, accept func(Hello) (Welcome, error)) (Hello, error) {
+// readHello reads the Hello frame that opens a connection.
+func readHello(c net.Conn) (Hello, error) {
 	var h Hello
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	defer c.SetDeadline(time.Time{})
 	t, p, err := readHandshake(c)
 	if err != nil {
 		return h, err
@@ -212,6 +209,18 @@ func ServerHandshake(c net.Conn, timeout time.Duration, accept func(Hello) (Welc
 	}
 	if err := DecodeJSON(t, p, &h); err != nil {
 		return h, fmt.Errorf("handshake: %w", err)
+	}
+	return h, nil
+}
+
+// ServerHandshake reads a Hello from c and answers with accept's Welcome,
+// or with a Reject carrying accept's error (and then returns that error).
+func ServerHandshake(c net.Conn, timeout time.Duration, accept func(Hello) (Welcome, error)) (Hello, error) {
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	h, err := readHello(c)
+	if err != nil {
+		return h, err
 	}
 	w, err := accept(h)
 	if err != nil {

@@ -34,6 +34,7 @@ var (
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
 	559:  "a coordinator pause ending as the drain starts, a source's node restarted and a sink's node killed in the same instant: one rollup window gets a count result too many (about 1 run in 5; as often at the session's start)",
+	1804: "a coordinator pause, then rollup scaled in 2→1, sink/0's node restarted and two checkpoints damaged within 600 ms: 1,761-1,953 windows lost, in 2 of 2 batches, not alone",
 	865:  "the same family as 559 (a coordinator pause ending at the drain, a source's node killed then): 2 rollup windows wrong, in 1 run of the 2,000-seed batch, none of 10 alone",
 	1558: "a source cut off from the coordinator before the drain reads on; a keyed instance on its node applies those records and its results reach a node beyond the partition; the drain's positions leave them out (coord/PROTOCOL.md, \"Known to fail\" under the drain)",
 }

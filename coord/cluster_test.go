@@ -1,9 +1,7 @@
 package coord
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"spate/chaos"
 	"spate/control"
 	"spate/events"
 	"spate/node"
@@ -91,22 +90,11 @@ func testConfig(t *testing.T) Config {
 
 func readEvents(t *testing.T, dir string) []events.Event {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	evs, _, err := chaos.ReadEvents(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("events.jsonl: %v", err)
 	}
-	defer f.Close()
-	var out []events.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e events.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("events.jsonl: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return evs
 }
 
 func hasEvent(evs []events.Event, kind events.Kind, substr string) bool {

@@ -248,6 +248,12 @@ func (c *Coordinator) beginRescale(op string, from, to int, plan eds.Plan, load 
 		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load, recovery: recovery}
 	var hold []job.InstanceID
 	placed := map[string]int{}
+	for _, id := range recovery {
+		if p := c.placeOf[id]; p != nil {
+			placed[p.Node]++ // the restored instance's node keeps its own part
+			break
+		}
+	}
 	for _, m := range plan.Moves {
 		mv := &move{r: m.Range, from: job.MakeInstanceID(op, m.From), to: job.MakeInstanceID(op, m.To), phase: moveReleasing}
 		r.moves = append(r.moves, mv)
@@ -258,11 +264,6 @@ func (c *Coordinator) beginRescale(op string, from, to int, plan eds.Plan, load 
 		if c.placeOf[mv.to] != nil {
 			hold = append(hold, mv.to)
 			continue
-		}
-		for _, id := range recovery {
-			if p := c.placeOf[id]; p != nil && len(placed) == 0 {
-				placed[p.Node]++ // the restored instance's node keeps its own part
-			}
 		}
 		node := c.leastLoadedFor(placed)
 		placed[node]++

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"spate/chaos"
 	"spate/control"
 )
 
@@ -219,7 +218,11 @@ func TestParallelRecovery(t *testing.T) {
 				t.Fatalf("run %d: %s", run, r.Verdict())
 			}
 			split, merged := false, false
-			for _, e := range readEvents(t, r.Dir) {
+			evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
 				split = split || e.Kind == events.RecoverySplit
 				if f, ok := e.Fields.(events.RescalePlannedFields); ok && strings.HasPrefix(f.Why, "merge") {
 					merged = true
@@ -230,27 +233,6 @@ func TestParallelRecovery(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readEvents reads a run directory's events.
-func readEvents(t *testing.T, dir string) []events.Event {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []events.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var e events.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("events.jsonl: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
 }
 
 // simRoot is where a test's run directories go: -sim.dir, else a

@@ -420,8 +420,12 @@ func (in *instance) drainReached() bool {
 // coordinator never heard of (an isolated node's heartbeats are held, then
 // dropped with it). Ending before it would leave records applied that the
 // final positions do not cover, and verify would find them unexpected.
+// A generation restored after one of it drained reads exactly to where
+// that one ended (endAt), whatever the drain says: downstreams may have
+// drained on those records, and this generation's positions are the
+// final ones (seed 65).
 func (in *instance) drainedTo(ps *partState) bool {
-	if ps.pos < in.drainTo[ps.p] {
+	if ps.pos < in.drainTo[ps.p] || ps.endAt != math.MaxUint64 && ps.pos < ps.endAt {
 		return false
 	}
 	prod := job.MakeProducer(in.opIdx, ps.p)

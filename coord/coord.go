@@ -234,6 +234,8 @@ type Coordinator struct {
 	coordAddr   string                                // where nodes connect (respawned ones too)
 	quickDeaths int                                   // respawned nodes in a row that died young (respawn)
 	srcHigh     map[int]uint64                        // per source partition, the farthest any generation reported
+	drainAt     map[int]uint64                        // per source partition, where every generation of its source ends: fixed when the drain starts (grant.go)
+	grants      grantState                            // the sources' read grants (grant.go)
 	lastStats   map[job.InstanceID]wire.InstanceStats // at the last metrics event
 	restarts    map[string]bool                       // nodes killed by `restart`: respawned whatever --respawn says
 
@@ -582,6 +584,7 @@ func (c *Coordinator) loop(ctx context.Context) error {
 				}
 			}
 			c.checkHeartbeats()
+			c.grant()
 			c.placeAwaiting("")
 			c.throughput()
 			c.checkCaughtUp()
@@ -741,7 +744,9 @@ func (c *Coordinator) lateJoin(ns, old *nodeState) (err error) {
 	}
 	c.emit(events.NodeJoined, ns.name, "", events.NodeJoinedFields{PID: ns.pid, Listen: ns.listen, Late: true},
 		"node %s joined the running job (pid %d); it hosts the next recoveries", ns.name, ns.pid)
-	return ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
+	err = ns.send(wire.Control{Kind: wire.CtlDeploy, Deploy: &d})
+	c.sendGrants(ns)
+	return err
 }
 
 // A crash loop is a respawned node that dies within crashLoopLife of its
@@ -799,7 +804,7 @@ func (c *Coordinator) deploy() error {
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
 		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
-		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(),
+		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(), Grants: true,
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
@@ -881,6 +886,7 @@ func (c *Coordinator) start() {
 	started := c.lastTick
 	c.info.JobStart = &started
 	c.tunerStart()
+	c.grant() // before the start, on the same streams
 	for _, name := range c.order {
 		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
@@ -1107,10 +1113,11 @@ func (c *Coordinator) drain(why string) {
 		return
 	}
 	c.draining = true
+	c.fixDrainPositions()
 	c.emit(events.DrainStarted, "", "", nil, "draining (%s): sources stop, every open window fires, sinks flush", why)
 	for _, name := range c.order {
 		if ns := c.nodes[name]; !ns.gone() {
-			_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+			_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package coord
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,7 @@ import (
 //	join NODE                                    a spawned node joins the running job
 //	restored INST id=N [fellback] [gen=G node=N]  the instance's new node reports its restore (or node N, of generation G)
 //	done INST [pos=PART:POS,...]                 the instance's node reports it drained
+//	heartbeat INST pos=PART:POS,...              the source's node reports where it is
 //	rescale STEP INST|NODE [ranges=LO-HI,...] [after=N] [wm=N] [error=E]   a node answers the rescale in flight (prepared, staged, loaded, released, captured, committed) for the instance, or as the node
 //	act VERB [TARGET] [K=V ...]                  a control action
 //	drain                                        the run's duration is reached
@@ -59,38 +61,85 @@ type coreHarness struct {
 }
 
 func runCoreScript(t *testing.T, script string) (string, error) {
-	h := &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), restores: map[job.InstanceID]wire.Placement{}}
+	h := newCoreHarness(t)
 	var out strings.Builder
 	for n, line := range strings.Split(script, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		fmt.Fprintf(&out, "> %s\n", line)
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		words := strings.Fields(line)
-		args := map[string]string{}
-		var plain []string
-		for _, w := range words[1:] {
-			switch k, v, ok := strings.Cut(w, "="); {
-			case ok:
-				args[k] = v
-			case w == "full" || w == "fellback" || w == "stall" || w == "alive":
-				args[w] = ""
-			default:
-				plain = append(plain, w)
-			}
-		}
-		if err := h.step(words[0], plain, args, &out); err != nil {
-			return "", fmt.Errorf("%d: %s: %v", n+1, words[0], err)
-		}
-		if h.c != nil {
-			h.report(&out)
+		if err := h.line(line, &out); err != nil {
+			return "", fmt.Errorf("%d: %v", n+1, err)
 		}
 	}
 	return out.String(), nil
+}
+
+func newCoreHarness(t *testing.T) *coreHarness {
+	return &coreHarness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), restores: map[job.InstanceID]wire.Placement{}}
+}
+
+// line runs one line of a script, its transcript into out, and checks
+// the invariants after it.
+func (h *coreHarness) line(line string, out *strings.Builder) error {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return nil
+	}
+	fmt.Fprintf(out, "> %s\n", line)
+	if strings.HasPrefix(line, "#") {
+		return nil
+	}
+	words := strings.Fields(line)
+	args := map[string]string{}
+	var plain []string
+	for _, w := range words[1:] {
+		switch k, v, ok := strings.Cut(w, "="); {
+		case ok:
+			args[k] = v
+		case w == "full" || w == "fellback" || w == "stall" || w == "alive":
+			args[w] = ""
+		default:
+			plain = append(plain, w)
+		}
+	}
+	if err := h.step(words[0], plain, args, out); err != nil {
+		return fmt.Errorf("%s: %v", words[0], err)
+	}
+	if h.c != nil {
+		h.report(out)
+		if err := h.c.checkInvariants(); err != nil {
+			return fmt.Errorf("%s: %v", words[0], err)
+		}
+	}
+	return nil
+}
+
+// TestTheDrainFixesWhereEverySourceEnds: once the drain has started, the
+// grants stop growing however far the sources report, every drain message
+// names the same end, and invariant I6 says so (a grant past the end
+// breaks it).
+func TestTheDrainFixesWhereEverySourceEnds(t *testing.T) {
+	h := newCoreHarness(t)
+	var out strings.Builder
+	for _, line := range []string{"deploy nodes=2", "heartbeat source#0 pos=0:400", "tick 100ms", "drain"} {
+		if err := h.line(line, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := maps.Clone(h.c.drainAt)
+	if end[0] < h.c.grants.granted[0] || end[0] == 0 {
+		t.Fatalf("the drain ends partition 0 at %d, below its grant %d", end[0], h.c.grants.granted[0])
+	}
+	h.c.heartbeat(h.c.nodes["n1"], &wire.Heartbeat{Instances: []wire.InstanceStats{{ID: "source#0", Positions: map[int]uint64{0: end[0]}}}}, h.now)
+	h.now = h.now.Add(time.Second)
+	h.c.grant()
+	if !maps.Equal(h.c.drainAt, end) || h.c.grants.granted[0] > end[0] {
+		t.Fatalf("after the drain: end %v (was %v), grant %v", h.c.drainAt, end, h.c.grants.granted)
+	}
+	if err := h.c.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	h.c.grants.granted[0] = end[0] + 1
+	if err := h.c.checkInvariants(); err == nil || !strings.HasPrefix(err.Error(), "I6:") {
+		t.Fatalf("a grant past the drain's end: checkInvariants = %v, want I6", err)
+	}
 }
 
 func (h *coreHarness) step(verb string, plain []string, args map[string]string, out *strings.Builder) error {
@@ -202,6 +251,13 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		}
 		p := h.c.placeOf[job.InstanceID(inst)]
 		h.msg(p.Node, &wire.Control{Kind: wire.CtlDone, Done: &wire.Done{Instance: p.ID, Gen: p.Gen, Positions: positions(args["pos"])}})
+	case "heartbeat":
+		inst, err := arg(0)
+		if err != nil {
+			return err
+		}
+		p := h.c.placeOf[job.InstanceID(inst)]
+		h.c.heartbeat(h.c.nodes[p.Node], &wire.Heartbeat{Instances: []wire.InstanceStats{{ID: p.ID, Positions: positions(args["pos"])}}}, h.now)
 	case "rescale":
 		step, err := arg(0)
 		if err != nil {
@@ -269,6 +325,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 			h.c.checkHeartbeats()
 			h.c.checkCaughtUp()
 			h.c.edsTick()
+			h.c.grant()
 		}
 	case "show":
 		h.show(out)
@@ -385,8 +442,8 @@ func describe(m wire.Control) string {
 		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, m.Reroute.Node, m.Reroute.Gen)
 	case wire.CtlCompleted, wire.CtlCompacted:
 		return fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
-	case wire.CtlDrain:
-		return fmt.Sprintf("drain until %v", sortedPositions(m.Until))
+	case wire.CtlDrain, wire.CtlGrant:
+		return fmt.Sprintf("%s until %v", m.Kind, sortedPositions(m.Until))
 	case wire.CtlLost:
 		return fmt.Sprintf("lost %v", m.Instances)
 	case wire.CtlRescale:

@@ -462,7 +462,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 			if c.draining {
 				// The drain reached the node before the instance was there:
 				// a restored source would read on for ever.
-				_ = c.nodes[target].send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+				_ = c.nodes[target].send(wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
 			}
 		})
 	}

@@ -183,7 +183,7 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 		if ns := c.nodes[name]; !ns.gone() {
 			_ = ns.send(wire.Control{Kind: wire.CtlStart})
 			if c.draining { // every instance is new: the drain must reach them again
-				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.srcHigh})
+				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
 			}
 		}
 	}

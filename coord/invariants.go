@@ -100,5 +100,14 @@ func (c *Coordinator) checkInvariants() error {
 			return fmt.Errorf("I5: %s is counted done by generation %d, but its generation is %d", id, d.Gen, p.Gen)
 		}
 	}
+	// I6: once the drain has fixed where each partition ends, no grant
+	// reaches past it (every generation's reads are inside the end).
+	if c.draining {
+		for part, g := range c.grants.granted {
+			if g > c.drainAt[part] {
+				return fmt.Errorf("I6: partition %d is granted to %d, past the drain's end %d", part, g, c.drainAt[part])
+			}
+		}
+	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -152,6 +153,7 @@ type Node struct {
 	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
 	dials     map[string]bool // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
+	grants    map[int]uint64 // the highest read grant of each source partition (wire.CtlGrant)
 	cancel    context.CancelFunc
 
 	// joined is closed once the join is done: id is set then, and never
@@ -303,6 +305,8 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 		for _, in := range n.instances() {
 			in.drain(m.Until)
 		}
+	case wire.CtlGrant:
+		n.grant(m.Until)
 	case wire.CtlLost:
 		for _, in := range n.instances() {
 			in.lost(m.Instances)
@@ -440,6 +444,31 @@ func (n *Node) reroute(ctx context.Context, q wire.Placement) {
 		in.abandonDial(q)
 		in.do(func() { in.reroute(ctx, q) })
 	}
+}
+
+// grant raises the read grants of the sources, those on this node now and
+// those it will host (grantsCopy).
+func (n *Node) grant(g map[int]uint64) {
+	n.mu.Lock()
+	if n.grants == nil {
+		n.grants = map[int]uint64{}
+	}
+	for p, pos := range g {
+		n.grants[p] = max(n.grants[p], pos)
+	}
+	n.mu.Unlock()
+	for _, in := range n.instances() {
+		if in.kind == job.KindSource {
+			in.setGrants(g)
+		}
+	}
+}
+
+// grantsCopy is a copy of the read grants this node has had.
+func (n *Node) grantsCopy() map[int]uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.grants)
 }
 
 func (n *Node) instances() []*instance {

@@ -40,6 +40,7 @@ type partState struct {
 	datBuf  []byte
 	markers []marker // oldest first
 	endAt   uint64   // read no farther (a drained generation ended here; MaxUint64: no end)
+	grant   uint64   // read no farther for now (Deploy.Grants; MaxUint64 without)
 }
 
 // marker is a point of a partition from which it can be read again: the
@@ -93,7 +94,7 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 	}
 	pt := in.ports[0]
 	for _, p := range in.place.Partitions {
-		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}, endAt: math.MaxUint64}
+		ps := &partState{p: p, clock: job.SourceClock{Lateness: in.spec.Lateness}, endAt: math.MaxUint64, grant: math.MaxUint64}
 		if e, ok := in.endAt[p]; ok {
 			ps.endAt = e
 		}
@@ -274,7 +275,19 @@ func (in *instance) runSource(ctx context.Context) {
 	}
 	draining := false
 	spate := in.plan.FT == wire.FTSpate // the only one that replays from markers
+	var grantSeq uint64
+	if in.plan.Grants {
+		in.setGrants(in.n.grantsCopy())
+	}
 	for {
+		if in.plan.Grants {
+			if g := in.grantSeq.Load(); g != grantSeq {
+				grantSeq = g
+				for _, ps := range s.parts {
+					ps.grant = in.grantOf(ps.p)
+				}
+			}
+		}
 		select {
 		case <-in.drainc:
 			if in.drainReached() {
@@ -306,6 +319,10 @@ func (in *instance) runSource(ctx context.Context) {
 			for k := 0; k < chunk; k++ {
 				if ps.pos >= ps.endAt {
 					ps.ended = true
+					break
+				}
+				if ps.pos >= ps.grant {
+					waiting = true // until the coordinator grants more
 					break
 				}
 				if draining && k > 0 && in.drainedTo(ps) {
@@ -427,6 +444,11 @@ func (in *instance) drainReached() bool {
 func (in *instance) drainedTo(ps *partState) bool {
 	if ps.pos < in.drainTo[ps.p] || ps.endAt != math.MaxUint64 && ps.pos < ps.endAt {
 		return false
+	}
+	if in.plan.Grants {
+		// The drain's positions are past anything any generation was
+		// granted: every generation ends exactly there (coord/grant.go).
+		return true
 	}
 	prod := job.MakeProducer(in.opIdx, ps.p)
 	for _, pt := range in.ports {

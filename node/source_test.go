@@ -225,3 +225,27 @@ func TestARestoredSourceReadsToWhereItsDrainedGenerationEnded(t *testing.T) {
 		t.Fatalf("the restored source sent %d records, want %d: where its drained generation ended", n, end)
 	}
 }
+
+// TestSourceReadsNoFartherThanItsGrant: with Deploy.Grants a source reads
+// each partition only as far as its grant, and on when the grant grows:
+// the coordinator counts a generation it lost as having read to there
+// (coord/PROTOCOL.md, "Read grants").
+func TestSourceReadsNoFartherThanItsGrant(t *testing.T) {
+	src, count, _ := sourceToCount(t, 5, wire.SourceSpec{Keys: 1000})
+	src.plan.Grants = true
+	src.n.grant(map[int]uint64{0: 5_000})
+	r, ctx, loopDone := runSourceInto(t, src, count)
+	for _, grant := range []uint64{5_000, 12_000} {
+		if grant > 5_000 {
+			src.n.grant(map[int]uint64{0: grant})
+		}
+		waitFor(t, "the granted records", func() bool { n, _ := r.count(); return uint64(n) >= grant })
+		var pos uint64
+		src.call(ctx, func() { pos = src.src.parts[0].pos })
+		if n, _ := r.count(); pos != grant || uint64(n) != grant {
+			t.Fatalf("granted %d: the source read %d, its downstream got %d", grant, pos, n)
+		}
+	}
+	src.drain(map[int]uint64{0: 12_000})
+	<-loopDone
+}

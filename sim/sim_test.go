@@ -32,10 +32,7 @@ var (
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{
-	559:  "a coordinator pause ending as the drain starts, a source's node restarted and a sink's node killed in the same instant: one rollup window gets a count result too many (about 1 run in 5; as often at the session's start)",
 	1804: "a coordinator pause, then rollup scaled in 2→1, sink/0's node restarted and two checkpoints damaged within 600 ms: 1,761-1,953 windows lost, in 2 of 2 batches, not alone",
-	865:  "the same family as 559 (a coordinator pause ending at the drain, a source's node killed then): 2 rollup windows wrong, in 1 run of the 2,000-seed batch, none of 10 alone",
-	1558: "a source cut off from the coordinator before the drain reads on; a keyed instance on its node applies those records and its results reach a node beyond the partition; the drain's positions leave them out (coord/PROTOCOL.md, \"Known to fail\" under the drain)",
 }
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
@@ -54,22 +51,24 @@ func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 // regressions are seeds that found a bug, each run by TestSeeds whatever
 // -sim.seeds says, with what they found.
 var regressions = []uint64{
-	11,  // 1 run in 15 of a batch after a scale-out and a kill (lost, duplicated, wrong); passes since the pre-copy load fix
-	14,  // a source restored after the drain started never drained
-	37,  // a restored source drained up to a chunk past where a drained downstream had stopped
-	44,  // the same after a coordinator pause, the drain and a source's kill at one instant
-	65,  // a drained source lost while its downstream was restored: the drain waited for ever
-	87,  // a draining source stopped behind what a downstream had applied
-	129, // a drain during a scale-in whose old owner then ended: never released
-	135, // a move committed while its new owner was being restored: strays
-	223, // a pre-copy base damaged and its old owner fallen back below it: the moved range's outputs between the two were in neither backup
-	314, // every node killed in one instant while a respawned one was on its way: the whole job declared lost
-	460, // a compacted chain damaged and built on: lost for good, the drain hung
-	491, // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
-	585, // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
-	677, // both restorable checkpoints damaged, the older under a full checkpoint
-	680, // the same as 460, with kills of a source and a count node around the drain
-	797, // a draining source read on for ever: a downstream mark passed in a replay was never cleared
+	11,   // 1 run in 15 of a batch after a scale-out and a kill (lost, duplicated, wrong); passes since the pre-copy load fix
+	14,   // a source restored after the drain started never drained
+	37,   // a restored source drained up to a chunk past where a drained downstream had stopped
+	44,   // the same after a coordinator pause, the drain and a source's kill at one instant
+	65,   // a drained source lost while its downstream was restored: the drain waited for ever
+	87,   // a draining source stopped behind what a downstream had applied
+	129,  // a drain during a scale-in whose old owner then ended: never released
+	135,  // a move committed while its new owner was being restored: strays
+	223,  // a pre-copy base damaged and its old owner fallen back below it: the moved range's outputs between the two were in neither backup
+	314,  // every node killed in one instant while a respawned one was on its way: the whole job declared lost
+	460,  // a compacted chain damaged and built on: lost for good, the drain hung
+	491,  // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
+	585,  // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
+	677,  // both restorable checkpoints damaged, the older under a full checkpoint
+	680,  // the same as 460, with kills of a source and a count node around the drain
+	797,  // a draining source read on for ever: a downstream mark passed in a replay was never cleared
+	559,  // a source drained and restarted before its done arrived: its new generation ended earlier, a rollup kept a result of the first end (the drain's fixed end)
+	1558, // a source cut off before the drain read on, its records applied beyond the partition: the drain's positions left them out
 }
 
 // TestSeeds runs seeds of the whole-cluster simulation on a virtual

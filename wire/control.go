@@ -67,6 +67,7 @@ const (
 	CtlReady  = "ready"  // node → coordinator: instances built, peers connected
 	CtlStart  = "start"  // coordinator → node: sources may begin
 	CtlDrain  = "drain"  // coordinator → node: sources stop; the job drains
+	CtlGrant  = "grant"  // coordinator → node: sources may read each partition up to Until (Deploy.Grants)
 	CtlLost   = "lost"   // coordinator → node: these instances are gone; treat their streams as ended
 	CtlDone   = "done"   // node → coordinator: an instance has drained
 	CtlEvent  = "event"  // node → coordinator: an event for the run's log
@@ -99,9 +100,11 @@ type Control struct {
 	Restore    *Restore    `json:"restore,omitempty"`    // CtlRestore, CtlRestored
 	Reroute    *Placement  `json:"reroute,omitempty"`    // CtlReroute: the instance's new placement
 	Faults     *Faults     `json:"faults,omitempty"`     // CtlFaults
-	// Until, with CtlDrain: sources read each partition at least this far
-	// before they end (the farthest any generation of them got), so that
-	// what downstreams applied is all inside the final positions.
+	// Until, with CtlDrain: where sources end each partition; with
+	// Deploy.Grants exactly there (the drain's fixed end, past every
+	// grant), without at least there (the farthest any generation got).
+	// With CtlGrant: sources read each partition no farther than this
+	// (grants only ever grow).
 	Until    map[int]uint64 `json:"until,omitempty"`
 	Interval *Interval      `json:"interval,omitempty"` // CtlInterval
 	Rescale  *Rescale       `json:"rescale,omitempty"`  // CtlRescale
@@ -227,6 +230,11 @@ type Deploy struct {
 	// coordinator; "dir"; "coord"; or an s3:// URL (the node reads the
 	// credentials from its own environment).
 	Store string `json:"store,omitempty"`
+	// Grants: sources read each partition only as far as the
+	// coordinator's latest CtlGrant allows (none before the first), so
+	// that the coordinator knows how far a generation it cannot reach
+	// may have read (coord/PROTOCOL.md, "The drain").
+	Grants bool `json:"grants,omitempty"`
 }
 
 // SourceSpec says how to open the job's input.

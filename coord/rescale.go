@@ -101,6 +101,11 @@ type move struct {
 	prevBase uint64 // the old owner's restorable checkpoint before base (0: none), the base's fallback
 	staged   bool
 	stagedAt time.Time
+	// A capture's load failed (the file damaged at rest): the old owner,
+	// which keeps its capture until the commit, was asked to write it
+	// again (RescaleRewrite); its next captured answer sends the load again.
+	rewriting bool
+	place     *wire.Placement // the new instance the first load created (nil: an existing one)
 }
 
 // sliceRef is a moved slice an instance must load at its restore while
@@ -539,6 +544,7 @@ func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
 		}
 		if m.Error != "" {
 			c.emit(events.Error, ns.name, string(m.Instance), nil, "rescale %d: %s could not load %v: %s", r.id, m.Instance, m.Ranges, m.Error)
+			c.loadFailed(r, m)
 			return
 		}
 		for _, mv := range r.moves {
@@ -576,6 +582,15 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		}
 	}
 	if mv == nil {
+		for _, x := range r.moves {
+			if x.from == m.Instance && x.phase == moveLoading && x.rewriting && x.file == m.File && slices.Contains(m.Ranges, x.r) {
+				x.rewriting = false
+				c.emit(events.RescaleCaptured, ns.name, string(x.from), events.RescaleCapturedFields{Op: r.op, Range: x.r.String(), From: string(x.from),
+					To: string(x.to), Bytes: x.bytes, File: x.file, Checkpoint: x.ckpt, Watermark: x.wm, ID: r.id},
+					"rescale %d: %s wrote its capture of %v again; %s loads it", r.id, x.from, x.r, x.to)
+				c.sendCaptureLoad(r, x)
+			}
+		}
 		return
 	}
 	mv.phase, mv.file, mv.ckpt, mv.wm, mv.bytes, mv.atMs = moveLoading, m.File, m.CkptID, m.WM, m.Bytes, m.AtMs
@@ -603,16 +618,49 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
 		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, ID: r.id},
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
+	mv.place = place
 	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
-		mv.loadSent = true
-		_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
-			Ranges: []job.Range{mv.r}, File: mv.file, Place: place}})
+		c.sendCaptureLoad(r, mv)
 	} else if place != nil {
 		// A new instance whose node was lost before it entered the plan:
 		// no recovery was started for it; restore it with the slice.
 		c.recover(q.Node, []job.InstanceID{mv.to}, "")
 	}
 	// else: the owner's node is lost; its recovery restores it with the slice.
+}
+
+// sendCaptureLoad asks a capture's new owner to load it (creating it if
+// the move makes it).
+func (c *Coordinator) sendCaptureLoad(r *rescaleOp, mv *move) {
+	q := c.placeOf[mv.to]
+	tn := c.nodes[q.Node]
+	if tn == nil || tn.gone() {
+		return // its recovery restores it with the slice
+	}
+	mv.loadSent = true
+	_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
+		Ranges: []job.Range{mv.r}, File: mv.file, Place: mv.place}})
+}
+
+// loadFailed answers a new owner that could not load a capture (its file
+// damaged at rest: the range's only durable copy): the old owner, which
+// keeps the capture until the commit, is asked to write it again, and the
+// load follows its answer. Before, the error was the end of it: the
+// range was no one's, the drain waited for the rescale and the range's
+// windows were lost (seed 1804). A pre-copy's load has its own fallbacks.
+func (c *Coordinator) loadFailed(r *rescaleOp, m *wire.Rescale) {
+	for _, mv := range r.moves {
+		if mv.pre || mv.to != m.Instance || mv.phase != moveLoading || mv.rewriting || !slices.Contains(m.Ranges, mv.r) {
+			continue
+		}
+		p := c.placeOf[mv.from]
+		if p == nil || !c.nodes[p.Node].live() {
+			continue // the old owner is gone, and its copy with it
+		}
+		mv.rewriting = true
+		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRewrite, Op: r.op,
+			Instance: mv.from, Ranges: []job.Range{mv.r}, File: mv.file, CkptID: mv.ckpt}})
+	}
 }
 
 // onStaged records that a pre-copy's new instance has loaded a slice

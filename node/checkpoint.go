@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,11 +152,16 @@ type pendingCheckpoint struct {
 	// (state.Config.MaxChainRatio); keys, the entries it holds.
 	stateBytes int
 	keys       int
-	parent     string // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
-	base       string // deltas: the chain's first file, when it is not parent
-	parentID   uint64 // the checkpoints parent and base hold
-	baseID     uint64
-	chain      uint64 // the base of the chain parent belongs to
+	// keep: a rescale's capture, the range's only durable copy: persist
+	// keeps what it wrote (kept), for a write again if the file is found
+	// damaged before the new owner has loaded it.
+	keep     bool
+	kept     []byte
+	parent   string // the chain's newest file: what a delta builds on, the previous checkpoint's for a full one
+	base     string // deltas: the chain's first file, when it is not parent
+	parentID uint64 // the checkpoints parent and base hold
+	baseID   uint64
+	chain    uint64 // the base of the chain parent belongs to
 	// damaged is a file the scrub found damaged, and damagedID the
 	// checkpoint it holds (with damagedBase, every later one of its chain).
 	damaged     string
@@ -383,6 +389,9 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	name := state.FileName(snap.Instance, snap.Gen, snap.ID, snap.Full)
 	if err == nil {
 		err = in.n.store.Put(name, parts...)
+	}
+	if err == nil && pc.keep {
+		pc.kept = bytes.Join(parts, nil) // parts share buffers the next checkpoint reuses
 	}
 	done := time.Now()
 	pc.bytes = 0

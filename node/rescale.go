@@ -54,10 +54,11 @@ type rescaleState struct {
 	reported  bool            // a held_records event is out
 	release   []*wire.Rescale // releases waiting for their moment, in order (one move each)
 	first     *firstWait
-	pinned    []job.Range            // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
-	loaded    map[uint64][]job.Range // by rescale id: the ranges this instance has loaded in it (staged or loaded)
-	emptyID   uint64                 // the last checkpoint taken while the instance owned no key group (0: none)
-	emptyOut  uint64                 // records emitted when it was taken
+	pinned    []job.Range              // pre-copy: key groups whose upstream backup is not trimmed (the new owner replays it)
+	loaded    map[uint64][]job.Range   // by rescale id: the ranges this instance has loaded in it (staged or loaded)
+	kept      map[uint64][]keptCapture // by rescale id: the captures this old owner wrote, until the commit (RescaleRewrite)
+	emptyID   uint64                   // the last checkpoint taken while the instance owned no key group (0: none)
+	emptyOut  uint64                   // records emitted when it was taken
 }
 
 // ownsNothing reports whether the instance owns no key group (a keyed
@@ -288,6 +289,7 @@ func (in *instance) tryRelease(ctx context.Context) {
 	in.rs.release = in.rs.release[1:]
 	id := in.ck.lastID + 1
 	pc := in.capture(id, true)
+	pc.keep = true
 	in.ck.inflight = true
 	at := time.Now()
 	in.giveUp(r.Ranges)
@@ -300,21 +302,61 @@ func (in *instance) tryRelease(ctx context.Context) {
 			// The capture is the slice's only copy: write it until it is
 			// durable (the range waits meanwhile; an event says why).
 			pc.captured = nil // encoded into pc.snap already
-			select {
-			case <-in.quit:
+			if !in.waitRetry(ctx) {
 				return
-			case <-ctx.Done():
-				return
-			case <-time.After(200 * time.Millisecond):
 			}
 		}
 		in.do(func() {
 			in.persisted(pc, nil)
-			_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{
+			answer := &wire.Rescale{
 				ID: r.ID, Step: wire.RescaleCaptured, Op: r.Op, Instance: in.id, Gen: in.place.Gen, Ranges: r.Ranges,
-				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}})
+				File: state.FileName(string(in.id), in.place.Gen, id, true), CkptID: id, WM: pc.meta.Watermark, Bytes: pc.bytes, AtMs: at.UnixMilli()}
+			if in.rs.kept == nil {
+				in.rs.kept = map[uint64][]keptCapture{}
+			}
+			in.rs.kept[r.ID] = append(in.rs.kept[r.ID], keptCapture{answer: answer, data: pc.kept})
+			_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: answer})
 		})
 	}()
+}
+
+// keptCapture is a capture an old owner wrote, kept until the rescale
+// commits: its file is the range's only durable copy, and one damaged at
+// rest before the new owner loaded it is written again from here.
+type keptCapture struct {
+	answer *wire.Rescale // the captured answer it sent
+	data   []byte        // the file's bytes
+}
+
+// rewrite writes a kept capture of rescale r.ID again (its new owner
+// could not load it) and answers captured again, as the first time.
+func (in *instance) rewrite(ctx context.Context, r *wire.Rescale) {
+	for _, k := range in.rs.kept[r.ID] {
+		if k.answer.File != r.File {
+			continue
+		}
+		go func() {
+			for in.n.store.Put(k.answer.File, k.data) != nil {
+				if !in.waitRetry(ctx) {
+					return
+				}
+			}
+			_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: k.answer})
+		}()
+	}
+}
+
+// waitRetry waits a moment before a write is tried again; false: the
+// instance or the node is stopping.
+func (in *instance) waitRetry(ctx context.Context) bool {
+	select {
+	case <-in.quit:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-time.After(200 * time.Millisecond):
+		return true
+	}
 }
 
 // giveUp stops owning rs at once: later records of rs are strays, and
@@ -814,6 +856,10 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		}
 	case wire.RescaleLoad:
 		n.load(ctx, r, reply)
+	case wire.RescaleRewrite:
+		if in := n.instance(r.Instance); in != nil {
+			in.do(func() { in.rewrite(ctx, r) })
+		}
 	case wire.RescalePin:
 		if in := n.instance(r.Instance); in != nil && in.place.Gen == r.Gen {
 			in.do(func() {
@@ -845,6 +891,7 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		var replays []<-chan struct{}
 		for _, in := range n.instances() {
 			in.call(ctx, func() {
+				delete(in.rs.kept, r.ID) // every move of it is loaded
 				in.commit(ctx, r.Op, r.Plan)
 				replays = append(replays, in.replaysToward(r.Op)...)
 			})
@@ -892,6 +939,7 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 		n.setPlacement(*r.Place)
 		place := *r.Place
 		var err error
+		answer.Gen = place.Gen // a failure too: the coordinator fences answers by generation
 		if in, err = newInstance(n, n.plan, &place); err == nil {
 			in.rs.hold, in.rs.fresh = true, true
 			if err = in.loadSlice(r.File, r.Ranges, true); err == nil {
@@ -928,6 +976,7 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 			answer.Gen, answer.After = in.place.Gen, in.ck.lastID
 			return
 		}
+		answer.Gen = in.place.Gen // a failure too: the coordinator fences answers by generation
 		if err = in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err == nil {
 			in.noteLoaded(r.ID, r.Ranges)
 			if f := in.rs.first; f != nil && f.id == r.ID {

@@ -21,6 +21,7 @@ const (
 	RescaleStop      = "stop"      // coordinator → every node (--rescale restart): stop every instance (the restores follow)
 	RescaleStopped   = "stopped"   // node → coordinator: every local instance is stopped
 	RescaleFirst     = "first"     // new owner → coordinator: every key group of Ranges has applied a record (AtMs: the last of them)
+	RescaleRewrite   = "rewrite"   // coordinator → old owner: write the capture File again from the copy kept until the commit (its load failed); answered by captured
 
 	// Pre-copy moves (into a new instance; PROTOCOL.md, "Pre-copy").
 	RescaleCheckpoint = "checkpoint" // coordinator → nodes: the instances of Hold take a checkpoint now (a fresh base for a pre-copy)

@@ -105,6 +105,7 @@ type move struct {
 	// which keeps its capture until the commit, was asked to write it
 	// again (RescaleRewrite); its next captured answer sends the load again.
 	rewriting bool
+	rewrites  int             // how many times (at most maxRewrites)
 	place     *wire.Placement // the new instance the first load created (nil: an existing one)
 }
 
@@ -642,6 +643,10 @@ func (c *Coordinator) sendCaptureLoad(r *rescaleOp, mv *move) {
 		Ranges: []job.Range{mv.r}, File: mv.file, Place: mv.place}})
 }
 
+// maxRewrites bounds the rewrites of one capture: a load that fails for
+// another reason than the file's damage fails again.
+const maxRewrites = 3
+
 // loadFailed answers a new owner that could not load a capture (its file
 // damaged at rest: the range's only durable copy): the old owner, which
 // keeps the capture until the commit, is asked to write it again, and the
@@ -650,14 +655,14 @@ func (c *Coordinator) sendCaptureLoad(r *rescaleOp, mv *move) {
 // windows were lost (seed 1804). A pre-copy's load has its own fallbacks.
 func (c *Coordinator) loadFailed(r *rescaleOp, m *wire.Rescale) {
 	for _, mv := range r.moves {
-		if mv.pre || mv.to != m.Instance || mv.phase != moveLoading || mv.rewriting || !slices.Contains(m.Ranges, mv.r) {
+		if mv.pre || mv.to != m.Instance || mv.phase != moveLoading || mv.rewriting || !slices.Contains(m.Ranges, mv.r) || mv.rewrites >= maxRewrites {
 			continue
 		}
 		p := c.placeOf[mv.from]
 		if p == nil || !c.nodes[p.Node].live() {
 			continue // the old owner is gone, and its copy with it
 		}
-		mv.rewriting = true
+		mv.rewriting, mv.rewrites = true, mv.rewrites+1
 		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRewrite, Op: r.op,
 			Instance: mv.from, Ranges: []job.Range{mv.r}, File: mv.file, CkptID: mv.ckpt}})
 	}

@@ -967,8 +967,16 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 	if len(chain) == 0 {
 		chain = []string{r.File}
 	}
-	var err error
-	ok := in.call(ctx, func() {
+	// Queued on the instance now, in order with what follows it, and
+	// answered from a goroutine: an instance busy for a while (a connect
+	// waiting for its answer, up to 30 s) must not hold up the node's
+	// control stream, every other instance's restores and moves behind it
+	// (seed 576: a load behind a stalled connect answered "did not
+	// answer", the move was never loaded and the drain went on without
+	// it: 2,010 rollup windows lost).
+	done := make(chan struct{})
+	queued := in.do(func() {
+		defer close(done)
 		if in.hasLoaded(r.ID, r.Ranges) {
 			// Loaded already in this rescale (staged, then started): the
 			// instance may have applied records of the ranges since, and
@@ -977,26 +985,39 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 			return
 		}
 		answer.Gen = in.place.Gen // a failure too: the coordinator fences answers by generation
-		if err = in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err == nil {
-			in.noteLoaded(r.ID, r.Ranges)
-			if f := in.rs.first; f != nil && f.id == r.ID {
-				f.rs = append(f.rs, r.Ranges...)
-				for kg := range wantOf(r.Ranges) {
-					f.want[kg] = true
-				}
-			} else {
-				in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
-			}
-			answer.Gen, answer.After = in.place.Gen, in.ck.lastID
+		if err := in.loadSliceChain(chain, r.Ranges, in.rs.fresh); err != nil {
+			answer.Error = err.Error()
+			return
 		}
+		in.noteLoaded(r.ID, r.Ranges)
+		if f := in.rs.first; f != nil && f.id == r.ID {
+			f.rs = append(f.rs, r.Ranges...)
+			for kg := range wantOf(r.Ranges) {
+				f.want[kg] = true
+			}
+		} else {
+			in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
+		}
+		answer.Gen, answer.After = in.place.Gen, in.ck.lastID
 	})
-	switch {
-	case !ok:
-		answer.Error = fmt.Sprintf("%s did not answer", r.Instance)
-	case err != nil:
-		answer.Error = err.Error()
+	if !queued {
+		answer.Error = fmt.Sprintf("%s has stopped", r.Instance)
+		reply(answer)
+		return
 	}
-	reply(answer)
+	go func() {
+		select {
+		case <-done:
+			reply(answer)
+		case <-in.quit: // stopped: a new generation answers for itself
+			select {
+			case <-done:
+				reply(answer)
+			default:
+			}
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // staged holds, per node, the instances a pre-copy created and loaded

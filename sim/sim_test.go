@@ -61,11 +61,12 @@ var regressions = []uint64{
 	314,  // every node killed in one instant while a respawned one was on its way: the whole job declared lost
 	460,  // a compacted chain damaged and built on: lost for good, the drain hung
 	491,  // a staged instance kept the placements of its stage: a sink restored meanwhile waited for it for ever
+	559,  // a source drained and restarted before its done arrived: its new generation ended earlier, a rollup kept a result of the first end (the drain's fixed end)
+	576,  // a load behind a stalled connect answered "did not answer" without a generation: dropped, the move never loaded
 	585,  // a pre-copy base damaged and its new owner lost before a checkpoint of its own: nothing to load the slice from
 	677,  // both restorable checkpoints damaged, the older under a full checkpoint
 	680,  // the same as 460, with kills of a source and a count node around the drain
 	797,  // a draining source read on for ever: a downstream mark passed in a replay was never cleared
-	559,  // a source drained and restarted before its done arrived: its new generation ended earlier, a rollup kept a result of the first end (the drain's fixed end)
 	1558, // a source cut off before the drain read on, its records applied beyond the partition: the drain's positions left them out
 	1804, // a capture damaged at rest under a scale-in, before its new owner loaded it: the load's error was dropped, the range no one's
 }

@@ -21,7 +21,7 @@ import (
 // its sources may read, in time of its input at the rate measured: the
 // grants reach them with the heartbeats' answers, so a source waits only
 // when the coordinator has been out of reach for most of it.
-const grantAhead = 2 * time.Second
+const grantAhead = time.Second
 
 // grantFloor is the smallest grant ahead, in records.
 const grantFloor = 1024

@@ -27,9 +27,11 @@
 // the token, as before.
 //
 // The life of a node: hello → deploy (build the instances it hosts, connect
-// its peers) → ready → start (sources begin) → drain (sources stop, a final
-// watermark fires every window, every stream ends) → done per instance →
-// stop. A node whose coordinator connection is lost exits.
+// its peers) → ready → start (sources begin, each partition read only as
+// far as the coordinator's latest grant) → drain (sources read exactly to
+// the end the drain names and stop, a final watermark fires every window,
+// every stream ends) → done per instance → stop. A node whose coordinator
+// connection is lost exits.
 //
 // # A node on another host
 //

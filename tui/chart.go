@@ -13,7 +13,9 @@ import (
 // series, a heavy one for the other, so that they stay apart without
 // colour), over columns shaded where a fault was open, with a row of
 // checkpoint and recovery marks and a time axis under them. A chart is
-// plain strings, like every pane.
+// plain strings, like every pane. Not ntcharts: it tells overlaid series
+// apart by colour only, which NO_COLOR and the plain goldens lose, and
+// the shading and mark rows would need its canvas cell by cell anyway.
 
 // glyphs draws one series: flat, a rise (bottom and top corner), a fall
 // (top and bottom corner) and the vertical between.

@@ -40,7 +40,10 @@
 // coord, the node processes' store_traffic events for s3, none for dir.
 // Each store is compared with dir under the same ft mode, and
 // global/spate is reported at each store. An s3 store must answer
-// before any run starts.
+// before any run starts. With coord the sinks' output is read from the
+// segments the coordinator keeps, which a sink stores at its
+// checkpoints: the untouched key groups' output is then seen once an
+// interval; with s3 it is not measured (it is not in the run directory).
 //
 // The output of the key groups the failure did not touch (count's key
 // groups whose count and sink instances were elsewhere) is measured at

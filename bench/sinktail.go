@@ -196,7 +196,11 @@ func (t *sinkTail) poll(now time.Time) {
 // coord: stores.Log, kept by the coordinator in the run directory) has
 // added since the last poll: each is a whole file named by its offset in
 // the sink's output, stored at once (a rename), read once, in order; a
-// segment beyond a gap waits for the one before it.
+// segment beyond a gap waits for the one before it. A sink stores a
+// segment at each of its syncs (its checkpoints), so this output is seen
+// at the resolution of the checkpoint interval, not of the tail's period
+// as a file's is: the untouched key groups' figures of a run with a store
+// are coarser than those of one with dir.
 func (t *sinkTail) readSegments(dir string, tf *tailFile, now time.Time) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

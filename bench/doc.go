@@ -27,6 +27,24 @@
 // that differ in more than the recovery (a second node taken for lost,
 // a fallback, no return to normal lag, a failed verification).
 //
+// With --store LIST every store of the list (dir, coord, s3://...) is a
+// configuration axis beside the ft modes, interleaved the same way
+// (storebench.go): spate/dir, spate/coord, global/dir, ... Per run, and
+// per configuration over the runs, it adds the restore time (from the
+// loss detected to the last restore), the persist time of the instances'
+// checkpoints in the steady stretch before the kill (p50, p90; under
+// global, whose checkpoint events carry no persist time, the global
+// checkpoints' time from trigger to complete), the checkpoints
+// completed per second there, and the bytes that crossed the network
+// for the store: the coordinator store's own count in run.json for
+// coord, the node processes' store_traffic events for s3, none for dir.
+// Each store is compared with dir under the same ft mode, and
+// global/spate is reported at each store. An s3 store must answer
+// before any run starts. With coord the sinks' output is read from the
+// segments the coordinator keeps, which a sink stores at its
+// checkpoints: the untouched key groups' output is then seen once an
+// interval; with s3 it is not measured (it is not in the run directory).
+//
 // The output of the key groups the failure did not touch (count's key
 // groups whose count and sink instances were elsewhere) is measured at
 // the sinks' files, read every --tail while the run goes on (sinktail.go):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,16 @@ type RecoveryShape struct {
 	// medians (parallel: spate with --recover parallel).
 	SpateOverParallel  float64 `json:"spate_over_parallel,omitempty"`
 	GlobalOverParallel float64 `json:"global_over_parallel,omitempty"`
+	// With --store: the store the others are compared with (dir, if it
+	// is in the list: RefStore), and per configuration its store's
+	// figures (Stores), its figures over the same ft mode's at RefStore
+	// (StoreRatios), and global/spate of the medians at each store
+	// (RatioByStore). Ratio, RatioRounds, RatioCI and the parallel ratios
+	// are at RefStore.
+	RefStore     string                  `json:"ref_store,omitempty"`
+	Stores       map[string]StoreFigures `json:"stores,omitempty"`
+	StoreRatios  map[string]StoreRatio   `json:"store_ratios,omitempty"`
+	RatioByStore map[string]float64      `json:"global_over_spate_by_store,omitempty"`
 	// Unlike says, run by run, what made a comparison other than like for
 	// like: a second node lost, a restore from a checkpoint not the
 	// latest, a run never back to normal, a failed verification. Empty:
@@ -64,9 +75,10 @@ type RecoveryShape struct {
 type RecoveryRun struct {
 	Round      int     `json:"round"` // from 1
 	FT         string  `json:"ft"`
-	KillAtS    float64 `json:"kill_at_s"`    // when the kill was due, after the job started
-	KillTookMs float64 `json:"kill_took_ms"` // from the signal to the death
-	RecoveryS  float64 `json:"recovery_s"`   // from the death to normal output lag; the rest of the run if never
+	Store      string  `json:"store,omitempty"` // with --store: dir, coord, s3
+	KillAtS    float64 `json:"kill_at_s"`       // when the kill was due, after the job started
+	KillTookMs float64 `json:"kill_took_ms"`    // from the signal to the death
+	RecoveryS  float64 `json:"recovery_s"`      // from the death to normal output lag; the rest of the run if never
 	Recovered  bool    `json:"recovered"`
 	Replayed   float64 `json:"replayed"` // records replayed
 	// Lost is what the killed node hosted, Restarted what the recovery
@@ -82,7 +94,16 @@ type RecoveryRun struct {
 	// restarted, against its rate before the kill (-1: none left).
 	InputMinRate float64 `json:"input_min_rate"`
 	Verified     bool    `json:"verified"`
+	// Figures: restore time, checkpoint cost and rate, and the store's
+	// network traffic (storebench.go).
+	Figures StoreRun `json:"store_figures"`
+	// The checkpoint times of the steady stretch, pooled over the runs.
+	persist, took []float64
 }
+
+// key names the run's configuration: "spate", or "spate/coord" with
+// --store.
+func (rr RecoveryRun) key() string { return confKey(rr.FT, rr.Store) }
 
 // oldest is the age of the oldest state a run restored; -1 if none is
 // known.
@@ -115,7 +136,7 @@ func (rr RecoveryRun) unlike() string {
 	if len(why) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("round %d %s: %s", rr.Round, rr.FT, strings.Join(why, "; "))
+	return fmt.Sprintf("round %d %s: %s", rr.Round, rr.key(), strings.Join(why, "; "))
 }
 
 // restartedText is "count#0, sink#0 (2 of 8)" or "all 8".
@@ -237,6 +258,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	win := fs.Duration("window", coord.DefaultConfig().Window, "the job's tumbling window (event time): a key group writes its results once a window, the resolution of the untouched key groups' output rate")
 	tail := fs.Duration("tail", 20*time.Millisecond, "how often the sinks' files are read, to time the output of the key groups the failure did not touch (0: not measured)")
 	recov := fs.String("recover", "single", "single: spate (one new instance per lost one) against global; parallel: also spate with --recover parallel (its key groups split over the survivors), shown as parallel")
+	storeList := fs.String("store", "", "STORE,...: run every configuration with each checkpoint and output store, a configuration each (spate/dir, spate/coord, global/dir, ...): dir, coord, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT (an S3-compatible server you run; credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); adds per configuration the restore time, the checkpoints' persist time (p50, p90) and rate before the kill, the bytes the store moved over the network, and each store against dir; \"\": the default store alone, as before")
 	s := newSession("recovery", fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -254,6 +276,15 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintf(stderr, "spate bench recovery: --recover %q: want single or parallel\n", *recov)
 		return 2
 	}
+	storeSet, err := parseStores(*storeList)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench recovery:", err)
+		return 2
+	}
+	if err := probeStores(storeSet); err != nil {
+		fmt.Fprintln(stderr, "spate bench recovery:", err)
+		return 2
+	}
 	window := *win
 	// The runs' lines and the summary go to stdout, or to stderr beside
 	// the progress when stdout has the JSON.
@@ -265,7 +296,12 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if *recov == "parallel" {
 		fts = append(fts, "parallel")
 	}
-	weights := repeat(*rounds*len(fts)*len(shapes), runWeight(*dur))
+	confs := recConfs(fts, storeSet)
+	names := make([]string, len(confs))
+	for i, c := range confs {
+		names[i] = c.key()
+	}
+	weights := repeat(*rounds*len(confs)*len(shapes), runWeight(*dur))
 	if *rate <= 0 {
 		weights = append(repeat(len(shapes), runWeight(10*time.Second)), weights...)
 	}
@@ -320,21 +356,30 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// happens to suit. The rounds' kills are spread evenly over one
 		// interval instead, the same moment for every run of a round.
 		at := *killAt + time.Duration((float64(i)+0.5)/float64(*rounds)*float64(*interval))
-		order := slices.Clone(fts)
+		order := slices.Clone(confs)
 		if i%2 == 1 {
 			slices.Reverse(order) // which runs first alternates
 		}
 		for j, sh := range shapes {
 			shr := &res.Shapes[j]
-			for _, ft := range order {
+			for _, conf := range order {
+				ft, st := conf.ft, conf.store
 				cfg := benchConfig(root, name(sh), i, ft)
+				if st.label != "" {
+					cfg.Data = filepath.Join(root, fmt.Sprintf("%s-%s-%s-%d", name(sh), ft, st.label, i))
+					cfg.Store = st.spec
+				}
 				if ft == "parallel" {
 					cfg.FT, cfg.Recover = "spate", "parallel"
 				}
 				cfg.Nodes, cfg.Local = sh.nodes, sh.nodes
 				cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = shr.Rate, *dur, *keys, interval.String(), *heartbeat
 				cfg.Source, cfg.Parallelism, cfg.Window = *source, sh.par, window
-				s.step("round %d of %d, %v: --ft %s, %s's node killed at %v (%s records/s, %v)", i+1, *rounds, sh, ft, *victim, at, si(shr.Rate), *dur)
+				what := "--ft " + ft
+				if st.label != "" {
+					what += " --store " + st.label
+				}
+				s.step("round %d of %d, %v: %s, %s's node killed at %v (%s records/s, %v)", i+1, *rounds, sh, what, *victim, at, si(shr.Rate), *dur)
 				r, err := clusterRunOpts(s.ctx, cfg, runOpts{kill: at, victim: *victim, verify: true, tail: *tail})
 				if s.interrupted() {
 					return exitInterrupted
@@ -344,22 +389,26 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 					return 1
 				}
 				rr := recoveryRun(r, i+1, ft, at, *dur, *heartbeat, window, cfg.Spec().Groups)
+				rr.Store = st.label
+				rr.Figures, rr.persist, rr.took = storeRun(r, st.label)
 				res.Verified = res.Verified && rr.Verified
 				if rr.Verified {
-					s.discard(cfg.Data)
+					if s.discard(cfg.Data) && r.info != nil {
+						cleanS3(st, r.info.Run, stderr)
+					}
 				}
 				shr.Runs = append(shr.Runs, rr)
-				printRun(text, sh, rr)
+				printRun(text, sh, rr, keyWidth(names))
 			}
 		}
 	}
 	for j := range res.Shapes {
-		summarise(&res.Shapes[j], fts, *rounds)
+		summarise(&res.Shapes[j], names, *rounds)
 	}
 	s.prog.finish(s.name)
 	res.Meta = s.meta
 	if *s.html != "" {
-		if err := writeHTML(*s.html, "spate bench recovery", s.meta, recoveryPanels(res, fts)); err != nil {
+		if err := writeHTML(*s.html, "spate bench recovery", s.meta, recoveryPanels(res, names)); err != nil {
 			fmt.Fprintln(stderr, "spate bench recovery:", err)
 			return 2
 		}
@@ -369,7 +418,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	}
 	fmt.Fprintf(text, "recovery (%d keys, interval %v, window %v, node of %s killed at %v + phases over an interval, %d rounds, medians):\n", *keys, *interval, window, *victim, *killAt, *rounds)
 	for _, shr := range res.Shapes {
-		printShape(text, shr, fts, *load)
+		printShape(text, shr, names, *load)
 	}
 	printTargets(text, res)
 	if !res.Verified {
@@ -401,52 +450,73 @@ func recoveryRun(r *run, round int, ft string, at, dur, heartbeat, window time.D
 	return rr
 }
 
-// summarise fills a shape's medians and ratios from its runs.
-func summarise(shr *RecoveryShape, fts []string, rounds int) {
+// summarise fills a shape's medians and ratios from its runs; keys are
+// its configurations (RecoveryRun.key).
+func summarise(shr *RecoveryShape, keys []string, rounds int) {
 	shr.RecoveryS, shr.Replayed, shr.Restarted, shr.RestoredAge = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	shr.PhasesMs, shr.Output = map[string]Phases{}, map[string]UntouchedOutput{}
-	byRound := map[string][]float64{} // ft -> recovery_s per round, NaN where missing
-	for _, ft := range fts {
-		byRound[ft] = make([]float64, rounds)
-		for i := range byRound[ft] {
-			byRound[ft][i] = math.NaN()
+	shr.Stores = map[string]StoreFigures{}
+	byRound := map[string][]float64{} // key -> recovery_s per round, NaN where missing
+	for _, k := range keys {
+		byRound[k] = make([]float64, rounds)
+		for i := range byRound[k] {
+			byRound[k][i] = math.NaN()
 		}
 		var rec, rep, rst, age []float64
 		var phs []Phases
 		var outs []UntouchedOutput
+		var runs []RecoveryRun
 		for _, rr := range shr.Runs {
-			if rr.FT != ft {
+			if rr.key() != k {
 				continue
 			}
+			runs = append(runs, rr)
 			rec, rep, rst = append(rec, rr.RecoveryS), append(rep, rr.Replayed), append(rst, float64(len(rr.Restarted)))
 			if a := rr.oldest(); a >= 0 {
 				age = append(age, a)
 			}
 			phs, outs = append(phs, rr.Phases), append(outs, rr.Output)
 			if rr.Round >= 1 && rr.Round <= rounds {
-				byRound[ft][rr.Round-1] = rr.RecoveryS
+				byRound[k][rr.Round-1] = rr.RecoveryS
 			}
 		}
-		shr.RecoveryS[ft], shr.Replayed[ft], shr.Restarted[ft] = median(rec), median(rep), median(rst)
-		shr.RestoredAge[ft] = -1
+		shr.RecoveryS[k], shr.Replayed[k], shr.Restarted[k] = median(rec), median(rep), median(rst)
+		shr.RestoredAge[k] = -1
 		if len(age) > 0 {
-			shr.RestoredAge[ft] = median(age)
+			shr.RestoredAge[k] = median(age)
 		}
-		shr.PhasesMs[ft], shr.Output[ft] = medianPhases(phs), medianOutput(outs)
+		shr.PhasesMs[k], shr.Output[k] = medianPhases(phs), medianOutput(outs)
+		shr.Stores[k] = storeFigures(runs)
 	}
-	shr.Ratio = shr.RecoveryS["global"] / shr.RecoveryS["spate"]
+	ref := refStore(keys)
+	shr.RefStore = ref
+	spate, global, parallel := confKey("spate", ref), confKey("global", ref), confKey("parallel", ref)
+	shr.Ratio = shr.RecoveryS[global] / shr.RecoveryS[spate]
 	shr.RatioRounds = make(Values, rounds)
 	var xs []float64
 	for i := range rounds {
-		g, sp := byRound["global"][i], byRound["spate"][i]
+		g, sp := byRound[global][i], byRound[spate][i]
 		shr.RatioRounds[i] = g / sp
 		if !math.IsNaN(g/sp) && !math.IsInf(g/sp, 0) {
 			xs = append(xs, g/sp)
 		}
 	}
 	shr.RatioCI = ci95(xs, ratioWidth)
-	if p := shr.RecoveryS["parallel"]; p > 0 {
-		shr.SpateOverParallel, shr.GlobalOverParallel = shr.RecoveryS["spate"]/p, shr.RecoveryS["global"]/p
+	if p := shr.RecoveryS[parallel]; p > 0 {
+		shr.SpateOverParallel, shr.GlobalOverParallel = shr.RecoveryS[spate]/p, shr.RecoveryS[global]/p
+	}
+	if ref == "" {
+		shr.Stores = nil // without --store: as before
+	} else {
+		shr.StoreRatios = storeRatios(shr, keys)
+		shr.RatioByStore = map[string]float64{}
+		for _, k := range keys {
+			if ft, st := splitKey(k); ft == "spate" {
+				if r := shr.RecoveryS[confKey("global", st)] / shr.RecoveryS[k]; !math.IsNaN(r) && !math.IsInf(r, 0) {
+					shr.RatioByStore[st] = r
+				}
+			}
+		}
 	}
 	shr.Unlike = nil
 	for _, rr := range shr.Runs {
@@ -456,46 +526,83 @@ func summarise(shr *RecoveryShape, fts []string, rounds int) {
 	}
 }
 
-func printRun(w io.Writer, sh recShape, rr RecoveryRun) {
+// keyWidth is the width the configurations' names are printed in.
+func keyWidth(keys []string) int {
+	w := 6
+	for _, k := range keys {
+		w = max(w, len(k))
+	}
+	return w
+}
+
+func printRun(w io.Writer, sh recShape, rr RecoveryRun, width int) {
+	k := rr.key()
 	if rr.KillTookMs > 10 {
-		fmt.Fprintf(w, "%v round %d %-6s the killed node took %.0fms to die (inside a system call): its recovery is timed from its death\n", sh, rr.Round, rr.FT, rr.KillTookMs)
+		fmt.Fprintf(w, "%v round %d %-*s the killed node took %.0fms to die (inside a system call): its recovery is timed from its death\n", sh, rr.Round, width, k, rr.KillTookMs)
 	}
 	back := fmt.Sprintf("back to normal %.2fs after", rr.RecoveryS)
 	if !rr.Recovered {
 		back = fmt.Sprintf("NOT back to normal in the %.2fs left", rr.RecoveryS)
 	}
-	fmt.Fprintf(w, "%v round %d %-6s killed at %.2fs (%s lost), %s (%v); %s records replayed; restarted %s from %s; %v\n",
-		sh, rr.Round, rr.FT, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), rr.restartedText(), rr.restoredText(), rr.Output)
+	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed; restarted %s from %s; %v\n",
+		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), rr.restartedText(), rr.restoredText(), rr.Output)
+	if rr.Store != "" {
+		fmt.Fprintf(w, "%v round %d %-*s %v\n", sh, rr.Round, width, k, rr.Figures)
+	}
 	if u := rr.unlike(); u != "" {
-		fmt.Fprintf(w, "%v round %d %-6s NOT LIKE FOR LIKE: %s\n", sh, rr.Round, rr.FT, u)
+		fmt.Fprintf(w, "%v round %d %-*s NOT LIKE FOR LIKE: %s\n", sh, rr.Round, width, k, u)
 	}
 }
 
-func printShape(w io.Writer, shr RecoveryShape, fts []string, load float64) {
+func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
 	offered := si(shr.Rate) + " records/s"
 	if shr.CapacityRPS > 0 {
 		offered += fmt.Sprintf(" (%.0f%% of the capacity, %s)", 100*load, si(shr.CapacityRPS))
 	}
 	fmt.Fprintf(w, "  %s, %s:\n", shr.Name, offered)
-	for _, ft := range fts {
+	width := keyWidth(keys)
+	for _, k := range keys {
 		var rounds []float64
 		var last RecoveryRun
 		for _, rr := range shr.Runs {
-			if rr.FT == ft {
+			if rr.key() == k {
 				rounds, last = append(rounds, rr.RecoveryS), rr
 			}
 		}
-		what := fmt.Sprintf("restarted %.0f of %d instances", shr.Restarted[ft], last.Instances)
+		what := fmt.Sprintf("restarted %.0f of %d instances", shr.Restarted[k], last.Instances)
 		age := "restored state of unknown age"
-		if a := shr.RestoredAge[ft]; a >= 0 {
+		if a := shr.RestoredAge[k]; a >= 0 {
 			age = fmt.Sprintf("restored state %.2fs old at the kill (the oldest restored, median)", a)
 		}
-		fmt.Fprintf(w, "    %-6s %.2fs to normal output lag (rounds %s); %s records replayed; %s; %s; %v; %v\n",
-			ft, shr.RecoveryS[ft], ratios(rounds), si(shr.Replayed[ft]), what, age, shr.PhasesMs[ft], shr.Output[ft])
+		fmt.Fprintf(w, "    %-*s %.2fs to normal output lag (rounds %s); %s records replayed; %s; %s; %v; %v\n",
+			width, k, shr.RecoveryS[k], ratios(rounds), si(shr.Replayed[k]), what, age, shr.PhasesMs[k], shr.Output[k])
+		if sf, ok := shr.Stores[k]; ok {
+			fmt.Fprintf(w, "    %-*s %v\n", width, "", sf)
+		}
 	}
-	fmt.Fprintf(w, "    global/spate %.2f (of the medians); by round %s: mean %v\n", shr.Ratio, ratios(shr.RatioRounds), shr.RatioCI)
+	ref := ""
+	if shr.RefStore != "" {
+		ref = " at --store " + shr.RefStore
+	}
+	fmt.Fprintf(w, "    global/spate%s %.2f (of the medians); by round %s: mean %v\n", ref, shr.Ratio, ratios(shr.RatioRounds), shr.RatioCI)
+	if len(shr.RatioByStore) > 1 {
+		var by []string
+		for _, k := range keys {
+			if ft, st := splitKey(k); ft == "spate" {
+				if r, ok := shr.RatioByStore[st]; ok {
+					by = append(by, fmt.Sprintf("%s %.2f", st, r))
+				}
+			}
+		}
+		fmt.Fprintf(w, "    global/spate by store (of the medians): %s\n", strings.Join(by, ", "))
+	}
 	if shr.SpateOverParallel > 0 {
 		fmt.Fprintf(w, "    spate/parallel %.2f, global/parallel %.2f (of the medians; parallel: spate with --recover parallel)\n", shr.SpateOverParallel, shr.GlobalOverParallel)
+	}
+	for _, k := range keys {
+		if r, ok := shr.StoreRatios[k]; ok {
+			fmt.Fprintf(w, "    %s over %s: %v (of the medians; checkpoint: persist, or a global checkpoint's time)\n", k, r.Against, r)
+		}
 	}
 	if len(shr.Unlike) == 0 {
 		fmt.Fprintln(w, "    like for like: every run lost one node, restored the latest complete checkpoints, came back to normal and verified")
@@ -534,7 +641,7 @@ func printTargets(w io.Writer, res Recovery) {
 		if len(shr.Unlike) > 0 {
 			verdict += fmt.Sprintf("; %d runs not like for like", len(shr.Unlike))
 		}
-		out := shr.Output["spate"]
+		out := shr.Output[confKey("spate", shr.RefStore)]
 		outVerdict := "NOT met"
 		if out.Rate >= 0.9 {
 			outVerdict = "met"
@@ -545,28 +652,37 @@ func printTargets(w io.Writer, res Recovery) {
 }
 
 // recoveryPanels are the page's figures: per shape, the time to normal
-// output lag and the records replayed, per configuration and round.
-func recoveryPanels(res Recovery, fts []string) []panel {
+// output lag and the records replayed, per configuration and round; with
+// --store, the restore time too.
+func recoveryPanels(res Recovery, keys []string) []panel {
 	var ps []panel
 	for _, shr := range res.Shapes {
 		pt := panel{Title: shr.Name + ": time to normal output lag after the kill, s", Format: func(v float64) string { return fmt.Sprintf("%.2fs", v) }}
 		pp := panel{Title: shr.Name + ": records replayed", Format: si}
 		po := panel{Title: shr.Name + ": untouched key groups' output during the recovery / before", Format: func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }}
-		for _, ft := range fts {
-			var rec, rep, out []float64
+		pr := panel{Title: shr.Name + ": restore, from the loss detected to the last restore, ms", Format: func(v float64) string { return fmt.Sprintf("%.0fms", v) }}
+		for _, k := range keys {
+			var rec, rep, out, rest []float64
 			for _, rr := range shr.Runs {
-				if rr.FT == ft {
+				if rr.key() == k {
 					rec, rep = append(rec, rr.RecoveryS), append(rep, rr.Replayed)
 					if rr.Output.Rate >= 0 {
 						out = append(out, rr.Output.Rate)
 					}
+					if rr.Figures.RestoreMs >= 0 {
+						rest = append(rest, rr.Figures.RestoreMs)
+					}
 				}
 			}
-			pt.add(ft, rec)
-			pp.add(ft, rep)
-			po.add(ft, out)
+			pt.add(k, rec)
+			pp.add(k, rep)
+			po.add(k, out)
+			pr.add(k, rest)
 		}
 		ps = append(ps, pt, pp, po)
+		if shr.RefStore != "" {
+			ps = append(ps, pr)
+		}
 	}
 	return ps
 }

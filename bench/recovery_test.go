@@ -13,6 +13,8 @@ import (
 	"spate/coord"
 	"spate/events"
 	"spate/job"
+	"spate/state"
+	"spate/stores"
 )
 
 func TestParseShapes(t *testing.T) {
@@ -159,6 +161,37 @@ func TestSinkTailReadsWhatTheFilesGained(t *testing.T) {
 	f.Write(append(line[10:], '\n'))
 	f.Write(countLine(keyIn(7, 1), 0)[:5])
 	tl.poll(t0.Add(40 * time.Millisecond))
+	k := tl.log.kgs[7]
+	if len(k.arrivals) != 1 || k.arrivals[0].n != 1 || !k.arrivals[0].at.Equal(t0.Add(40*time.Millisecond)) {
+		t.Fatalf("arrivals %+v, want one result at 40ms", k.arrivals)
+	}
+}
+
+// TestSinkTailReadsTheSegmentsOfASinkInAStore: a sink writing through
+// a store (--store coord) keeps its output as segments in the run
+// directory; the tail reads each once, in order, a line split over two
+// of them whole.
+func TestSinkTailReadsTheSegmentsOfASinkInAStore(t *testing.T) {
+	run := t.TempDir()
+	st, err := state.NewDirStore(filepath.Join(run, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newSinkTail(run, 128)
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	lg := stores.NewLog(st, "sink-0-g1.jsonl")
+	line := countLine(keyIn(7, 0), 0)
+	lg.Write(line[:10])
+	if err := lg.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tl.poll(t0.Add(20 * time.Millisecond))
+	lg.Write(append(line[10:], '\n'))
+	if err := lg.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tl.poll(t0.Add(40 * time.Millisecond))
+	tl.poll(t0.Add(60 * time.Millisecond)) // nothing new
 	k := tl.log.kgs[7]
 	if len(k.arrivals) != 1 || k.arrivals[0].n != 1 || !k.arrivals[0].at.Equal(t0.Add(40*time.Millisecond)) {
 		t.Fatalf("arrivals %+v, want one result at 40ms", k.arrivals)

@@ -122,11 +122,13 @@ func (s *session) interrupted() bool {
 
 // discard removes a run's directory once it has served (verified): the
 // runs of a long benchmark would fill the disk otherwise. Kept with
-// --keep or --data.
-func (s *session) discard(dir string) {
-	if !*s.keep && *s.data == "" {
-		os.RemoveAll(dir)
+// --keep or --data. It reports whether it removed it.
+func (s *session) discard(dir string) bool {
+	if *s.keep || *s.data != "" {
+		return false
 	}
+	os.RemoveAll(dir)
+	return true
 }
 
 // step announces the next step.

@@ -1313,6 +1313,7 @@ func (c *Coordinator) finish() error {
 	for _, ns := range c.nodes {
 		c.info.NodeCPU += ns.cpu
 	}
+	c.recordStoreTraffic() // store.go
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"spate/job"
+	"spate/stores"
 )
 
 // DefaultRoot is where run directories go unless --data says otherwise.
@@ -37,6 +38,9 @@ type RunInfo struct {
 	Complete  bool           `json:"complete"`             // every source partition reported its final position
 	Lag       [][2]int64     `json:"lag_ms,omitempty"`     // paced runs: (ms since the job started, output lag in ms), every heartbeat period
 	NodeCPU   float64        `json:"node_cpu_s,omitempty"` // CPU seconds the node processes used, as last reported
+	// StoreTraffic is what the coordinator store's streams carried, every
+	// node's and space's (stores.Server.Traffic); absent when no node used it.
+	StoreTraffic *stores.Traffic `json:"store_traffic,omitempty"`
 	// Provenance is what made the run: the binary, the toolchain, the
 	// machine and the command line. WriteRunInfo fills it in the first
 	// time (NewProvenance).

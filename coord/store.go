@@ -63,6 +63,17 @@ func (c *Coordinator) openStores() error {
 	return nil
 }
 
+// recordStoreTraffic puts what the coordinator store's streams carried
+// into run.json's store_traffic.
+func (c *Coordinator) recordStoreTraffic() {
+	if c.storeSrv == nil {
+		return
+	}
+	if t := c.storeSrv.Traffic(); t != (stores.Traffic{}) {
+		c.info.StoreTraffic = &t
+	}
+}
+
 // serveStores answers the store streams node opens on its session after
 // its control stream, each on its own goroutine, until the session ends.
 // The session is the one the node's hello authenticated.

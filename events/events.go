@@ -72,6 +72,9 @@ const (
 	CheckpointFailed      Kind = "checkpoint_failed"
 	CheckpointChainBroken Kind = "checkpoint_chain_broken"
 	CheckpointCorrupted   Kind = "checkpoint_corrupted"
+	// StoreTraffic: what a node's checkpoint and output stores have sent
+	// and received over the network so far (--store coord or s3).
+	StoreTraffic Kind = "store_traffic"
 )
 
 // Event is one thing that happened in a run. Fields is its payload: a

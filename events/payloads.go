@@ -509,6 +509,19 @@ type BackupFullFields struct {
 	SpillBytes int64 `json:"spill_bytes"`
 }
 
+// StoreTrafficFields: the bytes a node's checkpoint and output stores
+// moved over the network since the node process started, cumulative
+// (stores.Traffic says what each store counts): FromStore received,
+// ToStore sent. Store is the kind, coord or s3. A node reports when they
+// have grown, at most about twice a second, and once more before each
+// instance reports it has drained; a node killed loses what it moved
+// since its last report.
+type StoreTrafficFields struct {
+	FromStore int64  `json:"from_store"`
+	Store     string `json:"store"`
+	ToStore   int64  `json:"to_store"`
+}
+
 // CheckpointDeclinedFields: under --ft global, an instance declined a
 // barrier (its alignment buffer overflowed).
 type CheckpointDeclinedFields struct {
@@ -591,6 +604,7 @@ func (CheckpointDeclinedFields) Kind() Kind    { return CheckpointDeclined }
 func (CheckpointFailedFields) Kind() Kind      { return CheckpointFailed }
 func (CheckpointChainBrokenFields) Kind() Kind { return CheckpointChainBroken }
 func (CheckpointCorruptedFields) Kind() Kind   { return CheckpointCorrupted }
+func (StoreTrafficFields) Kind() Kind          { return StoreTraffic }
 
 // payloads holds the zero payload of every kind: the registry Decode and
 // Kinds read.
@@ -606,5 +620,5 @@ var payloads = []Payload{
 	RescaleCapturedFields{}, RescaleMovedFields{}, RescaleReroutedFields{}, RescaleDoneFields{}, TrimFields{},
 	LinkReconnectedFields{}, PeerReconnectedFields{}, ReplayFields{}, HeldRecordsFields{}, BackupSpillFields{},
 	BackupFullFields{}, CheckpointDeclinedFields{}, CheckpointFailedFields{}, CheckpointChainBrokenFields{},
-	CheckpointCorruptedFields{},
+	CheckpointCorruptedFields{}, StoreTrafficFields{},
 }

@@ -506,6 +506,7 @@ func (in *instance) finish() {
 }
 
 func (in *instance) reportDone(pos map[int]uint64) {
+	in.n.reportTraffic(true) // before the done: the coordinator may finish the run on it
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlDone, Done: &wire.Done{
 		Instance: in.id, Gen: in.place.Gen, Positions: pos, In: in.nIn.Load(), Out: in.nOut.Load(), Late: in.nLate.Load()}})
 }

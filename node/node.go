@@ -20,6 +20,7 @@ import (
 	"spate/internal/chanmu"
 	"spate/netfault"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -146,12 +147,13 @@ type Node struct {
 	peerc     chan struct{}             // closed and replaced whenever peers changes
 	plan      *wire.Deploy
 	store     *faultStore
-	out       state.Store     // the sinks' output store; nil: files in the run directory (store.go)
-	coordSess *yamux.Session  // the coordinator session, for the coordinator store
-	spillDir  string          // where backups spill; "": the run directory's spill/ (store.go)
-	localDir  string          // a node that cannot see the run directory: its own files, removed at exit (store.go)
-	layer     *netfault.Layer // injected link faults on the peer links (faults.go)
-	dials     map[string]bool // peers this node dials (and redials)
+	out       state.Store                   // the sinks' output store; nil: files in the run directory (store.go)
+	coordSess *yamux.Session                // the coordinator session, for the coordinator store
+	spillDir  string                        // where backups spill; "": the run directory's spill/ (store.go)
+	localDir  string                        // a node that cannot see the run directory: its own files, removed at exit (store.go)
+	traffic   atomic.Pointer[trafficReport] // the network traffic of the stores, once deployed (store.go)
+	layer     *netfault.Layer               // injected link faults on the peer links (faults.go)
+	dials     map[string]bool               // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
 	grants    map[int]uint64 // the highest read grant of each source partition (wire.CtlGrant)
 	cancel    context.CancelFunc
@@ -516,6 +518,7 @@ func (n *Node) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		n.reportTraffic(false)
 		hb := wire.Heartbeat{Node: n.nodeName()}
 		hb.CPU, hb.RSS = processUsage()
 		for _, in := range n.instances() {

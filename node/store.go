@@ -7,6 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
+
+	"spate/events"
 
 	"spate/state"
 	"spate/stores"
@@ -84,7 +88,63 @@ func (n *Node) openStores(d *wire.Deploy) (ckpt, out state.Store, hidden bool, e
 		}
 	}
 	n.log.Printf("node %s: checkpoints and output in %s (%s)", n.nodeName(), storeWhere(kind, sp), why)
+	if kind != stores.Dir {
+		tr := &trafficReport{kind: kind}
+		for _, s := range []state.Store{ckpt, out} {
+			if m, ok := s.(stores.Metered); ok {
+				tr.meters = append(tr.meters, m)
+			}
+		}
+		n.traffic.Store(tr)
+	}
 	return ckpt, out, hidden, nil
+}
+
+// trafficEvery is how often at most a node reports its stores' traffic
+// while it grows.
+const trafficEvery = 500 * time.Millisecond
+
+// trafficReport is what the node's stores moved over the network
+// (stores.Metered), for the store_traffic events. It is safe for
+// concurrent use.
+type trafficReport struct {
+	kind   stores.Kind
+	meters []stores.Metered
+	mu     sync.Mutex
+	last   stores.Traffic // the last reported
+	at     time.Time      // when
+}
+
+// due returns the stores' traffic so far and whether to report it now:
+// it grew since the last report, and that was trafficEvery ago or force.
+func (t *trafficReport) due(now time.Time, force bool) (stores.Traffic, bool) {
+	var sum stores.Traffic
+	for _, m := range t.meters {
+		sum = sum.Add(m.Traffic())
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sum == t.last || (!force && now.Sub(t.at) < trafficEvery) {
+		return sum, false
+	}
+	t.last, t.at = sum, now
+	return sum, true
+}
+
+// reportTraffic sends a store_traffic event if the stores' traffic is
+// due (trafficReport.due). Two reports racing may arrive out of order:
+// the counts are cumulative, the higher is the later.
+func (n *Node) reportTraffic(force bool) {
+	tr := n.traffic.Load()
+	if tr == nil {
+		return
+	}
+	t, ok := tr.due(time.Now(), force)
+	if !ok {
+		return
+	}
+	n.event(events.StoreTraffic, "", events.StoreTrafficFields{Store: string(tr.kind), ToStore: t.ToStore, FromStore: t.FromStore},
+		"store traffic so far (%s): %d bytes sent, %d received", tr.kind, t.ToStore, t.FromStore)
 }
 
 // localDirFor is the directory of its own a node that cannot see the run

@@ -33,6 +33,12 @@
 // rename: the sinks' output goes into immutable numbered segments and
 // a manifest object written whole (node/output.go).
 //
+// Client, Server and ObjectStore count what crossed the network for them
+// (Traffic, traffic.go): the store streams' bytes for the coordinator
+// store, the HTTP bodies for an object store. A node reports its stores'
+// count in store_traffic events, the coordinator its server's in
+// run.json (store_traffic).
+//
 // Every type is safe for concurrent use. Requests have an idle timeout
 // (Timeout): a store that stops answering fails the request, it never
 // hangs a checkpoint for good.

@@ -45,6 +45,7 @@ type Client struct {
 	open    func() (net.Conn, error)
 	space   wire.StoreSpace
 	timeout time.Duration
+	m       meter
 }
 
 // NewClient returns a Client of the coordinator's space (checkpoints or
@@ -64,7 +65,7 @@ func (c *Client) call(req wire.StoreRequest, content [][]byte) (net.Conn, *wire.
 	if err != nil {
 		return nil, nil, fmt.Errorf("open a store stream to the coordinator: %w", err)
 	}
-	conn := idle{Conn: st, d: c.timeout}
+	conn := idle{Conn: countedConn{Conn: st, rd: &c.m.from, wr: &c.m.to}, d: c.timeout}
 	w := wire.NewWriter(conn)
 	err = w.WriteJSON(wire.TStore, req)
 	if err == nil && req.Op == wire.StorePut {
@@ -78,6 +79,10 @@ func (c *Client) call(req wire.StoreRequest, content [][]byte) (net.Conn, *wire.
 	}
 	return st, wire.NewReader(conn, 0), nil
 }
+
+// Traffic implements Metered: every byte this client's requests wrote
+// to their streams and read back.
+func (c *Client) Traffic() Traffic { return c.m.traffic() }
 
 // reply reads a store-reply and turns its status into an error.
 func reply(r *wire.Reader) (wire.StoreReply, error) {
@@ -245,6 +250,7 @@ type Server struct {
 	mu       sync.Mutex
 	bytesIn  int64
 	bytesOut int64
+	m        meter
 }
 
 // NewServer returns a Server of spaces; timeout <= 0 means DefaultTimeout.
@@ -263,13 +269,18 @@ func (s *Server) Bytes() (in, out int64) {
 	return s.bytesIn, s.bytesOut
 }
 
+// Traffic implements Metered: every byte of the store streams the server
+// has read (ToStore: the nodes' requests and puts) and written
+// (FromStore: replies and gets) so far, whichever space they were of.
+func (s *Server) Traffic() Traffic { return s.m.traffic() }
+
 // Serve answers the one request of store stream st, then closes it. The
 // error is a protocol error of the peer (a frame out of place, content
 // damaged on the way), for the caller to report; a request the store
 // refuses (a missing name, a failing disk) is answered, not returned.
 func (s *Server) Serve(st net.Conn) error {
 	defer st.Close()
-	conn := idle{Conn: st, d: s.timeout}
+	conn := idle{Conn: countedConn{Conn: st, rd: &s.m.to, wr: &s.m.from}, d: s.timeout}
 	r, w := wire.NewReader(conn, 0), wire.NewWriter(conn)
 	t, p, err := r.ReadFrame()
 	if err != nil {

@@ -35,6 +35,7 @@ type ObjectStore struct {
 	prefix  string // "" or ending in "/"
 	where   string // for messages: s3://bucket/prefix
 	timeout time.Duration
+	m       *meter
 }
 
 // Credentials reads the object store's keys from the environment (getenv:
@@ -95,8 +96,17 @@ func OpenS3(sp Spec, sub string, opt S3Options) (*ObjectStore, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	base := opt.Transport
+	if base == nil {
+		tr, err := minio.DefaultTransport(sp.TLS)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		base = tr
+	}
+	m := &meter{}
 	cl, err := minio.New(sp.Endpoint, &minio.Options{Creds: creds, Secure: sp.TLS, Region: sp.Region,
-		Transport: opt.Transport, BucketLookup: minio.BucketLookupPath})
+		Transport: meteredTransport{base: base, m: m}, BucketLookup: minio.BucketLookupPath})
 	if err != nil {
 		return nil, bad("%v", err)
 	}
@@ -104,7 +114,7 @@ func OpenS3(sp Spec, sub string, opt S3Options) (*ObjectStore, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	s := &ObjectStore{cl: cl, bucket: sp.Bucket, prefix: prefix, where: where + "/" + strings.TrimSuffix(prefix, "/"), timeout: opt.Timeout}
+	s := &ObjectStore{cl: cl, bucket: sp.Bucket, prefix: prefix, where: where + "/" + strings.TrimSuffix(prefix, "/"), timeout: opt.Timeout, m: m}
 	ctx, cancel := context.WithTimeout(context.Background(), min(opt.Timeout, 15*time.Second))
 	defer cancel()
 	ok, err := cl.BucketExists(ctx, sp.Bucket)
@@ -120,6 +130,10 @@ func OpenS3(sp Spec, sub string, opt S3Options) (*ObjectStore, error) {
 	}
 	return s, nil
 }
+
+// Traffic implements Metered: the bodies of every HTTP request this
+// store sent and every response it read, its opening checks included.
+func (s *ObjectStore) Traffic() Traffic { return s.m.traffic() }
 
 // oneLine keeps an error's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -146,3 +146,27 @@ func TestS3LargeObject(t *testing.T) {
 		t.Fatalf("Get of a multipart object: %d bytes, %v", len(b), err)
 	}
 }
+
+func TestS3StoreCountsItsTrafficBothWays(t *testing.T) {
+	ep := startWeed(t)
+	s, err := OpenS3(Spec{Kind: S3, Bucket: "spate-test", Endpoint: ep}, fmt.Sprintf("run%d/traffic", runSeq.Add(1)), S3Options{Getenv: weedEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300_000
+	data := bytes.Repeat([]byte("s"), n)
+	before := s.Traffic()
+	if err := s.Put("count-0/ck-1", data); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Traffic().ToStore - before.ToStore; got < n {
+		t.Errorf("a put of %d bytes counts %d sent", n, got)
+	}
+	mid := s.Traffic()
+	if b, err := s.Get("count-0/ck-1"); err != nil || len(b) != n {
+		t.Fatalf("get: %d bytes, %v", len(b), err)
+	}
+	if got := s.Traffic().FromStore - mid.FromStore; got < n {
+		t.Errorf("a get of %d bytes counts %d received", n, got)
+	}
+}

@@ -22,6 +22,13 @@ import (
 // in-memory pipe, as the coordinator serves its nodes, and returns the
 // node's opener. The session is closed at the test's end.
 func coordPair(t *testing.T, srv *Server) func() (net.Conn, error) {
+	open, _ := servedPair(t, srv)
+	return open
+}
+
+// servedPair is coordPair with a signal each time a Serve returns (the
+// signals beyond the channel's room are dropped).
+func servedPair(t *testing.T, srv *Server) (func() (net.Conn, error), <-chan struct{}) {
 	t.Helper()
 	a, b := net.Pipe()
 	server, err := yamux.Server(a, wire.YamuxConfig())
@@ -32,6 +39,7 @@ func coordPair(t *testing.T, srv *Server) func() (net.Conn, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -39,7 +47,13 @@ func coordPair(t *testing.T, srv *Server) func() (net.Conn, error) {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { _ = srv.Serve(st) })
+			wg.Go(func() {
+				_ = srv.Serve(st)
+				select {
+				case served <- struct{}{}:
+				default:
+				}
+			})
 		}
 	})
 	t.Cleanup(func() {
@@ -47,7 +61,7 @@ func coordPair(t *testing.T, srv *Server) func() (net.Conn, error) {
 		server.Close()
 		wg.Wait()
 	})
-	return func() (net.Conn, error) { return client.Open() }
+	return func() (net.Conn, error) { return client.Open() }, served
 }
 
 func flip(path string) error {

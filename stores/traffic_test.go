@@ -3,16 +3,12 @@ package stores
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/hashicorp/yamux"
 
 	"spate/state"
 	"spate/wire"
@@ -56,37 +52,6 @@ func TestCoordStoreCountsItsTrafficBothWays(t *testing.T) {
 	if s.ToStore < n || s.FromStore < n {
 		t.Errorf("the server counts %+v, want at least %d each way", s, n)
 	}
-}
-
-// servedPair is coordPair with a signal each time a Serve returns.
-func servedPair(t *testing.T, srv *Server) (func() (net.Conn, error), <-chan struct{}) {
-	t.Helper()
-	a, b := net.Pipe()
-	server, err := yamux.Server(a, wire.YamuxConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := yamux.Client(b, wire.YamuxConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			st, err := server.AcceptStream()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { _ = srv.Serve(st); served <- struct{}{} })
-		}
-	})
-	t.Cleanup(func() {
-		client.Close()
-		server.Close()
-		wg.Wait()
-	})
-	return func() (net.Conn, error) { return client.Open() }, served
 }
 
 func TestObjectStoreTransportCountsBodiesBothWays(t *testing.T) {

@@ -419,6 +419,15 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 // that may be gone (a base a compaction folded away) is not checked when
 // it is.
 func (in *instance) scrubFile(name string, mayBeGone bool) error {
+	if v, ok := in.n.store.Store.(verifier); ok {
+		// A store that checks where the file lies (the coordinator's):
+		// the file does not cross the network for it.
+		err := v.Verify(name)
+		if mayBeGone && errors.Is(err, state.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
 	f, err := in.n.store.Open(name)
 	if mayBeGone && errors.Is(err, state.ErrNotFound) {
 		return nil
@@ -432,6 +441,10 @@ func (in *instance) scrubFile(name string, mayBeGone bool) error {
 	}
 	return err
 }
+
+// verifier is a store that checks a checkpoint file where it lies
+// (stores.Client.Verify).
+type verifier interface{ Verify(name string) error }
 
 // reportDamaged tells the coordinator, before the checkpoint being
 // persisted is reported, that the checkpoints a damaged file restores are

@@ -242,6 +242,24 @@ func (c *Client) Delete(name string) error {
 	return nil
 }
 
+// Verify checks checkpoint file name where it lies (state.VerifyReader
+// in the coordinator), so that a scrub does not bring the file over the
+// network: nil, state.ErrNotFound, or an error wrapping state.ErrCorrupt.
+func (c *Client) Verify(name string) error {
+	if err := state.CheckName(name); err != nil {
+		return err
+	}
+	st, r, err := c.call(wire.StoreRequest{Op: wire.StoreVerify, Space: c.space, Name: name}, nil)
+	if err != nil {
+		return c.errf("verify", name, err)
+	}
+	defer st.Close()
+	if _, err := reply(r); err != nil {
+		return c.errf("verify", name, err)
+	}
+	return nil
+}
+
 // Server answers store streams with the coordinator's stores, one per
 // space. It is safe for concurrent use: every stream is served on its own.
 type Server struct {
@@ -371,6 +389,20 @@ func (s *Server) Serve(st net.Conn) error {
 		return answer(wire.StoreReply{Status: wire.StoreOK, Names: names})
 	case wire.StoreDelete:
 		if err := store.Delete(req.Name); err != nil {
+			return answer(failure(err))
+		}
+		return answer(wire.StoreReply{Status: wire.StoreOK})
+	case wire.StoreVerify:
+		f, err := store.Open(req.Name)
+		if err != nil {
+			return answer(failure(err))
+		}
+		_, err = state.VerifyReader(f, make([]byte, wire.StoreChunk))
+		f.Close()
+		if err != nil {
+			if !errors.Is(err, state.ErrCorrupt) {
+				err = fmt.Errorf("%w: %w", state.ErrCorrupt, err)
+			}
 			return answer(failure(err))
 		}
 		return answer(wire.StoreReply{Status: wire.StoreOK})

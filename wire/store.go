@@ -19,6 +19,7 @@ const (
 	StoreGet    StoreOp = "get"    // the reply is followed by the content
 	StoreList   StoreOp = "list"   // the reply carries the names
 	StoreDelete StoreOp = "delete" // the reply says whether the name was there
+	StoreVerify StoreOp = "verify" // the coordinator reads the checkpoint file and checks it: ok, not-found or corrupt
 )
 
 // StoreSpace is which of the run's stores a request is about.
@@ -39,7 +40,7 @@ const InputSource = "source"
 type StoreRequest struct {
 	Op     StoreOp    `json:"op"`
 	Space  StoreSpace `json:"space"`
-	Name   string     `json:"name,omitempty"`   // put, get, delete
+	Name   string     `json:"name,omitempty"`   // put, get, delete, verify
 	Prefix string     `json:"prefix,omitempty"` // list
 }
 
@@ -50,7 +51,7 @@ const (
 	StoreOK       StoreStatus = "ok"
 	StoreNotFound StoreStatus = "not-found" // get, delete: no such name
 	StoreBadName  StoreStatus = "bad-name"  // the name breaks state.CheckName
-	StoreCorrupt  StoreStatus = "corrupt"   // put: the content failed its checksum or length on the way
+	StoreCorrupt  StoreStatus = "corrupt"   // put: the content failed its checksum or length on the way; verify: the file failed its checks
 	StoreFailed   StoreStatus = "failed"    // anything else; Error says what
 )
 

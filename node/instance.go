@@ -51,11 +51,8 @@ type instance struct {
 	startOnce  sync.Once
 	drainc     chan struct{}
 	drainOnce  sync.Once
-	drainTo    map[int]uint64 // set before drainc closes
-	endAt      map[int]uint64 // a source restored after a generation of it drained: where each partition ended (wire.Restore.EndAt)
-	grantMu    sync.Mutex
-	grants     map[int]uint64              // a source's read grants (wire.CtlGrant), by partition; guarded by grantMu
-	grantSeq   atomic.Uint64               // bumped at every change of grants
+	drainTo    map[int]uint64              // set before drainc closes
+	endAt      map[int]uint64              // a source restored after a generation of it drained: where each partition ended (wire.Restore.EndAt)
 	dialing    atomic.Pointer[dialAttempt] // a connect waiting for its answer (links.go)
 	quit       chan struct{}
 	quitOnce   sync.Once
@@ -278,31 +275,10 @@ func (in *instance) start(ctx context.Context) {
 // drain ends the instance's input: a source stops reading once every
 // partition has reached until (what an earlier generation of it read).
 func (in *instance) drain(until map[int]uint64) {
-	in.setGrants(until) // the drain may need reading to it; it is never past a grant
 	in.drainOnce.Do(func() {
 		in.drainTo = until
 		close(in.drainc)
 	})
-}
-
-// setGrants raises the source's read grants to g (they never shrink).
-func (in *instance) setGrants(g map[int]uint64) {
-	in.grantMu.Lock()
-	defer in.grantMu.Unlock()
-	if in.grants == nil {
-		in.grants = map[int]uint64{}
-	}
-	for p, pos := range g {
-		in.grants[p] = max(in.grants[p], pos)
-	}
-	in.grantSeq.Add(1)
-}
-
-// grantOf is partition p's read grant (none: 0).
-func (in *instance) grantOf(p int) uint64 {
-	in.grantMu.Lock()
-	defer in.grantMu.Unlock()
-	return in.grants[p]
 }
 
 func (in *instance) stop() { in.quitOnce.Do(func() { close(in.quit) }) }

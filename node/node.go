@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -155,7 +154,8 @@ type Node struct {
 	layer     *netfault.Layer               // injected link faults on the peer links (faults.go)
 	dials     map[string]bool               // peers this node dials (and redials)
 	insts     map[job.InstanceID]*instance
-	grants    map[int]uint64 // the highest read grant of each source partition (wire.CtlGrant)
+	grants    map[int]uint64 // the highest read grant of each source partition (wire.CtlGrant); guarded by mu
+	grantSeq  atomic.Uint64  // bumped at every change of grants: the sources read them again
 	cancel    context.CancelFunc
 
 	// joined is closed once the join is done: id is set then, and never
@@ -304,6 +304,7 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 			in.start(ctx)
 		}
 	case wire.CtlDrain:
+		n.grant(m.Until) // the drain's end is past every grant: the sources read to it
 		for _, in := range n.instances() {
 			in.drain(m.Until)
 		}
@@ -448,8 +449,8 @@ func (n *Node) reroute(ctx context.Context, q wire.Placement) {
 	}
 }
 
-// grant raises the read grants of the sources, those on this node now and
-// those it will host (grantsCopy).
+// grant raises the read grants of the source partitions (they never
+// shrink), for the sources on this node now and those it will host.
 func (n *Node) grant(g map[int]uint64) {
 	n.mu.Lock()
 	if n.grants == nil {
@@ -459,18 +460,14 @@ func (n *Node) grant(g map[int]uint64) {
 		n.grants[p] = max(n.grants[p], pos)
 	}
 	n.mu.Unlock()
-	for _, in := range n.instances() {
-		if in.kind == job.KindSource {
-			in.setGrants(g)
-		}
-	}
+	n.grantSeq.Add(1)
 }
 
-// grantsCopy is a copy of the read grants this node has had.
-func (n *Node) grantsCopy() map[int]uint64 {
+// grantOf is partition p's read grant (none yet: 0).
+func (n *Node) grantOf(p int) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return maps.Clone(n.grants)
+	return n.grants[p]
 }
 
 func (n *Node) instances() []*instance {

@@ -275,16 +275,13 @@ func (in *instance) runSource(ctx context.Context) {
 	}
 	draining := false
 	spate := in.plan.FT == wire.FTSpate // the only one that replays from markers
-	var grantSeq uint64
-	if in.plan.Grants {
-		in.setGrants(in.n.grantsCopy())
-	}
+	grantSeq := ^uint64(0)              // the node's grants as last read: never yet
 	for {
 		if in.plan.Grants {
-			if g := in.grantSeq.Load(); g != grantSeq {
+			if g := in.n.grantSeq.Load(); g != grantSeq {
 				grantSeq = g
 				for _, ps := range s.parts {
-					ps.grant = in.grantOf(ps.p)
+					ps.grant = in.n.grantOf(ps.p)
 				}
 			}
 		}

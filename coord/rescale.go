@@ -586,8 +586,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		for _, x := range r.moves {
 			if x.from == m.Instance && x.phase == moveLoading && x.rewriting && x.file == m.File && slices.Contains(m.Ranges, x.r) {
 				x.rewriting = false
-				c.emit(events.RescaleCaptured, ns.name, string(x.from), events.RescaleCapturedFields{Op: r.op, Range: x.r.String(), From: string(x.from),
-					To: string(x.to), Bytes: x.bytes, File: x.file, Checkpoint: x.ckpt, Watermark: x.wm, ID: r.id},
+				c.emit(events.RescaleCaptured, ns.name, string(x.from), r.capturedFields(x),
 					"rescale %d: %s wrote its capture of %v again; %s loads it", r.id, x.from, x.r, x.to)
 				c.sendCaptureLoad(r, x)
 			}
@@ -616,8 +615,7 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.ckpt}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
-	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
-		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, ID: r.id},
+	c.emit(events.RescaleCaptured, ns.name, string(mv.from), r.capturedFields(mv),
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
 	mv.place = place
 	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
@@ -628,6 +626,12 @@ func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		c.recover(q.Node, []job.InstanceID{mv.to}, "")
 	}
 	// else: the owner's node is lost; its recovery restores it with the slice.
+}
+
+// capturedFields is the rescale_captured event of move mv's capture.
+func (r *rescaleOp) capturedFields(mv *move) events.RescaleCapturedFields {
+	return events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from), To: string(mv.to),
+		Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, ID: r.id}
 }
 
 // sendCaptureLoad asks a capture's new owner to load it (creating it if
@@ -730,8 +734,9 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Chain: mv.chain, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.base, prev: mv.prevBase}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
-	c.emit(events.RescaleCaptured, ns.name, string(mv.from), events.RescaleCapturedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
-		To: string(mv.to), Bytes: mv.bytes, File: mv.file, Checkpoint: mv.ckpt, Watermark: mv.wm, Precopy: true, ID: r.id},
+	fields := r.capturedFields(mv)
+	fields.Precopy = true
+	c.emit(events.RescaleCaptured, ns.name, string(mv.from), fields,
 		"rescale %d: %s dropped %v; it is %s's from now on, from checkpoint %d and the upstreams' backup", r.id, mv.from, mv.r, mv.to, mv.ckpt)
 	q := c.placeOf[mv.to]
 	if tn := c.nodes[q.Node]; tn == nil || tn.gone() {

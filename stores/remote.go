@@ -227,17 +227,21 @@ func (c *Client) List(prefix string) ([]string, error) {
 }
 
 // Delete implements state.Store.
-func (c *Client) Delete(name string) error {
+func (c *Client) Delete(name string) error { return c.ask(wire.StoreDelete, name) }
+
+// ask sends a request about one name whose reply carries nothing but
+// its status (delete, verify).
+func (c *Client) ask(op wire.StoreOp, name string) error {
 	if err := state.CheckName(name); err != nil {
 		return err
 	}
-	st, r, err := c.call(wire.StoreRequest{Op: wire.StoreDelete, Space: c.space, Name: name}, nil)
+	st, r, err := c.call(wire.StoreRequest{Op: op, Space: c.space, Name: name}, nil)
 	if err != nil {
-		return c.errf("delete", name, err)
+		return c.errf(string(op), name, err)
 	}
 	defer st.Close()
 	if _, err := reply(r); err != nil {
-		return c.errf("delete", name, err)
+		return c.errf(string(op), name, err)
 	}
 	return nil
 }
@@ -245,20 +249,7 @@ func (c *Client) Delete(name string) error {
 // Verify checks checkpoint file name where it lies (state.VerifyReader
 // in the coordinator), so that a scrub does not bring the file over the
 // network: nil, state.ErrNotFound, or an error wrapping state.ErrCorrupt.
-func (c *Client) Verify(name string) error {
-	if err := state.CheckName(name); err != nil {
-		return err
-	}
-	st, r, err := c.call(wire.StoreRequest{Op: wire.StoreVerify, Space: c.space, Name: name}, nil)
-	if err != nil {
-		return c.errf("verify", name, err)
-	}
-	defer st.Close()
-	if _, err := reply(r); err != nil {
-		return c.errf("verify", name, err)
-	}
-	return nil
-}
+func (c *Client) Verify(name string) error { return c.ask(wire.StoreVerify, name) }
 
 // Server answers store streams with the coordinator's stores, one per
 // space. It is safe for concurrent use: every stream is served on its own.

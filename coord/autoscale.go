@@ -29,7 +29,7 @@ type autoscaleState struct {
 
 // autoscalePolicy is the policy of every operator: 1..8 instances (at most
 // the key groups), 70% ± 10% target utilisation, 10 s cool-down.
-func (c *Coordinator) autoscalePolicy() eds.Policy {
+func (c *core) autoscalePolicy() eds.Policy {
 	p := eds.DefaultPolicy()
 	p.Max = min(8, c.spec.Groups)
 	p.CoolDown = 10 * time.Second
@@ -38,9 +38,9 @@ func (c *Coordinator) autoscalePolicy() eds.Policy {
 }
 
 // autoscaleTick runs on the event loop's ticker.
-func (c *Coordinator) autoscaleTick() {
+func (c *core) autoscaleTick() {
 	a := &c.eds.auto
-	now := c.opt.Now()
+	now := c.now
 	if !c.cfg.Autoscale || !c.started || c.draining || c.plan == nil || now.Sub(a.last) < time.Second {
 		return
 	}

@@ -39,7 +39,7 @@ type compaction struct {
 // None starts while a recovery is in flight: a compaction decodes a whole
 // chain and encodes it again, CPU that the restore and the catch-up need
 // more. The next checkpoint after the recovery starts it.
-func (c *Coordinator) maybeCompact(cp wire.Checkpoint) {
+func (c *core) maybeCompact(cp wire.Checkpoint) {
 	if c.ft.mode() != wire.FTSpate || c.compacting[cp.Instance] || c.draining || len(c.recovering) > 0 {
 		return
 	}
@@ -48,14 +48,7 @@ func (c *Coordinator) maybeCompact(cp wire.Checkpoint) {
 		return
 	}
 	c.compacting[cp.Instance] = true
-	store := c.store
-	go func() {
-		t0 := time.Now()
-		r := compaction{cp: cp, files: len(files)}
-		r.file, r.bytes, r.err = compactChain(store, cp, files)
-		r.took = time.Since(t0)
-		c.compactc <- r
-	}()
+	c.do(compactOp{cp: cp, files: files})
 }
 
 // compactChain merges the files of a chain into one full snapshot and
@@ -100,7 +93,7 @@ func compactChain(store state.Store, cp wire.Checkpoint, files []string) (string
 }
 
 // compacted takes in a finished compaction, on the event loop.
-func (c *Coordinator) compacted(r compaction) {
+func (c *core) compacted(r compaction) {
 	delete(c.compacting, r.cp.Instance)
 	if r.err != nil {
 		if _, cps := c.manifest.restorable(r.cp.Instance); slices.ContainsFunc(cps, func(cp wire.Checkpoint) bool { return cp.ID == r.cp.ID }) {
@@ -109,7 +102,7 @@ func (c *Coordinator) compacted(r compaction) {
 		return
 	}
 	if !c.manifest.compacted(r.cp.Instance, r.cp.ID, r.file) {
-		_ = c.store.Delete(r.file) // its checkpoint was collected meanwhile
+		c.do(deleteOp{r.file}) // its checkpoint was collected meanwhile
 		return
 	}
 	var drop []string
@@ -129,7 +122,7 @@ func (c *Coordinator) compacted(r compaction) {
 	// restorable chain: seed 680).
 	if p := c.placeOf[r.cp.Instance]; p != nil && p.Gen == r.cp.Gen {
 		if ns := c.nodes[p.Node]; ns.live() {
-			_ = ns.send(wire.Control{Kind: wire.CtlCompacted, Checkpoint: &wire.Checkpoint{Instance: r.cp.Instance, Gen: r.cp.Gen, ID: r.cp.ID, Compacted: r.file}})
+			c.send(ns, wire.Control{Kind: wire.CtlCompacted, Checkpoint: &wire.Checkpoint{Instance: r.cp.Instance, Gen: r.cp.Gen, ID: r.cp.ID, Compacted: r.file}})
 		}
 	}
 	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), events.CheckpointCompactedFields{ID: r.cp.ID, Files: r.files, Bytes: r.bytes, Ms: r.took.Milliseconds()},

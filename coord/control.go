@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,7 +143,6 @@ func (h *history) events(after uint64) ([]events.Event, <-chan events.Event, fun
 func (c *Coordinator) startControl() (stop func(), err error) {
 	c.ctlc = make(chan ctlReq)
 	c.loopDone = make(chan struct{})
-	c.rng = rand.New(rand.NewPCG(uint64(c.cfg.Seed), 0x5ca1ab1e))
 	hist := newHistory(c.bus, 20000)
 	if c.opt.Control != nil {
 		c.opt.Control(backend{c: c, hist: hist})
@@ -172,28 +170,25 @@ type fault struct {
 	nodes []string
 	start time.Time
 	until time.Time
-	timer *time.Timer
 	net   *netFault // network and store faults (netfault.go)
 }
 
-// handleCtl answers one control request; it runs on the event loop.
+// handleCtl answers one control request; it runs on the event loop. An
+// action's answer goes out after the work it decided.
 func (c *Coordinator) handleCtl(r ctlReq) {
 	if r.status {
-		r.reply <- ctlReply{st: c.status()}
+		c.now = c.opt.Now()
+		st := c.status()
+		st.Seq = c.bus.Seq()
+		r.reply <- ctlReply{st: st}
 		return
 	}
-	res, err := c.act(*r.act)
-	if err != nil {
-		res = control.Result{Text: err.Error()}
-		c.emit(events.Error, "", "", events.ErrorFields{Action: r.act.String()}, "control: %s: %v", r.act, err)
-	} else {
-		res.OK = true
-	}
-	r.reply <- ctlReply{res: res}
+	res, _ := c.actAt(c.opt.Now(), *r.act)
+	c.carry(replyOp{to: r.reply, rep: ctlReply{res: res}})
 }
 
 // nodeStatus is a node's state as the control API and the TUI name it.
-func (c *Coordinator) nodeStatus(ns *nodeState) string {
+func (c *core) nodeStatus(ns *nodeState) string {
 	switch {
 	case ns.state == nodeExited:
 		return "exited"
@@ -203,15 +198,15 @@ func (c *Coordinator) nodeStatus(ns *nodeState) string {
 		return "paused"
 	case c.partitioned(ns.name):
 		return "partitioned"
-	case ns.sess == nil:
+	case !ns.joined:
 		return "joining"
-	case c.started && c.opt.Now().Sub(ns.lastBeat) > 3*c.cfg.Heartbeat:
+	case c.started && c.now.Sub(ns.lastBeat) > 3*c.cfg.Heartbeat:
 		return "suspect"
 	}
 	return "alive"
 }
 
-func (c *Coordinator) status() control.Status {
+func (c *core) status() control.Status {
 	st := control.Status{Run: c.run, Job: c.spec.Name, FT: c.cfg.FT, Phase: "joining"}
 	switch {
 	case c.started && c.finished():
@@ -247,12 +242,11 @@ func (c *Coordinator) status() control.Status {
 		st.Faults = append(st.Faults, control.Fault{ID: f.id, Action: f.act, Nodes: f.nodes, Started: f.start, Until: f.until})
 	}
 	sort.Slice(st.Faults, func(i, j int) bool { return st.Faults[i].ID < st.Faults[j].ID })
-	st.Seq = c.bus.Seq()
 	return st
 }
 
 // allNodes is every node the coordinator knows, in name order.
-func (c *Coordinator) allNodes() []string {
+func (c *core) allNodes() []string {
 	names := make([]string, 0, len(c.nodes))
 	for name := range c.nodes {
 		names = append(names, name)
@@ -262,7 +256,7 @@ func (c *Coordinator) allNodes() []string {
 }
 
 // act carries out one action.
-func (c *Coordinator) act(a control.Action) (control.Result, error) {
+func (c *core) act(a control.Action) (control.Result, error) {
 	var dur time.Duration
 	if v, ok := a.Args["for"]; ok {
 		d, err := time.ParseDuration(v)
@@ -310,7 +304,7 @@ func (c *Coordinator) act(a control.Action) (control.Result, error) {
 // checkpointNow asks instances to checkpoint at once: `checkpoint` (all),
 // `checkpoint count` (an operator's instances), `checkpoint count#1`. With
 // --ft global it triggers the next global checkpoint.
-func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
+func (c *core) checkpointNow(a control.Action) (control.Result, error) {
 	switch {
 	case c.ft.mode() == wire.FTNone:
 		return control.Result{}, errors.New("checkpoint: this run has no checkpoints (--ft none)")
@@ -339,8 +333,8 @@ func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 		return control.Result{}, fmt.Errorf("checkpoint: target %q names no running instance", a.Target)
 	}
 	for node, list := range byNode {
-		if ns := c.nodes[node]; ns != nil && ns.sess != nil {
-			_ = ns.send(wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
+		if ns := c.nodes[node]; ns != nil {
+			c.send(ns, wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
 		}
 	}
 	c.emit(events.CheckpointRequested, "", "", events.CheckpointRequestedFields{Instances: ids}, "checkpoint requested of %d instances", len(ids))
@@ -349,7 +343,7 @@ func (c *Coordinator) checkpointNow(a control.Action) (control.Result, error) {
 
 // resolve names the nodes a target means: a node name, one, minority,
 // majority, all, an instance (count#1 or count/1) or an operator (count).
-func (c *Coordinator) resolve(target string) ([]string, error) {
+func (c *core) resolve(target string) ([]string, error) {
 	if target == "" {
 		return nil, errors.New("no target (a node, one, minority, majority, all, an instance or an operator)")
 	}
@@ -370,7 +364,7 @@ func (c *Coordinator) resolve(target string) ([]string, error) {
 }
 
 // nodeInfos describes the nodes for target resolution and partition plans.
-func (c *Coordinator) nodeInfos() []chaos.NodeInfo {
+func (c *core) nodeInfos() []chaos.NodeInfo {
 	hosted := map[string][]string{}
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
@@ -388,13 +382,13 @@ func (c *Coordinator) nodeInfos() []chaos.NodeInfo {
 }
 
 // signal kills, pauses or resumes node processes.
-func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration) (control.Result, error) {
+func (c *core) signal(a control.Action, nodes []string, dur time.Duration) (control.Result, error) {
 	sig := map[string]syscall.Signal{"kill": syscall.SIGKILL, "restart": syscall.SIGKILL, "pause": syscall.SIGSTOP, "resume": syscall.SIGCONT}[a.Verb]
 	var done []string
 	var errs []string
 	for _, name := range nodes {
 		ns := c.nodes[name]
-		if ns.proc == nil {
+		if !ns.local {
 			errs = append(errs, name+": not a local process")
 			continue
 		}
@@ -402,10 +396,7 @@ func (c *Coordinator) signal(a control.Action, nodes []string, dur time.Duration
 			errs = append(errs, name+": already "+string(ns.state))
 			continue
 		}
-		if err := ns.proc.Signal(sig); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
+		c.do(signalOp{node: name, sig: sig})
 		switch a.Verb {
 		case "kill":
 			ns.killed = true
@@ -446,7 +437,7 @@ const maxStall = time.Minute
 // Heartbeats judged after it count only the time it ran
 // (checkHeartbeats). A real SIGSTOP of the coordinator process, from
 // outside, stops its readers too.
-func (c *Coordinator) stallSelf(a control.Action, dur time.Duration) (control.Result, error) {
+func (c *core) stallSelf(a control.Action, dur time.Duration) (control.Result, error) {
 	if dur <= 0 || dur > maxStall {
 		return control.Result{}, fmt.Errorf("pause coord: for= must be a duration up to %v", maxStall)
 	}
@@ -454,34 +445,26 @@ func (c *Coordinator) stallSelf(a control.Action, dur time.Duration) (control.Re
 		return control.Result{}, errors.New("pause coord: the coordinator is pausing already")
 	}
 	c.stall = c.startFault(a, []string{"coord"}, 0)
-	c.stallFor = dur
+	c.do(stallOp{dur})
 	return control.Result{Text: fmt.Sprintf("pause coord for %v", dur)}, nil
 }
 
-// stallNow carries out a pending pause of the coordinator itself.
-func (c *Coordinator) stallNow() {
-	if c.stall == nil {
-		return
+// stalled is the end of the coordinator's own pause.
+func (c *core) stalled() {
+	if c.stall != nil {
+		c.endFault(c.stall)
+		c.stall = nil
 	}
-	time.Sleep(c.stallFor) // the pause itself: nothing else of the loop runs
-	c.endFault(c.stall)
-	c.stall, c.stallFor = nil, 0
 }
 
 // startFault records a fault and, with a duration, arms its lifting.
-func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Duration) *fault {
+func (c *core) startFault(a control.Action, nodes []string, dur time.Duration) *fault {
 	c.faultSeq++
-	f := &fault{id: c.faultSeq, act: a, nodes: nodes, start: c.opt.Now()}
+	f := &fault{id: c.faultSeq, act: a, nodes: nodes, start: c.now}
 	c.faults[f.id] = f
 	if dur > 0 {
 		f.until = f.start.Add(dur)
-		id := f.id
-		f.timer = time.AfterFunc(dur, func() {
-			select {
-			case c.liftc <- id:
-			case <-c.loopDone:
-			}
-		})
+		c.do(timerOp{d: dur, id: f.id})
 	}
 	c.emit(events.FaultStarted, "", "", events.FaultStartedFields{ID: f.id, Verb: a.Verb, Target: a.Target, Nodes: nodes, Args: a.Args},
 		"fault %d: %s on %s", f.id, a, strings.Join(nodes, ","))
@@ -489,16 +472,13 @@ func (c *Coordinator) startFault(a control.Action, nodes []string, dur time.Dura
 }
 
 // endFault records that a fault is over.
-func (c *Coordinator) endFault(f *fault) {
-	if f.timer != nil {
-		f.timer.Stop()
-	}
+func (c *core) endFault(f *fault) {
 	delete(c.faults, f.id)
 	c.emit(events.FaultEnded, "", "", events.FaultEndedFields{ID: f.id, Verb: f.act.Verb}, "fault %d over: %s", f.id, f.act.Verb)
 }
 
 // partitioned reports whether an active partition cuts node name off.
-func (c *Coordinator) partitioned(name string) bool {
+func (c *core) partitioned(name string) bool {
 	for _, f := range c.faults {
 		if f.net != nil && slices.Contains(f.net.cut, name) {
 			return true
@@ -508,7 +488,7 @@ func (c *Coordinator) partitioned(name string) bool {
 }
 
 // endPausesOf ends the pause faults whose nodes have all been resumed.
-func (c *Coordinator) endPausesOf(resumed []string) {
+func (c *core) endPausesOf(resumed []string) {
 	for _, id := range c.faultIDs() {
 		f := c.faults[id]
 		if f.act.Verb != "pause" {
@@ -524,7 +504,7 @@ func (c *Coordinator) endPausesOf(resumed []string) {
 	}
 }
 
-func (c *Coordinator) faultIDs() []int {
+func (c *core) faultIDs() []int {
 	ids := make([]int, 0, len(c.faults))
 	for id := range c.faults {
 		ids = append(ids, id)
@@ -534,7 +514,7 @@ func (c *Coordinator) faultIDs() []int {
 }
 
 // lift undoes one fault whose time is up.
-func (c *Coordinator) lift(id int) {
+func (c *core) lift(id int) {
 	f := c.faults[id]
 	if f == nil {
 		return
@@ -547,11 +527,11 @@ func (c *Coordinator) lift(id int) {
 }
 
 // undo reverses what a fault did.
-func (c *Coordinator) undo(f *fault) {
+func (c *core) undo(f *fault) {
 	if f.act.Verb == "pause" {
 		for _, name := range f.nodes {
-			if ns := c.nodes[name]; ns.proc != nil && c.paused[name] {
-				_ = ns.proc.Signal(syscall.SIGCONT)
+			if ns := c.nodes[name]; ns.local && c.paused[name] {
+				c.do(signalOp{node: name, sig: syscall.SIGCONT})
 				delete(c.paused, name)
 			}
 		}
@@ -559,14 +539,14 @@ func (c *Coordinator) undo(f *fault) {
 }
 
 // heal lifts every fault: paused nodes resume.
-func (c *Coordinator) heal() control.Result {
+func (c *core) heal() control.Result {
 	r, _ := c.healTarget("")
 	return r
 }
 
 // healTarget lifts the faults that touch the nodes target names (every
 // fault when target is empty) and resumes those of them paused by hand.
-func (c *Coordinator) healTarget(target string) (control.Result, error) {
+func (c *core) healTarget(target string) (control.Result, error) {
 	var only []string
 	if target != "" {
 		var err error
@@ -585,8 +565,8 @@ func (c *Coordinator) healTarget(target string) (control.Result, error) {
 		}
 	}
 	for _, name := range c.allNodes() { // paused by hand, without a fault record
-		if ns := c.nodes[name]; c.paused[name] && ns.proc != nil && touches([]string{name}) {
-			_ = ns.proc.Signal(syscall.SIGCONT)
+		if ns := c.nodes[name]; c.paused[name] && ns.local && touches([]string{name}) {
+			c.do(signalOp{node: name, sig: syscall.SIGCONT})
 			delete(c.paused, name)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -51,10 +49,10 @@ func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
 // coreHarness is a coordinator driven by a script.
 type coreHarness struct {
 	t      *testing.T
-	c      *Coordinator
+	c      *core
 	now    time.Time
-	sub    *events.Sub
-	outDir string
+	w      work              // taken from the core, not reported yet
+	writes []manifestWrite // manifest writes asked for, not finished yet
 	// restores holds each instance's placement as its last restore sent
 	// it: a node's restored answer carries that one, not the newest.
 	restores map[job.InstanceID]wire.Placement
@@ -85,6 +83,9 @@ func (h *coreHarness) line(line string, out *strings.Builder) error {
 	fmt.Fprintf(out, "> %s\n", line)
 	if strings.HasPrefix(line, "#") {
 		return nil
+	}
+	if h.c != nil {
+		h.c.now = h.now
 	}
 	words := strings.Fields(line)
 	args := map[string]string{}
@@ -172,7 +173,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if h.c.nodes[node] == nil {
 			return fmt.Errorf("no node %s", node)
 		}
-		if err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
+		if err := h.c.handleMsg(nodeMsg{node: node, ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
 			return err
 		}
 	case "checkpointed":
@@ -212,7 +213,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if ns == nil {
 			return fmt.Errorf("no node %s", node)
 		}
-		if err := h.c.handleMsg(nodeMsg{node: ns, err: fmt.Errorf("EOF")}); err != nil {
+		if err := h.c.handleMsg(nodeMsg{node: node, err: fmt.Errorf("EOF")}); err != nil {
 			return err
 		}
 	case "spawn":
@@ -226,7 +227,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if err != nil {
 			return err
 		}
-		if err := h.c.join(&nodeState{name: node, listen: "mem:" + node, out: make(chan []byte, outboxSize)}); err != nil {
+		if err := h.c.join(&nodeState{name: node, listen: "mem:" + node}); err != nil {
 			return err
 		}
 	case "restored":
@@ -311,12 +312,14 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		// The loop judges once a heartbeat period; a stall is one step.
 		if _, stall := args["stall"]; stall {
 			h.now = h.now.Add(d)
+			h.c.now = h.now
 			h.c.checkHeartbeats()
 			break
 		}
 		_, alive := args["alive"]
 		for step := h.c.cfg.Heartbeat; d > 0; d -= step {
 			h.now = h.now.Add(min(step, d))
+			h.c.now = h.now
 			for _, ns := range h.c.nodes {
 				if alive && !ns.gone() {
 					ns.lastBeat = h.now
@@ -346,19 +349,11 @@ func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 	if recover != "" {
 		cfg.Recover = recover
 	}
-	h.outDir = h.t.TempDir()
-	opt := Options{Now: func() time.Time { return h.now }}
-	c := newCoordinator(cfg, opt, "token")
-	c.dir, c.store = h.outDir, state.NewMemStore()
-	if err := os.MkdirAll(filepath.Join(c.dir, "output"), 0o755); err != nil {
-		return err
-	}
+	c := newCore(cfg, "run", h.now)
 	h.c = c
-	h.sub = c.bus.Subscribe(1<<16, false)
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
-		ns := &nodeState{name: name, listen: "mem:" + name, out: make(chan []byte, outboxSize)}
-		if err := c.join(ns); err != nil {
+		if err := c.join(&nodeState{name: name, listen: "mem:" + name}); err != nil {
 			return err
 		}
 	}
@@ -366,7 +361,7 @@ func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 		return err
 	}
 	for _, name := range c.order[:min(ready, len(c.order))] {
-		if err := c.handleMsg(nodeMsg{node: c.nodes[name], ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
+		if err := c.handleMsg(nodeMsg{node: name, ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
 			return err
 		}
 	}
@@ -374,25 +369,45 @@ func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 }
 
 // msg hands the coordinator a control message from node, and completes
-// the manifest write it asks for.
+// the manifest writes it asks for (and those asked for before).
 func (h *coreHarness) msg(node string, m *wire.Control) {
-	if err := h.c.handleMsg(nodeMsg{node: h.c.nodes[node], ctl: m}); err != nil {
+	if err := h.c.handleMsg(nodeMsg{node: node, ctl: m}); err != nil {
 		h.t.Fatalf("%s: %v", m.Kind, err)
 	}
-	for h.c.mw.busy {
-		w := <-h.c.mw.reqc
+	for h.takeWork(); len(h.writes) > 0; h.takeWork() {
+		w := h.writes[0]
+		h.writes = h.writes[1:]
 		h.c.manifestWritten(w)
 	}
+}
+
+// takeWork takes what the core decided into h.w, keeping the manifest
+// writes aside.
+func (h *coreHarness) takeWork() {
+	w := h.c.take()
+	for _, o := range w.ops {
+		if m, ok := o.(writeManifestOp); ok {
+			h.writes = append(h.writes, m.w)
+		}
+	}
+	h.w.ops = append(h.w.ops, w.ops...)
+	h.w.events = append(h.w.events, w.events...)
 }
 
 // report prints what the coordinator sent to each node and emitted since
 // the last step.
 func (h *coreHarness) report(out *strings.Builder) {
+	h.takeWork()
+	w := h.w
+	h.w = work{}
 	for _, name := range h.c.allNodes() {
-		ns := h.c.nodes[name]
-		for ns.out != nil && len(ns.out) > 0 {
+		for _, o := range w.ops {
+			s, ok := o.(sendOp)
+			if !ok || s.to != name {
+				continue
+			}
 			var m wire.Control
-			if err := json.Unmarshal(<-ns.out, &m); err != nil {
+			if err := json.Unmarshal(s.b, &m); err != nil {
 				h.t.Fatalf("a message to %s: %v", name, err)
 			}
 			fmt.Fprintf(out, "%s <- %s\n", name, describe(m))
@@ -401,18 +416,12 @@ func (h *coreHarness) report(out *strings.Builder) {
 			}
 		}
 	}
-	for {
-		select {
-		case e := <-h.sub.C:
-			switch e.Kind {
-			case events.Throughput, events.Metrics, events.Interval:
-				continue
-			}
-			fmt.Fprintf(out, "event %s: %s\n", e.Kind, e.Text)
+	for _, e := range w.events {
+		switch e.Kind {
+		case events.Throughput, events.Metrics, events.Interval:
 			continue
-		default:
 		}
-		return
+		fmt.Fprintf(out, "event %s: %s\n", e.Kind, e.Text)
 	}
 }
 

@@ -182,7 +182,7 @@ type recovery struct {
 // onCheckpointed accepts a durable checkpoint from the instance's current
 // placement and makes it complete; a report from an older generation (a
 // zombie) is refused.
-func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
+func (c *core) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	p := c.placeOf[cp.Instance]
 	if p == nil {
 		return
@@ -208,7 +208,7 @@ func (c *Coordinator) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 // reports it before the checkpoint during whose persist it was found, so
 // the collection at that checkpoint keeps the chains of the older ones,
 // the fallback now.
-func (c *Coordinator) onDamaged(ns *nodeState, cp *wire.Checkpoint) {
+func (c *core) onDamaged(ns *nodeState, cp *wire.Checkpoint) {
 	p := c.placeOf[cp.Instance]
 	if p == nil || cp.Gen != p.Gen || ns.name != p.Node || c.ft.mode() != wire.FTSpate {
 		return
@@ -222,7 +222,7 @@ func (c *Coordinator) onDamaged(ns *nodeState, cp *wire.Checkpoint) {
 }
 
 // spateCheckpointed reports an instance's complete checkpoint.
-func (c *Coordinator) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
+func (c *core) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	kind := "delta"
 	if cp.Full {
 		kind = "full"
@@ -245,8 +245,6 @@ type manifestWriter struct {
 	written uint64 // of the manifest on disk
 	busy    bool
 	acks    []manifestAck
-	reqc    chan manifestWrite
-	donec   chan manifestWrite
 }
 
 type manifestAck struct {
@@ -265,15 +263,15 @@ type manifestWrite struct {
 // runManifestWriter is the writer's goroutine.
 func (c *Coordinator) runManifestWriter() {
 	path := filepath.Join(c.dir, "checkpoints", "MANIFEST.json")
-	for w := range c.mw.reqc {
+	for w := range c.mwc {
 		w.err = WriteFileAtomic(path, w.data, 0o644)
-		c.mw.donec <- w
+		c.mwDone <- w
 	}
 }
 
 // writeManifest hands the writer the manifest, unless it is busy (it gets
 // the newest when it is done).
-func (c *Coordinator) writeManifest() {
+func (c *core) writeManifest() {
 	if c.mw.busy || c.mw.written == c.mw.version {
 		return
 	}
@@ -283,11 +281,11 @@ func (c *Coordinator) writeManifest() {
 		return
 	}
 	c.mw.busy = true
-	c.mw.reqc <- manifestWrite{version: c.mw.version, data: b}
+	c.do(writeManifestOp{manifestWrite{version: c.mw.version, data: b}})
 }
 
 // manifestWritten acknowledges the checkpoints the durable manifest holds.
-func (c *Coordinator) manifestWritten(w manifestWrite) {
+func (c *core) manifestWritten(w manifestWrite) {
 	c.mw.busy = false
 	if w.err != nil {
 		c.emit(events.Error, "", "", nil, "write checkpoint manifest: %v", w.err)
@@ -301,10 +299,10 @@ func (c *Coordinator) manifestWritten(w manifestWrite) {
 			continue
 		}
 		for _, f := range a.drop {
-			_ = c.store.Delete(f)
+			c.do(deleteOp{f})
 		}
 		if a.node != nil && !a.node.gone() {
-			_ = a.node.send(wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
+			c.send(a.node, wire.Control{Kind: wire.CtlCompleted, Checkpoint: &a.cp})
 		}
 	}
 	c.mw.acks = rest
@@ -314,17 +312,18 @@ func (c *Coordinator) manifestWritten(w manifestWrite) {
 // flushManifest waits for the writer and writes the final manifest.
 func (c *Coordinator) flushManifest() {
 	for c.mw.busy {
-		c.manifestWritten(<-c.mw.donec)
+		_ = c.step(c.opt.Now(), <-c.mwDone)
+		c.carry()
 	}
-	close(c.mw.reqc)
 }
 
-func (c *Coordinator) writeOutputManifest() error {
+func (c *core) writeOutputManifest() error {
 	b, err := json.MarshalIndent(c.outputs, "", " ")
 	if err != nil {
 		return err
 	}
-	return c.outStore.Put(outputManifestName, b) // atomic and durable, whole: output.go
+	c.do(writeOutputsOp{b})
+	return nil
 }
 
 // respawnWait bounds how long the instances of a lost node wait for the
@@ -341,18 +340,18 @@ type awaiting struct {
 	since      time.Time
 }
 
-func (c *Coordinator) awaitRespawn(lost string, ids []job.InstanceID, node string) {
+func (c *core) awaitRespawn(lost string, ids []job.InstanceID, node string) {
 	c.noteLost(lost, ids)
-	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: c.opt.Now()})
+	c.awaiting = append(c.awaiting, awaiting{lost: lost, node: node, ids: ids, since: c.now})
 }
 
 // beginRecovery notes the loss of id on node lost, with what the lost
 // node last said of it (its stats go with the node), unless a recovery of
 // id is under way already.
-func (c *Coordinator) beginRecovery(id job.InstanceID, lost string) *recovery {
+func (c *core) beginRecovery(id job.InstanceID, lost string) *recovery {
 	r := c.recovering[id]
 	if r == nil {
-		r = &recovery{id: id, from: lost, detected: c.opt.Now(), lastWM: c.nodes[lost].stats[id].Watermark, clock: c.pacingClock(lost, id)}
+		r = &recovery{id: id, from: lost, detected: c.now, lastWM: c.nodes[lost].stats[id].Watermark, clock: c.pacingClock(lost, id)}
 		c.recovering[id] = r
 	}
 	return r
@@ -361,8 +360,8 @@ func (c *Coordinator) beginRecovery(id job.InstanceID, lost string) *recovery {
 // placeAwaiting recovers the instances waiting for node (which has just
 // joined) on it, and those whose node took too long or died before
 // joining on the survivors. joined "" only looks at the deadlines.
-func (c *Coordinator) placeAwaiting(joined string) {
-	now := c.opt.Now()
+func (c *core) placeAwaiting(joined string) {
+	now := c.now
 	kept := c.awaiting[:0]
 	var due []awaiting
 	for _, a := range c.awaiting {
@@ -386,14 +385,14 @@ func (c *Coordinator) placeAwaiting(joined string) {
 
 // recover notes the loss of the instances of node lost and places them at
 // once.
-func (c *Coordinator) recover(lost string, ids []job.InstanceID, prefer string) {
+func (c *core) recover(lost string, ids []job.InstanceID, prefer string) {
 	c.noteLost(lost, ids)
 	c.place(lost, ids, prefer)
 }
 
 // noteLost takes in, while the lost node's stats are still there, what
 // the tuner and the recovery need of the loss of ids.
-func (c *Coordinator) noteLost(lost string, ids []job.InstanceID) {
+func (c *core) noteLost(lost string, ids []job.InstanceID) {
 	for _, id := range ids {
 		c.tunerLost(id, lost)
 		c.beginRecovery(id, lost)
@@ -403,7 +402,7 @@ func (c *Coordinator) noteLost(lost string, ids []job.InstanceID) {
 // place places every instance of a lost node anew (generation + 1), on
 // node prefer if it is given and live, else on the least loaded survivor,
 // and asks the new owners to restore them.
-func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
+func (c *core) place(lost string, ids []job.InstanceID, prefer string) {
 	var sends []func()
 	defer func() {
 		for _, f := range sends {
@@ -424,7 +423,7 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 				// for a respawn of its own node. Declared lost, the whole
 				// job was, and the run ended with nothing (seed 314: four
 				// nodes killed in one instant after a coordinator pause).
-				c.awaiting = append(c.awaiting, awaiting{lost: lost, node: next, ids: []job.InstanceID{id}, since: c.opt.Now()})
+				c.awaiting = append(c.awaiting, awaiting{lost: lost, node: next, ids: []job.InstanceID{id}, since: c.now})
 				continue
 			}
 			c.emit(events.Error, "", string(id), nil, "no live node left to host %s", id)
@@ -451,25 +450,25 @@ func (c *Coordinator) place(lost string, ids []job.InstanceID, prefer string) {
 		rs.Scratch = len(chains) == 1 && c.manifest.untrimmed(id)
 		var fresh []wire.Placement
 		rs.Slices, rs.HoldWM, fresh = c.edsRestore(id)
-		r.placed = c.opt.Now()
+		r.placed = c.now
 		c.emit(events.RecoveryPlaced, target, string(id), events.RecoveryPlacedFields{Gen: np.Gen, From: lost, Chain: rs.Chain},
 			"%s placed on %s (generation %d), restoring from %s", id, target, np.Gen, what)
 		// Sent once every lost instance is placed, with the whole plan, so
 		// that each new owner knows where the others went.
 		sends = append(sends, func() {
 			rs.Plan = append(append([]wire.Placement(nil), c.plan.Instances...), fresh...)
-			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+			c.send(c.nodes[target], wire.Control{Kind: wire.CtlRestore, Restore: rs})
 			if c.draining {
 				// The drain reached the node before the instance was there:
 				// a restored source would read on for ever.
-				_ = c.nodes[target].send(wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
+				c.send(c.nodes[target], wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
 			}
 		})
 	}
 }
 
 // spawning is a node respawned and not joined yet ("" if none).
-func (c *Coordinator) spawning() string {
+func (c *core) spawning() string {
 	names := make([]string, 0, len(c.nodes))
 	for name, ns := range c.nodes {
 		if ns.state == nodeSpawned {
@@ -486,7 +485,7 @@ func (c *Coordinator) spawning() string {
 // leastLoaded is the live node with the fewest instances, other than not;
 // for a source, one that was there at the start if any is live, since a
 // respawned node has not built the generator's key table (node.deploy).
-func (c *Coordinator) leastLoaded(not string, source bool) string {
+func (c *core) leastLoaded(not string, source bool) string {
 	load := map[string]int{}
 	for _, p := range c.plan.Instances {
 		load[p.Node]++
@@ -506,7 +505,7 @@ func (c *Coordinator) leastLoaded(not string, source bool) string {
 }
 
 // onRestored reroutes everyone to a restored instance.
-func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
+func (c *core) onRestored(ns *nodeState, m *wire.Control) {
 	rs := m.Restore
 	if rs == nil {
 		return
@@ -520,7 +519,7 @@ func (c *Coordinator) onRestored(ns *nodeState, m *wire.Control) {
 
 // spateRestored carries on the recovery of an instance that has been
 // restored (or could not be).
-func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) {
+func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) {
 	rs := m.Restore
 	r := c.recovering[p.ID]
 	if m.Error != "" {
@@ -532,14 +531,14 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 		delete(c.recovering, p.ID)
 		for _, name := range c.order {
 			if n := c.nodes[name]; n.live() {
-				_ = n.send(wire.Control{Kind: wire.CtlLost, Instances: []job.InstanceID{p.ID}})
+				c.send(n, wire.Control{Kind: wire.CtlLost, Instances: []job.InstanceID{p.ID}})
 			}
 		}
 		c.edsLost(p.ID)
 		return
 	}
 	if r != nil {
-		r.restored = c.opt.Now()
+		r.restored = c.now
 		r.target, r.known = c.upstreamWatermark(p.ID)
 		if c.isSource(p.Op) {
 			r.target, r.known = r.lastWM, true // a source: back where it was when lost
@@ -585,7 +584,7 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 	}
 	for _, name := range c.order {
 		if n := c.nodes[name]; n.live() {
-			_ = n.send(wire.Control{Kind: wire.CtlReroute, Reroute: &route})
+			c.send(n, wire.Control{Kind: wire.CtlReroute, Reroute: &route})
 		}
 	}
 	c.edsRestored(p, rs.ID, rs.Place.Ranges)
@@ -593,14 +592,14 @@ func (c *Coordinator) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Co
 
 // isSource reports whether operator op is a source of the job (false for
 // a name the job does not have).
-func (c *Coordinator) isSource(op string) bool {
+func (c *core) isSource(op string) bool {
 	i := c.spec.Op(op)
 	return i >= 0 && c.spec.Ops[i].Kind == job.KindSource
 }
 
 // pacingClock is the pacing clock a source instance last reported from
 // node, or nil.
-func (c *Coordinator) pacingClock(node string, id job.InstanceID) *wire.PacingClock {
+func (c *core) pacingClock(node string, id job.InstanceID) *wire.PacingClock {
 	ns := c.nodes[node]
 	if ns == nil {
 		return nil
@@ -616,7 +615,7 @@ func (c *Coordinator) pacingClock(node string, id job.InstanceID) *wire.PacingCl
 // has not yet reported from the node it is placed on (restored or moved
 // there a moment ago): the lowest of the others could be out of reach
 // (none at all: MaxWatermark) or too low.
-func (c *Coordinator) upstreamWatermark(id job.InstanceID) (wm int64, ok bool) {
+func (c *core) upstreamWatermark(id job.InstanceID) (wm int64, ok bool) {
 	op := c.spec.Op(c.placeOf[id].Op)
 	wm = int64(job.MaxWatermark)
 	for _, src := range c.spec.Inputs(op) {
@@ -640,7 +639,7 @@ func (c *Coordinator) upstreamWatermark(id job.InstanceID) (wm int64, ok bool) {
 
 // checkCaughtUp reports recoveries whose instance has reached the watermark
 // its upstreams had when it was restored.
-func (c *Coordinator) checkCaughtUp() {
+func (c *core) checkCaughtUp() {
 	for id, r := range c.recovering {
 		if r.restored.IsZero() {
 			continue
@@ -655,7 +654,7 @@ func (c *Coordinator) checkCaughtUp() {
 		if !ok || (s.Watermark < r.target && c.done[id] == nil) {
 			continue
 		}
-		now := c.opt.Now()
+		now := c.now
 		c.emit(events.RecoveryDone, p.Node, string(id), events.RecoveryDoneFields{
 			DetectToPlacedMs: r.placed.Sub(r.detected).Milliseconds(),
 			RestoreMs:        r.restored.Sub(r.placed).Milliseconds(),

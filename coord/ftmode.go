@@ -13,14 +13,14 @@ type faultTolerance interface {
 	mode() wire.FTMode
 	// lost acts on the loss of node ns, whose live instances were ids;
 	// fresh is the node respawned in its place ("" if none).
-	lost(c *Coordinator, ns *nodeState, ids []job.InstanceID, fresh, why string)
+	lost(c *core, ns *nodeState, ids []job.InstanceID, fresh, why string)
 	// restored takes a node's answer to a restore of placement p.
-	restored(c *Coordinator, ns *nodeState, p *wire.Placement, m *wire.Control)
+	restored(c *core, ns *nodeState, p *wire.Placement, m *wire.Control)
 	// checkpointed takes a checkpoint of ns that the manifest has just
 	// recorded as complete.
-	checkpointed(c *Coordinator, ns *nodeState, cp *wire.Checkpoint)
+	checkpointed(c *core, ns *nodeState, cp *wire.Checkpoint)
 	// tick is the mode's share of the loop's tick.
-	tick(c *Coordinator)
+	tick(c *core)
 	// respawns reports whether a lost local node is replaced by a fresh
 	// process (it would host nothing without recovery).
 	respawns() bool
@@ -40,16 +40,16 @@ func ftFor(m wire.FTMode) faultTolerance {
 type spateFT struct{}
 
 func (spateFT) mode() wire.FTMode { return wire.FTSpate }
-func (spateFT) lost(c *Coordinator, ns *nodeState, ids []job.InstanceID, fresh, why string) {
+func (spateFT) lost(c *core, ns *nodeState, ids []job.InstanceID, fresh, why string) {
 	c.spateLost(ns, ids, fresh, why)
 }
-func (spateFT) restored(c *Coordinator, ns *nodeState, p *wire.Placement, m *wire.Control) {
+func (spateFT) restored(c *core, ns *nodeState, p *wire.Placement, m *wire.Control) {
 	c.spateRestored(ns, p, m)
 }
-func (spateFT) checkpointed(c *Coordinator, ns *nodeState, cp *wire.Checkpoint) {
+func (spateFT) checkpointed(c *core, ns *nodeState, cp *wire.Checkpoint) {
 	c.spateCheckpointed(ns, cp)
 }
-func (spateFT) tick(*Coordinator) {}
+func (spateFT) tick(*core) {}
 func (spateFT) respawns() bool    { return true }
 
 // globalFT is --ft global: aligned global checkpoints, and any loss rolls
@@ -57,10 +57,10 @@ func (spateFT) respawns() bool    { return true }
 type globalFT struct{}
 
 func (globalFT) mode() wire.FTMode { return wire.FTGlobal }
-func (globalFT) lost(c *Coordinator, ns *nodeState, ids []job.InstanceID, _, why string) {
+func (globalFT) lost(c *core, ns *nodeState, ids []job.InstanceID, _, why string) {
 	c.globalLost(ns, ids, why)
 }
-func (globalFT) restored(c *Coordinator, ns *nodeState, p *wire.Placement, m *wire.Control) {
+func (globalFT) restored(c *core, ns *nodeState, p *wire.Placement, m *wire.Control) {
 	if m.Error != "" {
 		c.globalRestoreFailed(ns, p, m.Error)
 		return
@@ -71,20 +71,20 @@ func (globalFT) restored(c *Coordinator, ns *nodeState, p *wire.Placement, m *wi
 // checkpointed counts the instance's part of the pending global
 // checkpoint; the event is one per global checkpoint, once every instance
 // has its part.
-func (globalFT) checkpointed(c *Coordinator, _ *nodeState, cp *wire.Checkpoint) {
+func (globalFT) checkpointed(c *core, _ *nodeState, cp *wire.Checkpoint) {
 	c.globalCheckpointed(cp)
 }
-func (globalFT) tick(c *Coordinator) { c.globalTick() }
+func (globalFT) tick(c *core) { c.globalTick() }
 func (globalFT) respawns() bool      { return true }
 
 // noneFT is --ft none: no checkpoints; a lost instance is lost.
 type noneFT struct{}
 
 func (noneFT) mode() wire.FTMode { return wire.FTNone }
-func (noneFT) lost(c *Coordinator, ns *nodeState, ids []job.InstanceID, _, why string) {
+func (noneFT) lost(c *core, ns *nodeState, ids []job.InstanceID, _, why string) {
 	c.noneLost(ns, ids, why)
 }
-func (noneFT) restored(*Coordinator, *nodeState, *wire.Placement, *wire.Control) {}
-func (noneFT) checkpointed(*Coordinator, *nodeState, *wire.Checkpoint)           {}
-func (noneFT) tick(*Coordinator)                                                 {}
+func (noneFT) restored(*core, *nodeState, *wire.Placement, *wire.Control) {}
+func (noneFT) checkpointed(*core, *nodeState, *wire.Checkpoint)           {}
+func (noneFT) tick(*core)                                                 {}
 func (noneFT) respawns() bool                                                    { return false }

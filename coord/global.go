@@ -25,9 +25,9 @@ type globalState struct {
 
 // globalTick triggers the next global checkpoint when the interval has
 // passed, and abandons one that takes too long.
-func (c *Coordinator) globalTick() {
+func (c *core) globalTick() {
 	g := &c.global
-	now := c.opt.Now()
+	now := c.now
 	if !c.started || c.draining || g.rolling != nil {
 		return
 	}
@@ -46,13 +46,13 @@ func (c *Coordinator) globalTick() {
 	g.pending, g.since, g.lastTrigger, g.got = g.next, now, now, map[job.InstanceID]bool{}
 	for _, name := range c.order {
 		if ns := c.nodes[name]; !ns.gone() {
-			_ = ns.send(wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
+			c.send(ns, wire.Control{Kind: wire.CtlBarrier, Checkpoint: &wire.Checkpoint{ID: g.pending}})
 		}
 	}
 }
 
 // globalCheckpointed counts an instance's part of the pending checkpoint.
-func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
+func (c *core) globalCheckpointed(cp *wire.Checkpoint) {
 	g := &c.global
 	if cp.ID != g.pending {
 		return
@@ -65,12 +65,12 @@ func (c *Coordinator) globalCheckpointed(cp *wire.Checkpoint) {
 	}
 	g.prev, g.complete, g.pending = g.complete, cp.ID, 0
 	c.manifest.Global = cp.ID
-	c.emit(events.Checkpoint, "", "", events.CheckpointFields{ID: cp.ID, Global: true, TookMs: c.opt.Now().Sub(g.since).Milliseconds()},
-		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.opt.Now().Sub(g.since).Round(time.Millisecond))
+	c.emit(events.Checkpoint, "", "", events.CheckpointFields{ID: cp.ID, Global: true, TookMs: c.now.Sub(g.since).Milliseconds()},
+		"global checkpoint %d complete: every instance aligned and snapshotted in %v", cp.ID, c.now.Sub(g.since).Round(time.Millisecond))
 }
 
 // globalLost rolls the whole job back on the loss of node ns.
-func (c *Coordinator) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
+func (c *core) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
 	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 		"node %s lost: %s; the whole job rolls back", ns.name, why)
 	c.rollback(ns.name)
@@ -78,7 +78,7 @@ func (c *Coordinator) globalLost(ns *nodeState, ids []job.InstanceID, why string
 
 // rollback restarts the whole job from the last complete global checkpoint:
 // every instance gets a new generation, the lost node's instances move.
-func (c *Coordinator) rollback(lost string) {
+func (c *core) rollback(lost string) {
 	g := &c.global
 	g.pending = 0
 	g.rolling = map[job.InstanceID]bool{}
@@ -128,14 +128,14 @@ func (c *Coordinator) rollback(lost string) {
 			delete(g.rolling, p.ID)
 			continue
 		}
-		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+		c.send(c.nodes[p.Node], wire.Control{Kind: wire.CtlRestore, Restore: rs})
 	}
 }
 
 // globalRestoreFailed handles an instance that could not load its part of
 // the global checkpoint (a damaged file): the whole job rolls back again,
 // to the global checkpoint before it, whose files are kept for this.
-func (c *Coordinator) globalRestoreFailed(ns *nodeState, p *wire.Placement, why string) {
+func (c *core) globalRestoreFailed(ns *nodeState, p *wire.Placement, why string) {
 	g := &c.global
 	if g.complete == 0 {
 		// Nothing was loaded, so nothing can be damaged; an instance that
@@ -157,7 +157,7 @@ func (c *Coordinator) globalRestoreFailed(ns *nodeState, p *wire.Placement, why 
 
 // globalRestored counts restored instances; when all are, the job starts
 // again and the sinks' older files count up to the checkpoint.
-func (c *Coordinator) globalRestored(p *wire.Placement) {
+func (c *core) globalRestored(p *wire.Placement) {
 	g := &c.global
 	delete(g.rolling, p.ID)
 	if len(g.rolling) > 0 {
@@ -181,11 +181,11 @@ func (c *Coordinator) globalRestored(p *wire.Placement) {
 	c.emit(events.RecoveryRestored, "", "", events.RecoveryRestoredFields{Checkpoint: g.complete}, "every instance restored; the job restarts")
 	for _, name := range c.order {
 		if ns := c.nodes[name]; !ns.gone() {
-			_ = ns.send(wire.Control{Kind: wire.CtlStart})
+			c.send(ns, wire.Control{Kind: wire.CtlStart})
 			if c.draining { // every instance is new: the drain must reach them again
-				_ = ns.send(wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
+				c.send(ns, wire.Control{Kind: wire.CtlDrain, Until: c.drainAt})
 			}
 		}
 	}
-	g.lastTrigger = c.opt.Now()
+	g.lastTrigger = c.now
 }

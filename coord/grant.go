@@ -38,7 +38,7 @@ type grantState struct {
 }
 
 // partitions lists the source partitions of the plan.
-func (c *Coordinator) partitions() []int {
+func (c *core) partitions() []int {
 	var out []int
 	if c.plan == nil {
 		return nil
@@ -51,7 +51,7 @@ func (c *Coordinator) partitions() []int {
 
 // grantAheadOf is how many records past its farthest position partition
 // part's sources may read.
-func (c *Coordinator) grantAheadOf(part int, parts int) uint64 {
+func (c *core) grantAheadOf(part int, parts int) uint64 {
 	r := c.grants.rate[part]
 	if r == 0 {
 		r = unpacedRate
@@ -66,7 +66,7 @@ func (c *Coordinator) grantAheadOf(part int, parts int) uint64 {
 // short of their farthest positions by more than half of the grant
 // ahead, and sends the grants to every live node if any changed (every
 // one: a node hosts the sources restored on it later).
-func (c *Coordinator) grant() {
+func (c *core) grant() {
 	if c.plan == nil || !c.plan.Grants || c.draining {
 		return // the drain has fixed where every source ends
 	}
@@ -74,7 +74,7 @@ func (c *Coordinator) grant() {
 	if g.granted == nil {
 		g.granted, g.rate, g.lastPos = map[int]uint64{}, map[int]float64{}, map[int]uint64{}
 	}
-	now := c.opt.Now()
+	now := c.now
 	parts := c.partitions()
 	if dt := now.Sub(g.lastAt).Seconds(); !g.lastAt.IsZero() && dt >= 0.5 {
 		for _, part := range parts {
@@ -102,16 +102,16 @@ func (c *Coordinator) grant() {
 	m := wire.Control{Kind: wire.CtlGrant, Until: maps.Clone(g.granted)}
 	for _, name := range c.order {
 		if ns := c.nodes[name]; ns.live() {
-			_ = ns.send(m)
+			c.send(ns, m)
 		}
 	}
 }
 
 // sendGrants sends the grants to one node (one that joined the running
 // job).
-func (c *Coordinator) sendGrants(ns *nodeState) {
+func (c *core) sendGrants(ns *nodeState) {
 	if c.plan != nil && c.plan.Grants && len(c.grants.granted) > 0 {
-		_ = ns.send(wire.Control{Kind: wire.CtlGrant, Until: maps.Clone(c.grants.granted)})
+		c.send(ns, wire.Control{Kind: wire.CtlGrant, Until: maps.Clone(c.grants.granted)})
 	}
 }
 
@@ -119,7 +119,7 @@ func (c *Coordinator) sendGrants(ns *nodeState) {
 // sources end: at its highest grant, past anything a generation may have
 // read, or at the farthest position reported if that is higher (a run
 // without grants).
-func (c *Coordinator) fixDrainPositions() {
+func (c *core) fixDrainPositions() {
 	c.drainAt = maps.Clone(c.srcHigh)
 	if c.drainAt == nil {
 		c.drainAt = map[int]uint64{}

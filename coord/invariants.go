@@ -20,7 +20,7 @@ type restoredFrom struct {
 }
 
 // checkInvariants returns the first invariant the state breaks, or nil.
-func (c *Coordinator) checkInvariants() error {
+func (c *core) checkInvariants() error {
 	if c.plan == nil {
 		return nil
 	}

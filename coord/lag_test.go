@@ -17,9 +17,8 @@ func TestLagGrowsWhileASinkIsNotReporting(t *testing.T) {
 	now := start
 	origin := int64(5000)
 	sink0, sink1, src := job.InstanceID("sink#0"), job.InstanceID("sink#1"), job.InstanceID("source#0")
-	c := &Coordinator{
+	c := &core{
 		cfg:     Config{Rate: 1000, Speedup: 1},
-		opt:     Options{Now: func() time.Time { return now }},
 		started: true,
 		info:    RunInfo{JobStart: &start},
 		placeOf: map[job.InstanceID]*wire.Placement{sink0: {Op: "sink"}, sink1: {Op: "sink"}, src: {Op: "source"}},
@@ -32,6 +31,7 @@ func TestLagGrowsWhileASinkIsNotReporting(t *testing.T) {
 		t.Helper()
 		now = now.Add(time.Duration(ms) * time.Millisecond)
 		n := len(c.info.Lag)
+		c.now = now
 		c.sampleLag()
 		if len(c.info.Lag) != n+1 {
 			t.Fatalf("no lag sample at %v", now.Sub(start))
@@ -68,9 +68,8 @@ func TestLagCountsFromTheSourcesClock(t *testing.T) {
 	now := start.Add(time.Second)
 	origin, later := int64(5000), int64(5010)
 	sink, src0, src1 := job.InstanceID("sink#0"), job.InstanceID("source#0"), job.InstanceID("source#1")
-	c := &Coordinator{
+	c := &core{
 		cfg:     Config{Rate: 1000, Speedup: 1},
-		opt:     Options{Now: func() time.Time { return now }},
 		started: true,
 		info:    RunInfo{JobStart: &start},
 		placeOf: map[job.InstanceID]*wire.Placement{sink: {Op: "sink"}, src0: {Op: "source"}, src1: {Op: "source"}},
@@ -80,6 +79,7 @@ func TestLagCountsFromTheSourcesClock(t *testing.T) {
 			sink: {Watermark: 5850},
 		}}},
 	}
+	c.now = now
 	c.sampleLag()
 	// 1000 ms after the start is 920 ms of source#0's clock: event time
 	// 5920 is due, the sink is at 5850.

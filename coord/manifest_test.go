@@ -132,8 +132,8 @@ func TestCompactionWaitsForRecoveries(t *testing.T) {
 	for id := uint64(2); id <= compactAt; id++ {
 		m.add(cp(id, false, id-1))
 	}
-	c := &Coordinator{cfg: Config{FT: "spate"}, ft: spateFT{}, manifest: m, store: state.NewMemStore(),
-		compacting: map[job.InstanceID]bool{}, compactc: make(chan compaction, 1),
+	c := &core{cfg: Config{FT: "spate"}, ft: spateFT{}, manifest: m,
+		compacting: map[job.InstanceID]bool{},
 		recovering: map[job.InstanceID]*recovery{"count#1": {}}}
 	last := cp(compactAt, false, compactAt-1)
 	c.maybeCompact(last)
@@ -145,8 +145,16 @@ func TestCompactionWaitsForRecoveries(t *testing.T) {
 	if !c.compacting["count#0"] {
 		t.Fatalf("no compaction of a chain of %d files", compactAt)
 	}
-	if r := <-c.compactc; r.err == nil { // the store holds none of the files
-		t.Fatalf("compaction of missing files succeeded: %+v", r)
+	w := c.take()
+	if len(w.ops) != 1 {
+		t.Fatalf("work %v, want one compaction", w.ops)
+	}
+	o, ok := w.ops[0].(compactOp)
+	if !ok || o.cp.ID != last.ID || len(o.files) != compactAt {
+		t.Fatalf("work %+v, want the compaction of the %d files up to checkpoint %d", w.ops[0], compactAt, last.ID)
+	}
+	if _, _, err := compactChain(state.NewMemStore(), o.cp, o.files); err == nil { // the store holds none of the files
+		t.Fatal("compaction of missing files succeeded")
 	}
 }
 

@@ -59,7 +59,7 @@ func mergeLink(a, b netfault.LinkFault) netfault.LinkFault {
 }
 
 // alive is the names of the nodes that are neither dead nor exited.
-func (c *Coordinator) aliveNodes() []string {
+func (c *core) aliveNodes() []string {
 	var out []string
 	for _, n := range c.nodeInfos() {
 		if n.Alive {
@@ -71,7 +71,7 @@ func (c *Coordinator) aliveNodes() []string {
 
 // partition cuts the cluster: `partition majority`, `partition n2`
 // (isolate it), shape=one|majority|bridge, groups=n1,n2|n3,n4, oneway=true.
-func (c *Coordinator) partition(a control.Action, dur time.Duration) (control.Result, error) {
+func (c *core) partition(a control.Action, dur time.Duration) (control.Result, error) {
 	shape, groups, oneway := a.Args["shape"], [][]string(nil), a.Args["oneway"] == "true"
 	if g := a.Args["groups"]; g != "" {
 		for _, part := range strings.Split(g, "|") {
@@ -131,7 +131,7 @@ func (c *Coordinator) partition(a control.Action, dur time.Duration) (control.Re
 // The faults act on what the target sends to its peers and on what the
 // coordinator sends to it; a reset closes node↔node connections only
 // (the nodes redial), a stall of the coordinator's link is a partition.
-func (c *Coordinator) link(a control.Action, dur time.Duration) (control.Result, error) {
+func (c *core) link(a control.Action, dur time.Duration) (control.Result, error) {
 	targets, err := c.resolve(a.Target)
 	if err != nil {
 		return control.Result{}, fmt.Errorf("link: %w", err)
@@ -198,7 +198,7 @@ func (c *Coordinator) link(a control.Action, dur time.Duration) (control.Result,
 // storeFault slows or fails the checkpoint writes of the target nodes
 // (slow=200ms, fail=true), or damages the latest checkpoint file of each
 // instance they host (corrupt=true, an action).
-func (c *Coordinator) storeFault(a control.Action, dur time.Duration) (control.Result, error) {
+func (c *core) storeFault(a control.Action, dur time.Duration) (control.Result, error) {
 	targets, err := c.resolve(a.Target)
 	if err != nil {
 		return control.Result{}, fmt.Errorf("store: %w", err)
@@ -251,7 +251,7 @@ func (c *Coordinator) storeFault(a control.Action, dur time.Duration) (control.R
 }
 
 // hostedBy is the running instances on node name.
-func (c *Coordinator) hostedBy(name string) []string {
+func (c *core) hostedBy(name string) []string {
 	var out []string
 	if c.plan != nil {
 		for _, p := range c.plan.Instances {
@@ -264,7 +264,7 @@ func (c *Coordinator) hostedBy(name string) []string {
 }
 
 // startNetFault records a network or store fault and applies it.
-func (c *Coordinator) startNetFault(a control.Action, nodes []string, dur time.Duration, nf *netFault) *fault {
+func (c *core) startNetFault(a control.Action, nodes []string, dur time.Duration, nf *netFault) *fault {
 	f := c.startFault(a, nodes, dur)
 	f.net = nf
 	c.pushFaults(true, nf)
@@ -283,7 +283,7 @@ func (c *Coordinator) startNetFault(a control.Action, nodes []string, dur time.D
 // pushFaults applies the merged active faults everywhere. Adding: nodes
 // first; lifting: the coordinator's side first. once carries the one-shot
 // actions (resets, corruptions) of a fault being started.
-func (c *Coordinator) pushFaults(adding bool, once *netFault) {
+func (c *core) pushFaults(adding bool, once *netFault) {
 	links := map[string]map[string]netfault.LinkFault{}
 	stores := map[string]wire.StoreFault{}
 	for _, id := range c.faultIDs() {
@@ -306,12 +306,7 @@ func (c *Coordinator) pushFaults(adding bool, once *netFault) {
 			stores[n] = cur
 		}
 	}
-	coordSide := func() {
-		c.layer.ClearAll()
-		for p, lf := range links[netfault.Coord] {
-			_ = c.layer.Set(p, lf)
-		}
-	}
+	coordSide := func() { c.do(linkFaultsOp{links[netfault.Coord]}) }
 	if !adding {
 		coordSide()
 	}
@@ -326,9 +321,7 @@ func (c *Coordinator) pushFaults(adding bool, once *netFault) {
 				m.Corrupt = append(m.Corrupt, job.InstanceID(in))
 			}
 		}
-		if err := ns.send(wire.Control{Kind: wire.CtlFaults, Faults: m}); err != nil {
-			c.emit(events.Error, name, "", nil, "could not send faults to %s: %v", name, err)
-		}
+		c.send(ns, wire.Control{Kind: wire.CtlFaults, Faults: m})
 	}
 	if adding {
 		coordSide()

@@ -34,7 +34,7 @@ type mergeDue struct {
 // splitRecovery starts the parallel recovery of the lost instances ids
 // (placed anew already), if --recover parallel and nothing stands in its
 // way; else their recovery stays single.
-func (c *Coordinator) splitRecovery(ids []job.InstanceID) {
+func (c *core) splitRecovery(ids []job.InstanceID) {
 	if c.cfg.Recover != "parallel" || c.ft.mode() != wire.FTSpate || c.cfg.Rescale == "restart" ||
 		c.eds.cur != nil || c.eds.restart != nil || c.draining || c.drainPending != "" || !c.started {
 		return
@@ -102,14 +102,14 @@ func (c *Coordinator) splitRecovery(ids []job.InstanceID) {
 
 // splittable reports whether lost instance id can be split: its latest
 // complete checkpoint is restorable (the base every part is staged from).
-func (c *Coordinator) splittable(id job.InstanceID) bool {
+func (c *core) splittable(id job.InstanceID) bool {
 	list := c.manifest.Instances[id]
 	_, cps := c.manifest.restorable(id)
 	return len(cps) > 0 && len(list) > 0 && list[len(list)-1].ID == cps[0].ID
 }
 
 // groupsOf counts the key groups of the instances ids.
-func groupsOf(c *Coordinator, ids []job.InstanceID) int {
+func groupsOf(c *core, ids []job.InstanceID) int {
 	n := 0
 	for _, id := range ids {
 		for _, r := range c.placeOf[id].Ranges {
@@ -146,7 +146,7 @@ func splitRanges(rs []job.Range, k int) [][]job.Range {
 
 // mergeTick starts the merge a parallel recovery owes, once no rescale
 // and no recovery is in flight and the job is not draining.
-func (c *Coordinator) mergeTick() {
+func (c *core) mergeTick() {
 	m := c.eds.merge
 	if m == nil || c.eds.cur != nil || c.eds.restart != nil || len(c.recovering) > 0 || c.draining || c.drainPending != "" {
 		return

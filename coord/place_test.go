@@ -12,9 +12,9 @@ import (
 // other instances go to the least loaded node whatever its age.
 func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
 	live := func(late bool) *nodeState {
-		return &nodeState{state: "ready", out: make(chan []byte, 1), late: late}
+		return &nodeState{state: "ready", joined: true, late: late}
 	}
-	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2}, 1000, 0), order: []string{"n1", "n2", "n5"},
+	c := &core{spec: job.WindowCount(map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2}, 1000, 0), order: []string{"n1", "n2", "n5"},
 		nodes: map[string]*nodeState{"n1": live(false), "n2": live(false), "n5": live(true)},
 		plan: &wire.Deploy{Instances: []wire.Placement{{ID: "count#0", Op: "count", Node: "n1"}, {ID: "rollup#0", Op: "rollup", Node: "n1"},
 			{ID: "count#1", Op: "count", Node: "n2"}}}}
@@ -36,9 +36,9 @@ func TestLeastLoadedSendsSourcesToNodesThatWereThereAtTheStart(t *testing.T) {
 // the others (of none: MaxWatermark) would be out of reach or too low.
 func TestUpstreamWatermarkWaitsForEveryUpstream(t *testing.T) {
 	node := func(stats map[job.InstanceID]wire.InstanceStats) *nodeState {
-		return &nodeState{state: "ready", out: make(chan []byte, 1), stats: stats}
+		return &nodeState{state: "ready", joined: true, stats: stats}
 	}
-	c := &Coordinator{spec: job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0),
+	c := &core{spec: job.WindowCount(map[string]int{"source": 2, "count": 1, "rollup": 1, "sink": 1}, 1000, 0),
 		nodes: map[string]*nodeState{"n1": node(map[job.InstanceID]wire.InstanceStats{"source#0": {Watermark: 500}}), "n5": node(nil)},
 		plan: &wire.Deploy{Instances: []wire.Placement{{ID: "source#0", Op: "source", Node: "n1"}, {ID: "source#1", Op: "source", Node: "n5"},
 			{ID: "count#0", Op: "count", Node: "n5"}}},

@@ -129,7 +129,7 @@ func (e *edsState) init() {
 }
 
 // scale is the "scale" verb: `spate scale OP N`.
-func (c *Coordinator) scale(a control.Action) (control.Result, error) {
+func (c *core) scale(a control.Action) (control.Result, error) {
 	c.eds.init()
 	op := a.Target
 	n, err := strconv.Atoi(a.Args["n"])
@@ -168,7 +168,7 @@ func (c *Coordinator) scale(a control.Action) (control.Result, error) {
 
 // assignment is op's current assignment: its instances with key groups,
 // which are always indices 0..N-1 (a rescale in removes the highest).
-func (c *Coordinator) assignment(op string) (eds.Assignment, []job.InstanceID, error) {
+func (c *core) assignment(op string) (eds.Assignment, []job.InstanceID, error) {
 	var act []wire.Placement
 	for _, p := range c.plan.Instances {
 		if p.Op == op && len(p.Ranges) > 0 {
@@ -191,7 +191,7 @@ func (c *Coordinator) assignment(op string) (eds.Assignment, []job.InstanceID, e
 // loadOf spreads each instance's measured input rate evenly over its key
 // groups (per-key-group counts are not measured); nil when nothing is
 // measured yet (uniform).
-func (c *Coordinator) loadOf(a eds.Assignment, ids []job.InstanceID) []float64 {
+func (c *core) loadOf(a eds.Assignment, ids []job.InstanceID) []float64 {
 	load := make([]float64, a.Groups)
 	any := false
 	for i, rs := range a.Ranges {
@@ -216,7 +216,7 @@ func (c *Coordinator) loadOf(a eds.Assignment, ids []job.InstanceID) []float64 {
 }
 
 // liveNodes are the nodes that can take part in a step.
-func (c *Coordinator) liveNodes() []string {
+func (c *core) liveNodes() []string {
 	var out []string
 	for _, name := range c.order {
 		if ns := c.nodes[name]; ns.live() {
@@ -227,7 +227,7 @@ func (c *Coordinator) liveNodes() []string {
 }
 
 // startRescale plans op onto n instances and sends the prepare step.
-func (c *Coordinator) startRescale(op string, n int, why string) (control.Result, error) {
+func (c *core) startRescale(op string, n int, why string) (control.Result, error) {
 	old, ids, err := c.assignment(op)
 	if err != nil {
 		return control.Result{}, err
@@ -248,10 +248,10 @@ func (c *Coordinator) startRescale(op string, n int, why string) (control.Result
 // the moves, the new instances' placements, the pre-copy's fresh
 // checkpoints (none for a parallel recovery: recovery names the lost
 // instances whose restorable checkpoints are the bases), the event.
-func (c *Coordinator) beginRescale(op string, from, to int, plan eds.Plan, load []float64, why string, recovery []job.InstanceID) *rescaleOp {
+func (c *core) beginRescale(op string, from, to int, plan eds.Plan, load []float64, why string, recovery []job.InstanceID) *rescaleOp {
 	c.eds.seq++
 	r := &rescaleOp{id: c.eds.seq, op: op, from: from, to: to, plan: plan, phase: phasePrepare, holds: map[job.InstanceID]int64{},
-		created: map[job.InstanceID]bool{}, started: c.opt.Now(), load: load, recovery: recovery}
+		created: map[job.InstanceID]bool{}, started: c.now, load: load, recovery: recovery}
 	var hold []job.InstanceID
 	placed := map[string]int{}
 	for _, id := range recovery {
@@ -299,14 +299,14 @@ func (c *Coordinator) beginRescale(op string, from, to int, plan eds.Plan, load 
 }
 
 // sendPrepare sends the prepare step to every live node.
-func (c *Coordinator) sendPrepare(r *rescaleOp) {
+func (c *core) sendPrepare(r *rescaleOp) {
 	r.phase = phasePrepare
 	r.waiting = map[string]bool{}
 	for _, name := range c.liveNodes() {
 		r.waiting[name] = true
 	}
 	for name := range r.waiting {
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: r.fresh, Hold: r.hold}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: r.fresh, Hold: r.hold}})
 	}
 }
 
@@ -316,7 +316,7 @@ func (c *Coordinator) sendPrepare(r *rescaleOp) {
 // the source's newest checkpoint marker before the base's positions),
 // then the old owners; their bases are chosen once those are complete.
 // Without pre-copy moves the rescale starts with the prepare.
-func (c *Coordinator) startPrecopy(r *rescaleOp) {
+func (c *core) startPrecopy(r *rescaleOp) {
 	c.choosePrecopy(r)
 	if r.phase != phaseStage {
 		return
@@ -351,7 +351,7 @@ func (c *Coordinator) startPrecopy(r *rescaleOp) {
 
 // askCheckpoints asks ids for a checkpoint now; false if there is none
 // to wait for.
-func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
+func (c *core) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
 	r.fresh2 = map[job.InstanceID]uint64{}
 	byNode := map[string][]job.InstanceID{}
 	for _, id := range ids {
@@ -371,14 +371,14 @@ func (c *Coordinator) askCheckpoints(r *rescaleOp, ids []job.InstanceID) bool {
 		byNode[p.Node] = append(byNode[p.Node], id)
 	}
 	for node, list := range byNode {
-		_ = c.nodes[node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCheckpoint, Op: r.op, Hold: list}})
+		c.send(c.nodes[node], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCheckpoint, Op: r.op, Hold: list}})
 	}
 	return len(r.fresh2) > 0
 }
 
 // precopyFreshDone notes a checkpoint (or a restore) of an instance a
 // pre-copy waits for, and goes on once none is left.
-func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
+func (c *core) precopyFreshDone(id job.InstanceID, ckpt uint64) {
 	r := c.eds.cur
 	if r == nil || (r.phase != phaseFresh && r.phase != "fresh-old") {
 		return
@@ -401,7 +401,7 @@ func (c *Coordinator) precopyFreshDone(id job.InstanceID, ckpt uint64) {
 
 // precopyReady chooses the bases and stages (or, if no move can go by
 // pre-copy any more, prepares).
-func (c *Coordinator) precopyReady(r *rescaleOp) {
+func (c *core) precopyReady(r *rescaleOp) {
 	r.phase = phasePrepare
 	c.choosePrecopy(r)
 	if r.phase == phaseStage {
@@ -422,7 +422,7 @@ func (c *Coordinator) precopyReady(r *rescaleOp) {
 // new instance is staged from). A move into an existing instance keeps
 // the capture (its watermark is ahead of the base's: records of the
 // range replayed from the base could be late there).
-func (c *Coordinator) choosePrecopy(r *rescaleOp) {
+func (c *core) choosePrecopy(r *rescaleOp) {
 	ok := map[job.InstanceID]bool{}
 	for _, f := range r.fresh {
 		ok[f.ID] = true
@@ -450,7 +450,7 @@ func (c *Coordinator) choosePrecopy(r *rescaleOp) {
 
 // sendStage pins the moving ranges at their old owners (their upstream
 // backup is kept from the base on) and stages the new instances.
-func (c *Coordinator) sendStage(r *rescaleOp) {
+func (c *core) sendStage(r *rescaleOp) {
 	for _, mv := range r.moves {
 		if !mv.pre {
 			continue
@@ -462,7 +462,7 @@ func (c *Coordinator) sendStage(r *rescaleOp) {
 			mv.staged = true // restored with its slice once the old owner has dropped it
 			continue
 		}
-		_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStage, Op: r.op, Instance: mv.to,
+		c.send(ns, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStage, Op: r.op, Instance: mv.to,
 			Ranges: []job.Range{mv.r}, Chain: mv.chain, CkptID: mv.base, Place: f}})
 	}
 }
@@ -471,10 +471,10 @@ func (c *Coordinator) sendStage(r *rescaleOp) {
 // backup. It is sent before any later completion of the old owner can
 // reach it (one control stream), so no trim beyond the base's positions
 // precedes it; a restored old owner gets it again.
-func (c *Coordinator) sendPin(r *rescaleOp, mv *move) {
+func (c *core) sendPin(r *rescaleOp, mv *move) {
 	p := c.placeOf[mv.from]
 	if ns := c.nodes[p.Node]; ns != nil && !ns.gone() {
-		_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePin, Op: r.op, Instance: mv.from,
+		c.send(ns, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePin, Op: r.op, Instance: mv.from,
 			Gen: p.Gen, Ranges: []job.Range{mv.r}}})
 	}
 }
@@ -492,7 +492,7 @@ func (r *rescaleOp) freshOf(id job.InstanceID) *wire.Placement {
 
 // leastLoadedFor is the live node hosting the fewest instances, counting
 // those placed by the plan in the making.
-func (c *Coordinator) leastLoadedFor(extra map[string]int) string {
+func (c *core) leastLoadedFor(extra map[string]int) string {
 	load := map[string]int{}
 	for _, p := range c.plan.Instances {
 		if c.done[p.ID] == nil && !c.lost[p.ID] {
@@ -509,7 +509,7 @@ func (c *Coordinator) leastLoadedFor(extra map[string]int) string {
 }
 
 // onRescale handles a node's answer to a step.
-func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
+func (c *core) onRescale(ns *nodeState, m *wire.Rescale) {
 	if m.Step == wire.RescaleStopped && ns.state != nodeLost && c.eds.restart != nil && c.eds.restart.id == m.ID {
 		c.restartStopped(ns.name)
 		return
@@ -571,7 +571,7 @@ func (c *Coordinator) onRescale(ns *nodeState, m *wire.Rescale) {
 
 // onCaptured commits a move: from the durable capture on, the range is
 // the new owner's (its recovery point is the capture).
-func (c *Coordinator) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+func (c *core) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	p := c.placeOf[m.Instance]
 	if p == nil || p.Node != ns.name || p.Gen != m.Gen {
 		return // a zombie's capture: the release is sent again to the restored owner
@@ -636,14 +636,14 @@ func (r *rescaleOp) capturedFields(mv *move) events.RescaleCapturedFields {
 
 // sendCaptureLoad asks a capture's new owner to load it (creating it if
 // the move makes it).
-func (c *Coordinator) sendCaptureLoad(r *rescaleOp, mv *move) {
+func (c *core) sendCaptureLoad(r *rescaleOp, mv *move) {
 	q := c.placeOf[mv.to]
 	tn := c.nodes[q.Node]
 	if tn == nil || tn.gone() {
 		return // its recovery restores it with the slice
 	}
 	mv.loadSent = true
-	_ = tn.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
+	c.send(tn, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op, Instance: mv.to,
 		Ranges: []job.Range{mv.r}, File: mv.file, Place: mv.place}})
 }
 
@@ -657,7 +657,7 @@ const maxRewrites = 3
 // load follows its answer. Before, the error was the end of it: the
 // range was no one's, the drain waited for the rescale and the range's
 // windows were lost (seed 1804). A pre-copy's load has its own fallbacks.
-func (c *Coordinator) loadFailed(r *rescaleOp, m *wire.Rescale) {
+func (c *core) loadFailed(r *rescaleOp, m *wire.Rescale) {
 	for _, mv := range r.moves {
 		if mv.pre || mv.to != m.Instance || mv.phase != moveLoading || mv.rewriting || !slices.Contains(m.Ranges, mv.r) || mv.rewrites >= maxRewrites {
 			continue
@@ -667,7 +667,7 @@ func (c *Coordinator) loadFailed(r *rescaleOp, m *wire.Rescale) {
 			continue // the old owner is gone, and its copy with it
 		}
 		mv.rewriting, mv.rewrites = true, mv.rewrites+1
-		_ = c.nodes[p.Node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRewrite, Op: r.op,
+		c.send(c.nodes[p.Node], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleRewrite, Op: r.op,
 			Instance: mv.from, Ranges: []job.Range{mv.r}, File: mv.file, CkptID: mv.ckpt}})
 	}
 }
@@ -675,7 +675,7 @@ func (c *Coordinator) loadFailed(r *rescaleOp, m *wire.Rescale) {
 // onStaged records that a pre-copy's new instance has loaded a slice
 // from the old owner's base. A failure sends the moves into that
 // instance the capture's way.
-func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+func (c *core) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	if r.phase != phaseStage {
 		return
 	}
@@ -691,12 +691,12 @@ func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	}
 	for _, mv := range r.moves {
 		if mv.pre && !mv.staged && mv.to == m.Instance && slices.Contains(m.Ranges, mv.r) {
-			mv.staged, mv.stagedAt, mv.bytes = true, c.opt.Now(), m.Bytes
+			mv.staged, mv.stagedAt, mv.bytes = true, c.now, m.Bytes
 			if wm, ok := r.holds[mv.to]; !ok || m.WM < wm {
 				r.holds[mv.to] = m.WM // the release waits until the old owner is at least there
 			}
 			c.emit(events.RescaleStaged, ns.name, string(mv.to), events.RescaleStagedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
-				To: string(mv.to), Checkpoint: mv.base, Bytes: m.Bytes, Ms: c.opt.Now().Sub(r.started).Milliseconds(), ID: r.id},
+				To: string(mv.to), Checkpoint: mv.base, Bytes: m.Bytes, Ms: c.now.Sub(r.started).Milliseconds(), ID: r.id},
 				"rescale %d: %s staged %v from checkpoint %d of %s (%s) while %s keeps processing it", r.id, mv.to, mv.r, mv.base, mv.from, bytesText(m.Bytes), mv.from)
 		}
 	}
@@ -706,7 +706,7 @@ func (c *Coordinator) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 // onReleased commits a pre-copy move: the old owner has dropped the
 // range, which is the new owner's from now on; its recovery point is the
 // old owner's base checkpoint (pinned), and the upstreams replay the rest.
-func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+func (c *core) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	p := c.placeOf[m.Instance]
 	if p == nil || p.Node != ns.name || p.Gen != m.Gen {
 		return // a zombie: the drop is sent again to the restored owner
@@ -769,17 +769,17 @@ func (c *Coordinator) onReleased(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 
 // sendLoad asks a new owner that runs without a committed move's slice
 // to load it; its answer counts as the load.
-func (c *Coordinator) sendLoad(r *rescaleOp, mv *move, q *wire.Placement) {
+func (c *core) sendLoad(r *rescaleOp, mv *move, q *wire.Placement) {
 	if mv.loadSent {
 		return
 	}
 	mv.loadSent = true
-	_ = c.nodes[q.Node].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op,
+	c.send(c.nodes[q.Node], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleLoad, Op: r.op,
 		Instance: mv.to, Ranges: []job.Range{mv.r}, File: mv.file, Chain: mv.slice.load.Chain}})
 }
 
 // onStarted records that a staged instance runs (held).
-func (c *Coordinator) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
+func (c *core) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 	if m.Error != "" {
 		c.emit(events.Error, ns.name, string(m.Instance), nil, "rescale %d: %s could not start: %s", r.id, m.Instance, m.Error)
 		return
@@ -794,7 +794,7 @@ func (c *Coordinator) onStarted(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 }
 
 // markLoaded records that a move's new owner holds the slice.
-func (c *Coordinator) markLoaded(r *rescaleOp, mv *move, after uint64, node string) {
+func (c *core) markLoaded(r *rescaleOp, mv *move, after uint64, node string) {
 	mv.phase = moveLoaded
 	mv.slice.load.After = after
 	c.emit(events.RescaleMoved, node, string(mv.to), events.RescaleMovedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
@@ -803,7 +803,7 @@ func (c *Coordinator) markLoaded(r *rescaleOp, mv *move, after uint64, node stri
 }
 
 // rescaleAdvance moves the rescale to its next phase when the current one is over.
-func (c *Coordinator) rescaleAdvance() {
+func (c *core) rescaleAdvance() {
 	r := c.eds.cur
 	if r == nil {
 		return
@@ -830,7 +830,7 @@ func (c *Coordinator) rescaleAdvance() {
 			f := r.freshOf(mv.to)
 			if ns := c.nodes[f.Node]; ns != nil && !ns.gone() {
 				r.startGen[mv.to] = f.Gen
-				_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStart, Op: r.op, Instance: mv.to, Place: f}})
+				c.send(ns, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStart, Op: r.op, Instance: mv.to, Place: f}})
 			}
 		}
 		for _, mv := range r.moves {
@@ -849,26 +849,26 @@ func (c *Coordinator) rescaleAdvance() {
 		}
 		plan := c.placementsOf(r.op)
 		for name := range r.waiting {
-			_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCommit, Op: r.op, Plan: plan}})
+			c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleCommit, Op: r.op, Plan: plan}})
 		}
 	case "commit":
 		if len(r.waiting) > 0 {
 			return
 		}
 		r.phase = phaseSettle
-		r.rerouted = c.opt.Now()
+		r.rerouted = c.now
 		c.emit(events.RescaleRerouted, "", "", events.RescaleReroutedFields{Op: r.op, From: r.from, To: r.to, ID: r.id,
 			Ms: r.rerouted.Sub(r.started).Milliseconds()},
 			"rescale %d: every upstream of %s re-routes by the new plan and replayed what the new owners lacked", r.id, r.op)
 		for _, name := range c.liveNodes() {
-			_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
+			c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
 		}
 		c.rescaleSettled()
 	}
 }
 
 // sendRelease asks a move's old owner to release its range.
-func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
+func (c *core) sendRelease(r *rescaleOp, mv *move) {
 	p := c.placeOf[mv.from]
 	ns := c.nodes[p.Node]
 	if rec := c.recovering[mv.from]; ns == nil || ns.gone() || (rec != nil && rec.restored.IsZero()) {
@@ -882,20 +882,20 @@ func (c *Coordinator) sendRelease(r *rescaleOp, mv *move) {
 	if mv.pre {
 		step = wire.RescaleDrop
 	}
-	_ = ns.send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: step, Op: r.op, Instance: mv.from,
+	c.send(ns, wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: step, Op: r.op, Instance: mv.from,
 		Gen: p.Gen, Ranges: []job.Range{mv.r}, MinWM: minWM}})
 }
 
 // rescaleSettled ends the rescale once every new owner has a complete
 // checkpoint holding its slices (and has applied a record of each key
 // group, or 10 s have passed).
-func (c *Coordinator) rescaleSettled() {
+func (c *core) rescaleSettled() {
 	r := c.eds.cur
 	if r == nil || r.phase != phaseSettle {
 		return
 	}
 	bytes, pause := 0, int64(-1)
-	late := c.opt.Now().Sub(r.rerouted) > 10*time.Second
+	late := c.now.Sub(r.rerouted) > 10*time.Second
 	for _, mv := range r.moves {
 		if mv.slice.done == 0 || (mv.firstMs == 0 && !late) {
 			return
@@ -905,7 +905,7 @@ func (c *Coordinator) rescaleSettled() {
 			pause = max(pause, mv.firstMs-mv.atMs)
 		}
 	}
-	now := c.opt.Now()
+	now := c.now
 	c.emit(events.RescaleDone, "", "", events.RescaleDoneFields{Op: r.op, From: r.from, To: r.to, BytesMoved: bytes, Bytes: bytes,
 		PauseMs: pause, Moves: len(r.moves), TotalMs: now.Sub(r.started).Milliseconds(), ID: r.id},
 		"rescale %d of %s %d→%d done in %v: %s moved, longest key-group pause %dms", r.id, r.op, r.from, r.to,
@@ -921,7 +921,7 @@ func (c *Coordinator) rescaleSettled() {
 // stay; the rest stay with their old owners; every receiver is unheld.
 // The run fails exactly-once anyway (the instance's output is missing):
 // this makes it end and say so.
-func (c *Coordinator) edsLost(id job.InstanceID) {
+func (c *core) edsLost(id job.InstanceID) {
 	r := c.eds.cur
 	if r == nil || !slices.Contains(r.recv, id) && !slices.ContainsFunc(r.moves, func(mv *move) bool { return mv.from == id || mv.to == id }) {
 		return
@@ -929,13 +929,13 @@ func (c *Coordinator) edsLost(id job.InstanceID) {
 	c.emit(events.Error, "", string(id), events.ErrorFields{ID: r.id, Op: r.op},
 		"rescale %d of %s abandoned: %s was lost with nothing to restore it from", r.id, r.op, id)
 	for _, name := range c.liveNodes() {
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleUnhold, Op: r.op, Hold: r.recv}})
 	}
 	c.eds.cur = nil
 }
 
 // placementsOf lists every placement of op (a copy).
-func (c *Coordinator) placementsOf(op string) []wire.Placement {
+func (c *core) placementsOf(op string) []wire.Placement {
 	var out []wire.Placement
 	for _, p := range c.plan.Instances {
 		if p.Op == op {
@@ -946,14 +946,14 @@ func (c *Coordinator) placementsOf(op string) []wire.Placement {
 }
 
 // reindex points placeOf at the plan's placements again (after an append).
-func (c *Coordinator) reindex() {
+func (c *core) reindex() {
 	for i := range c.plan.Instances {
 		c.placeOf[c.plan.Instances[i].ID] = &c.plan.Instances[i]
 	}
 }
 
 // edsCheckpointed counts the complete checkpoints that hold moved slices.
-func (c *Coordinator) edsCheckpointed(cp *wire.Checkpoint) {
+func (c *core) edsCheckpointed(cp *wire.Checkpoint) {
 	c.restartCheckpointed(cp)
 	c.precopyFreshDone(cp.Instance, cp.ID)
 	list := c.eds.slices[cp.Instance]
@@ -983,8 +983,8 @@ const drainWaitLimit = 10 * time.Second
 // with the receiver's node isolated when the duration was up). The drain
 // starts once the rescale has re-routed (its watermarks move again), or
 // after drainWaitLimit whatever it does.
-func (c *Coordinator) drainWait(why string) bool {
-	now := c.opt.Now()
+func (c *core) drainWait(why string) bool {
+	now := c.now
 	r := c.eds.cur
 	busy := (r != nil && r.phase != phaseSettle) || c.eds.restart != nil
 	if !busy {
@@ -1005,7 +1005,7 @@ func (c *Coordinator) drainWait(why string) bool {
 }
 
 // edsPinned lists the checkpoints of id that moved slices still need.
-func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
+func (c *core) edsPinned(id job.InstanceID) []uint64 {
 	var out []uint64
 	if r := c.eds.cur; r != nil {
 		for _, mv := range r.moves {
@@ -1028,7 +1028,7 @@ func (c *Coordinator) edsPinned(id job.InstanceID) []uint64 {
 // checkpoints may not hold, whether it must hold its watermark, and the
 // new instances of the rescale in flight (so a restored downstream takes
 // them as inputs).
-func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fresh []wire.Placement) {
+func (c *core) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fresh []wire.Placement) {
 	for _, s := range c.eds.slices[id] {
 		l := s.load
 		if len(l.Chain) > 0 {
@@ -1061,7 +1061,7 @@ func (c *Coordinator) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold b
 // edsRestored carries a rescale on after a participant was restored: a
 // new owner restored with its slices has loaded them; an old owner that
 // had not released yet is asked again.
-func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64, restored []job.Range) {
+func (c *core) edsRestored(p *wire.Placement, restoredID uint64, restored []job.Range) {
 	c.restartRestored(p)
 	c.precopyFreshDone(p.ID, math.MaxUint64) // restored: it waits for none
 	for _, s := range c.eds.slices[p.ID] {
@@ -1099,7 +1099,7 @@ func (c *Coordinator) edsRestored(p *wire.Placement, restoredID uint64, restored
 }
 
 // edsNodeLost stops waiting for a lost node's answers.
-func (c *Coordinator) edsNodeLost(name string) {
+func (c *core) edsNodeLost(name string) {
 	c.restartStopped(name)
 	r := c.eds.cur
 	if r == nil {
@@ -1118,9 +1118,9 @@ func (c *Coordinator) edsNodeLost(name string) {
 
 // edsTick samples the input rates once a second and settles a rescale
 // waiting for its first records.
-func (c *Coordinator) edsTick() {
+func (c *core) edsTick() {
 	c.eds.init()
-	now := c.opt.Now()
+	now := c.now
 	if dt := now.Sub(c.eds.lastAt).Seconds(); dt >= 1 && c.plan != nil {
 		for _, ns := range c.nodes {
 			for id, s := range ns.stats {

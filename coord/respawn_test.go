@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"spate/events"
 )
 
 type fakeProc struct{ pid int }
@@ -20,21 +19,16 @@ func (p fakeProc) Signal(os.Signal) error { return nil }
 // replaced however soon they die (chaos may kill every new node in turn).
 func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
 	now := time.Unix(1000, 0)
-	newCoord := func() *Coordinator {
-		c := &Coordinator{cfg: Config{Respawn: true}, ft: spateFT{}, coordAddr: "coord:1",
-			nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeLost}}, restarts: map[string]bool{}}
-		c.bus = events.NewBus(func() time.Time { return now })
-		c.opt.Now = func() time.Time { return now }
-		c.opt.Spawn = func(name, _, _, _ string) (Process, error) { return fakeProc{pid: 1}, nil }
-		c.joinSeq.Store(1)
-		c.exitc = make(chan string, 16)
-		return c
+	newCoord := func() *core {
+		return &core{cfg: Config{Respawn: true}, ft: spateFT{}, coordAddr: "coord:1", names: 1,
+			nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeLost, local: true}}, restarts: map[string]bool{}}
 	}
 	for _, killed := range []bool{true, false} {
 		c := newCoord()
 		lost, spawned := "n1", 0
 		for range 5 {
 			c.nodes[lost].killed = killed
+			c.now = now
 			name := c.respawn(lost)
 			if name == "" {
 				break
@@ -54,25 +48,23 @@ func TestCrashLoopCountsOnlyDeathsNoActionCaused(t *testing.T) {
 // judged after it count only the time the coordinator was running.
 func TestACoordinatorStallIsNotTheNodesSilence(t *testing.T) {
 	now := time.Unix(1000, 0)
-	c := &Coordinator{cfg: Config{Heartbeat: 100 * time.Millisecond, Timeout: time.Second}, ft: spateFT{},
-		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, out: make(chan []byte, 16)}}, order: []string{"n1"}}
-	c.bus = events.NewBus(func() time.Time { return now })
-	c.opt.Now = func() time.Time { return now }
+	c := &core{cfg: Config{Heartbeat: 100 * time.Millisecond, Timeout: time.Second}, ft: spateFT{}, now: now,
+		nodes: map[string]*nodeState{"n1": {name: "n1", state: nodeReady, lastBeat: now, joined: true}}, order: []string{"n1"}}
 	c.checkHeartbeats()
-	now = now.Add(3 * time.Second) // the loop stood still
+	c.now = c.now.Add(3 * time.Second) // the loop stood still
 	c.checkHeartbeats()
 	if s := c.nodes["n1"].state; s != nodeReady {
 		t.Fatalf("n1 is %s after the coordinator's own stall", s)
 	}
 	for range 8 { // running again: 800 ms of real silence
-		now = now.Add(100 * time.Millisecond)
+		c.now = c.now.Add(100 * time.Millisecond)
 		c.checkHeartbeats()
 	}
 	if s := c.nodes["n1"].state; s != nodeReady {
 		t.Fatalf("n1 is %s 800 ms into its silence", s)
 	}
 	for range 3 {
-		now = now.Add(100 * time.Millisecond)
+		c.now = c.now.Add(100 * time.Millisecond)
 		c.checkHeartbeats()
 	}
 	if s := c.nodes["n1"].state; s != nodeLost {

@@ -38,7 +38,7 @@ type restartOp struct {
 }
 
 // scaleRestart starts a --rescale restart of op to n instances.
-func (c *Coordinator) scaleRestart(op string, n int) (control.Result, error) {
+func (c *core) scaleRestart(op string, n int) (control.Result, error) {
 	if len(c.recovering) > 0 {
 		return control.Result{}, fmt.Errorf("scale: a recovery is in flight; try again once it is done")
 	}
@@ -55,7 +55,7 @@ func (c *Coordinator) scaleRestart(op string, n int) (control.Result, error) {
 		return control.Result{Text: fmt.Sprintf("%s already has %d instances; nothing moves", op, n)}, nil
 	}
 	c.eds.seq++
-	r := &restartOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, asked: c.opt.Now(), want: map[job.InstanceID]bool{}}
+	r := &restartOp{id: c.eds.seq, op: op, from: old.N(), to: n, plan: plan, asked: c.now, want: map[job.InstanceID]bool{}}
 	for _, p := range c.plan.Instances {
 		if c.done[p.ID] == nil && !c.lost[p.ID] {
 			r.want[p.ID] = true
@@ -66,13 +66,13 @@ func (c *Coordinator) scaleRestart(op string, n int) (control.Result, error) {
 		KeyGroups: plan.Moved(), Mode: "restart", ID: r.id},
 		"rescale %d of %s by restart: every instance checkpoints in full, then the job restarts with %v", r.id, op, plan)
 	for _, name := range c.liveNodes() {
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleFull, Op: op}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleFull, Op: op}})
 	}
 	return control.Result{Text: fmt.Sprintf("rescale of %s %d→%d by restart started", op, old.N(), n)}, nil
 }
 
 // restartCheckpointed counts the full checkpoints a restart waits for.
-func (c *Coordinator) restartCheckpointed(cp *wire.Checkpoint) {
+func (c *core) restartCheckpointed(cp *wire.Checkpoint) {
 	r := c.eds.restart
 	if r == nil || !r.stopped.IsZero() || !cp.Full || !r.want[cp.Instance] {
 		return
@@ -92,17 +92,17 @@ func (c *Coordinator) restartCheckpointed(cp *wire.Checkpoint) {
 // restartStop stops every instance of the job; the restores follow once
 // every node has stopped its own (so that no restored instance talks to
 // an old one).
-func (c *Coordinator) restartStop(r *restartOp) {
-	r.stopped = c.opt.Now()
+func (c *core) restartStop(r *restartOp) {
+	r.stopped = c.now
 	r.waiting = map[string]bool{}
 	for _, name := range c.liveNodes() {
 		r.waiting[name] = true
-		_ = c.nodes[name].send(wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStop, Op: r.op}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStop, Op: r.op}})
 	}
 }
 
 // restartStopped counts the nodes that stopped their instances.
-func (c *Coordinator) restartStopped(name string) {
+func (c *core) restartStopped(name string) {
 	r := c.eds.restart
 	if r == nil || r.waiting == nil || !r.waiting[name] {
 		return
@@ -116,7 +116,7 @@ func (c *Coordinator) restartStopped(name string) {
 
 // restartAll stops and restores every instance, the rescaled operator's
 // with the new assignment.
-func (c *Coordinator) restartAll(r *restartOp) {
+func (c *core) restartAll(r *restartOp) {
 	c.emit(events.RescaleCaptured, "", "", events.RescaleCapturedFields{Op: r.op, FromN: r.from, ToN: r.to, Bytes: r.bytes, Mode: "restart",
 		Ms: r.stopped.Sub(r.asked).Milliseconds(), ID: r.id},
 		"rescale %d: every instance has a full checkpoint (%s); the job stops and restarts", r.id, bytesText(r.bytes))
@@ -192,7 +192,7 @@ func (c *Coordinator) restartAll(r *restartOp) {
 		target := p.Node
 		sends = append(sends, func() {
 			rs.Plan = append([]wire.Placement(nil), c.plan.Instances...)
-			_ = c.nodes[target].send(wire.Control{Kind: wire.CtlRestore, Restore: rs})
+			c.send(c.nodes[target], wire.Control{Kind: wire.CtlRestore, Restore: rs})
 		})
 	}
 	for _, f := range sends {
@@ -218,7 +218,7 @@ func appendSlice(sl []wire.SliceLoad, chain []string, g job.KeyGroup) []wire.Sli
 }
 
 // restartRestored counts the restored instances of a restart.
-func (c *Coordinator) restartRestored(p *wire.Placement) {
+func (c *core) restartRestored(p *wire.Placement) {
 	r := c.eds.restart
 	if r == nil || r.restored == nil || !r.restored[p.ID] {
 		return
@@ -227,7 +227,7 @@ func (c *Coordinator) restartRestored(p *wire.Placement) {
 	if len(r.restored) > 0 {
 		return
 	}
-	r.running = c.opt.Now()
+	r.running = c.now
 	c.emit(events.RescaleRerouted, "", "", events.RescaleReroutedFields{Op: r.op, From: r.from, To: r.to, Mode: "restart", ID: r.id,
 		Ms: r.running.Sub(r.stopped).Milliseconds()},
 		"rescale %d: every instance restored with %s at %d after %v; upstreams replay", r.id, r.op, r.to, r.running.Sub(r.stopped).Round(time.Millisecond))
@@ -235,12 +235,12 @@ func (c *Coordinator) restartRestored(p *wire.Placement) {
 }
 
 // restartTick ends a restart once every restored instance has caught up.
-func (c *Coordinator) restartTick() {
+func (c *core) restartTick() {
 	r := c.eds.restart
 	if r == nil || r.running.IsZero() || len(c.recovering) > 0 {
 		return
 	}
-	now := c.opt.Now()
+	now := c.now
 	c.emit(events.RescaleDone, "", "", events.RescaleDoneFields{Op: r.op, From: r.from, To: r.to, BytesMoved: r.bytes, Bytes: r.bytes,
 		PauseMs: r.running.Sub(r.stopped).Milliseconds(), CatchUpMs: now.Sub(r.running).Milliseconds(), TotalMs: now.Sub(r.asked).Milliseconds(), Mode: "restart", ID: r.id},
 		"rescale %d of %s %d→%d by restart done: the whole job stood still %v (full checkpoints %v before, caught up %v after)", r.id, r.op, r.from, r.to,

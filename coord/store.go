@@ -109,7 +109,7 @@ func OpenOutput(dir string) (state.Store, error) {
 }
 
 // outputWhere says where the run's output is, for messages.
-func (c *Coordinator) outputWhere() string {
+func (c *core) outputWhere() string {
 	if c.storeSpec.Kind == stores.S3 {
 		return c.storeSpec.String() + " (run " + c.run + "/output)"
 	}

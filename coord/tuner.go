@@ -89,7 +89,7 @@ type tunedInst struct {
 }
 
 // tunerInit prepares the tuner when the job is deployed.
-func (c *Coordinator) tunerInit() error {
+func (c *core) tunerInit() error {
 	t := &c.tn
 	t.insts = map[job.InstanceID]*tunedInst{}
 	t.fixed = c.cfg.IntervalDuration()
@@ -134,7 +134,7 @@ func (c *Coordinator) tunerInit() error {
 // past its 30 s limit).
 const sinkMaxInterval = 5 * time.Second
 
-func (c *Coordinator) tunerInst(id job.InstanceID) *tunedInst {
+func (c *core) tunerInst(id job.InstanceID) *tunedInst {
 	ti := c.tn.insts[id]
 	if ti == nil {
 		ti = &tunedInst{iv: c.tn.fixed, acct: TunerAccount{Instance: id}}
@@ -144,18 +144,18 @@ func (c *Coordinator) tunerInst(id job.InstanceID) *tunedInst {
 }
 
 // rel is the controller's time: since the job's start.
-func (c *Coordinator) rel(now time.Time) time.Duration {
+func (c *core) rel(now time.Time) time.Duration {
 	return max(now.Sub(c.tn.t0), 0)
 }
 
 // tunerStart starts the clock when the job starts.
-func (c *Coordinator) tunerStart() {
-	c.tn.t0 = c.opt.Now()
+func (c *core) tunerStart() {
+	c.tn.t0 = c.now
 	c.tn.last = c.tn.t0
 }
 
 // globalInterval is the barrier period of --ft global.
-func (c *Coordinator) globalInterval() time.Duration {
+func (c *core) globalInterval() time.Duration {
 	if c.tn.global > 0 {
 		return c.tn.global
 	}
@@ -163,7 +163,7 @@ func (c *Coordinator) globalInterval() time.Duration {
 }
 
 // intervalOf is the interval in force for an instance (0 with --ft none).
-func (c *Coordinator) intervalOf(id job.InstanceID) time.Duration {
+func (c *core) intervalOf(id job.InstanceID) time.Duration {
 	switch {
 	case c.ft.mode() == wire.FTNone:
 		return 0
@@ -178,12 +178,12 @@ func (c *Coordinator) intervalOf(id job.InstanceID) time.Duration {
 
 // tunerTick feeds the controller the counters of the last second, ticks
 // it, and applies and reports its decisions.
-func (c *Coordinator) tunerTick() {
+func (c *core) tunerTick() {
 	t := &c.tn
 	if !t.enabled || !c.started || c.plan == nil {
 		return
 	}
-	now := c.opt.Now()
+	now := c.now
 	dt := now.Sub(t.last)
 	if dt < time.Second {
 		return
@@ -237,14 +237,14 @@ func (c *Coordinator) tunerTick() {
 }
 
 // sendInterval tells the node hosting id its interval.
-func (c *Coordinator) sendInterval(id job.InstanceID) {
+func (c *core) sendInterval(id job.InstanceID) {
 	p := c.placeOf[id]
 	ti := c.tn.insts[id]
 	if p == nil || ti == nil {
 		return
 	}
 	if ns := c.nodes[p.Node]; ns.live() {
-		_ = ns.send(wire.Control{Kind: wire.CtlInterval, Interval: &wire.Interval{Instance: id, Ms: max(ti.iv.Milliseconds(), 1)}})
+		c.send(ns, wire.Control{Kind: wire.CtlInterval, Interval: &wire.Interval{Instance: id, Ms: max(ti.iv.Milliseconds(), 1)}})
 	}
 }
 
@@ -273,7 +273,7 @@ func inputFields(p tuner.Params, interval time.Duration) events.IntervalInputs {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // emitDecision reports one decision as an interval event.
-func (c *Coordinator) emitDecision(d tuner.Decision) {
+func (c *core) emitDecision(d tuner.Decision) {
 	node := ""
 	if p := c.placeOf[d.Instance]; p != nil {
 		node = p.Node
@@ -292,7 +292,7 @@ func (c *Coordinator) emitDecision(d tuner.Decision) {
 }
 
 // tunerCheckpointed takes in a complete checkpoint.
-func (c *Coordinator) tunerCheckpointed(cp *wire.Checkpoint) {
+func (c *core) tunerCheckpointed(cp *wire.Checkpoint) {
 	if !c.tn.enabled {
 		return
 	}
@@ -314,13 +314,13 @@ func (c *Coordinator) tunerCheckpointed(cp *wire.Checkpoint) {
 	if cp.Full {
 		n = 0 // a full checkpoint writes every key: a point of the cost line, not of the dirty curve
 	}
-	_ = c.tn.ctl.ObserveCheckpoint(cp.Instance, c.rel(c.opt.Now()), tuner.Checkpoint{Tuples: n, Dirty: float64(cp.Keys), Cost: cost, Persist: persist})
+	_ = c.tn.ctl.ObserveCheckpoint(cp.Instance, c.rel(c.now), tuner.Checkpoint{Tuples: n, Dirty: float64(cp.Keys), Cost: cost, Persist: persist})
 }
 
 // tunerLost folds the lost generation of id into its account: what it
 // processed, and what of it its successor will process again (since the
 // checkpoint it will restore). It runs before recover places id anew.
-func (c *Coordinator) tunerLost(id job.InstanceID, lost string) {
+func (c *core) tunerLost(id job.InstanceID, lost string) {
 	p := c.placeOf[id]
 	if !c.tn.enabled || p == nil {
 		return
@@ -336,7 +336,7 @@ func (c *Coordinator) tunerLost(id job.InstanceID, lost string) {
 	ti.acct.BusyS += float64(busy) / 1e6
 	// The heartbeat's count is up to a heartbeat period old: what the
 	// generation processed after it is estimated at its recent rate.
-	stale := min(max(c.opt.Now().Sub(ns.lastBeat), 0), c.cfg.Heartbeat)
+	stale := min(max(c.now.Sub(ns.lastBeat), 0), c.cfg.Heartbeat)
 	var cp *wire.Checkpoint
 	if _, cps := c.manifest.restorable(id); len(cps) > 0 {
 		cp = &cps[0]
@@ -363,7 +363,7 @@ func lostReplay(gen, in uint64, extra float64, cp *wire.Checkpoint) uint64 {
 
 // tunerRestored takes in a finished restore: the recovery's phase times,
 // and the interval the new instance must use.
-func (c *Coordinator) tunerRestored(p *wire.Placement, r *recovery) {
+func (c *core) tunerRestored(p *wire.Placement, r *recovery) {
 	if !c.tn.enabled {
 		return
 	}
@@ -384,7 +384,7 @@ func (c *Coordinator) tunerRestored(p *wire.Placement, r *recovery) {
 }
 
 // tunerFinish emits every instance's account (event tuner_summary).
-func (c *Coordinator) tunerFinish() {
+func (c *core) tunerFinish() {
 	if !c.tn.enabled || c.plan == nil {
 		return
 	}
@@ -428,7 +428,7 @@ func summaryText(accts []TunerAccount) string {
 // actInterval is the control action `interval TARGET interval=DURATION|auto`:
 // it pins the interval of the target's instances (an instance, an
 // operator or all), or gives them back to the tuner.
-func (c *Coordinator) actInterval(a control.Action) (control.Result, error) {
+func (c *core) actInterval(a control.Action) (control.Result, error) {
 	v, ok := a.Args["interval"]
 	if !ok {
 		return control.Result{}, errors.New("interval: want interval=DURATION or interval=auto")

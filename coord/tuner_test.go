@@ -136,13 +136,13 @@ func TestAutoIntervalDecidesAndTheNodeApplies(t *testing.T) {
 
 func TestIntervalActionOutsideSpate(t *testing.T) {
 	for _, ft := range []string{"none", "global"} {
-		c := &Coordinator{cfg: Config{FT: ft, Interval: "auto"}, ft: ftFor(wire.FTMode(ft))}
+		c := &core{cfg: Config{FT: ft, Interval: "auto"}, ft: ftFor(wire.FTMode(ft))}
 		_, err := c.actInterval(control.Action{Verb: "interval", Target: "all", Args: map[string]string{"interval": "1s"}})
 		if err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("--ft %s: got %v, want a one-line refusal", ft, err)
 		}
 	}
-	c := &Coordinator{cfg: Config{FT: "spate", Interval: "auto"}, ft: spateFT{}}
+	c := &core{cfg: Config{FT: "spate", Interval: "auto"}, ft: spateFT{}}
 	if _, err := c.actInterval(control.Action{Verb: "interval", Target: "all"}); err == nil {
 		t.Error("no interval argument: no error")
 	}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"spate/events"
 	"spate/job"
 	"spate/wire"
@@ -698,4 +697,3 @@ func (c *core) finish() events.Event {
 	}
 	return events.Event{Kind: events.RunFinished, Time: c.now, Text: msg, Fields: events.RunFinishedFields{Records: total, Lost: lost}}
 }
-

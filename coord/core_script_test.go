@@ -51,7 +51,7 @@ type coreHarness struct {
 	t      *testing.T
 	c      *core
 	now    time.Time
-	w      work              // taken from the core, not reported yet
+	w      work            // taken from the core, not reported yet
 	writes []manifestWrite // manifest writes asked for, not finished yet
 	// restores holds each instance's placement as its last restore sent
 	// it: a node's restored answer carries that one, not the newest.

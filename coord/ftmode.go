@@ -49,8 +49,8 @@ func (spateFT) restored(c *core, ns *nodeState, p *wire.Placement, m *wire.Contr
 func (spateFT) checkpointed(c *core, ns *nodeState, cp *wire.Checkpoint) {
 	c.spateCheckpointed(ns, cp)
 }
-func (spateFT) tick(*core) {}
-func (spateFT) respawns() bool    { return true }
+func (spateFT) tick(*core)     {}
+func (spateFT) respawns() bool { return true }
 
 // globalFT is --ft global: aligned global checkpoints, and any loss rolls
 // the whole job back (global.go).
@@ -74,8 +74,8 @@ func (globalFT) restored(c *core, ns *nodeState, p *wire.Placement, m *wire.Cont
 func (globalFT) checkpointed(c *core, _ *nodeState, cp *wire.Checkpoint) {
 	c.globalCheckpointed(cp)
 }
-func (globalFT) tick(c *core) { c.globalTick() }
-func (globalFT) respawns() bool      { return true }
+func (globalFT) tick(c *core)   { c.globalTick() }
+func (globalFT) respawns() bool { return true }
 
 // noneFT is --ft none: no checkpoints; a lost instance is lost.
 type noneFT struct{}
@@ -87,4 +87,4 @@ func (noneFT) lost(c *core, ns *nodeState, ids []job.InstanceID, _, why string) 
 func (noneFT) restored(*core, *nodeState, *wire.Placement, *wire.Control) {}
 func (noneFT) checkpointed(*core, *nodeState, *wire.Checkpoint)           {}
 func (noneFT) tick(*core)                                                 {}
-func (noneFT) respawns() bool                                                    { return false }
+func (noneFT) respawns() bool                                             { return false }

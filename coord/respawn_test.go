@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
 )
 
 type fakeProc struct{ pid int }

@@ -372,16 +372,45 @@ func (c *Count) Restore(groups []state.MergedGroup) error {
 		}
 		return nil
 	}
-	return restoreGroups(KindCount, c.ngroups, c.tab, groups, dec, func(kg KeyGroup) {
-		open := c.openOf(kg)
-		for _, r := range runs[kg].runs {
-			if list, ok := open[r.ws]; ok {
-				r.list = append(list, r.list...)
-			}
-			open[r.ws] = r.list
-			c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
+	return restoreGroups(KindCount, c.ngroups, c.tab, groups, dec, func(kg KeyGroup) { c.applyRuns(kg, &runs[kg]) })
+}
+
+// applyRuns puts the open windows of a restored group into the index.
+func (c *Count) applyRuns(kg KeyGroup, runs *openRuns) {
+	open := c.openOf(kg)
+	for _, r := range runs.runs {
+		if list, ok := open[r.ws]; ok {
+			r.list = append(list, r.list...)
 		}
+		open[r.ws] = r.list
+		c.nextEnd = min(c.nextEnd, windowEnd(r.ws, c.w))
+	}
+}
+
+// BuildGroup implements GroupLoader.
+func (c *Count) BuildGroup(g *state.MergedGroup) (BuiltGroup, error) {
+	x, err := buildOne(KindCount, c.ngroups, c.tab, g, openRuns{keys: g.Len()}, func(_ KeyGroup, key, b []byte, e *countEntry, runs *openRuns) error {
+		k := e.Val()
+		if err := c.decodeKey(key, b, k); err != nil {
+			return err
+		}
+		if k.cur.count > 0 {
+			runs.add(k.cur.start, e)
+		}
+		for _, w := range k.older {
+			runs.add(w.start, e)
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// AttachGroup implements GroupLoader.
+func (c *Count) AttachGroup(b BuiltGroup) error {
+	return attachOne(KindCount, c.tab, b, c.applyRuns)
 }
 
 // openRuns is the open windows of a key group being restored: per window

@@ -232,6 +232,31 @@ func (r *Rollup) Restore(groups []state.MergedGroup) error {
 	})
 }
 
+// BuildGroup implements GroupLoader.
+func (r *Rollup) BuildGroup(g *state.MergedGroup) (BuiltGroup, error) {
+	// derived: the end of the group's earliest window.
+	x, err := buildOne(KindRollup, r.ngroups, r.tab, g, int64(math.MaxInt64), func(_ KeyGroup, key, b []byte, e *rollupEntry, next *int64) (err error) {
+		v := e.Val()
+		if *v, err = r.decodeGroup(key, b); err != nil {
+			return err
+		}
+		v.nameb = []byte(e.Key())
+		for _, w := range v.wins {
+			*next = min(*next, windowEnd(w.start, r.w))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// AttachGroup implements GroupLoader.
+func (r *Rollup) AttachGroup(b BuiltGroup) error {
+	return attachOne(KindRollup, r.tab, b, func(_ KeyGroup, next *int64) { r.nextEnd = min(r.nextEnd, *next) })
+}
+
 // DropGroups implements Stateful.
 func (r *Rollup) DropGroups(kgs []KeyGroup) {
 	for _, kg := range kgs {

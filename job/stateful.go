@@ -51,6 +51,88 @@ type Captured interface {
 	Done()
 }
 
+// GroupLoader is a Stateful whose key groups can also be restored one at
+// a time while it runs: an early restore (node/doc.go) builds each group
+// of a merged chain off the operator's state on any goroutine and
+// attaches it on the owner's, which meanwhile processes the records of
+// the groups attached before.
+//
+// BuildGroup may run on any goroutine, concurrently with other
+// BuildGroup calls (distinct groups) and with the owner's Process,
+// Advance and AttachGroup calls, provided the owner takes no Capture
+// between a group's BuildGroup and its AttachGroup. It checks what
+// Restore checks of a group and fails as Restore does, changing nothing.
+// AttachGroup belongs to the owner: it puts the group into the state, as
+// of the checkpoint it was restored from (the next delta capture holds
+// what changes after it, not the group whole). It fails with ErrGroupHeld
+// if the state holds the group already; a built group without keys
+// attaches nothing.
+type GroupLoader interface {
+	Stateful
+	BuildGroup(g *state.MergedGroup) (BuiltGroup, error)
+	AttachGroup(b BuiltGroup) error
+}
+
+// BuiltGroup is a key group built by GroupLoader.BuildGroup and not yet
+// attached.
+type BuiltGroup interface {
+	Group() KeyGroup
+	Len() int // its keys
+}
+
+var (
+	_ GroupLoader = (*Count)(nil)
+	_ GroupLoader = (*Rollup)(nil)
+)
+
+// built is a BuiltGroup over a state.GroupBuilder, with what the operator
+// derives of the group (its open windows) to apply once it is attached.
+type built[V any, X any] struct {
+	kg      KeyGroup
+	b       *state.GroupBuilder[V]
+	derived X
+}
+
+func (x *built[V, X]) Group() KeyGroup { return x.kg }
+func (x *built[V, X]) Len() int        { return x.b.Len() }
+
+// buildOne is BuildGroup for a table: g checked as Restore checks it
+// and built clean (state.Table.BuildClean); dec derives, from derived
+// up, what the operator applies at the attach.
+func buildOne[V any, X any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup, derived X,
+	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V], x *X) error) (*built[V, X], error) {
+	if g.KG < 0 || g.KG >= ngroups {
+		return nil, fmt.Errorf("%s: restore: key group %d out of range 0..%d", op, g.KG, ngroups-1)
+	}
+	x := &built[V, X]{kg: KeyGroup(g.KG), derived: derived}
+	b, err := buildGroup(op, ngroups, tab, g, true, func(kg KeyGroup, key, v []byte, e *state.Entry[V]) error {
+		return dec(kg, key, v, e, &x.derived)
+	})
+	if err != nil {
+		return nil, err
+	}
+	x.b = b
+	return x, nil
+}
+
+// attachOne is AttachGroup for a table: apply runs after the attach.
+func attachOne[V any, X any](op string, tab *state.Table[V], bg BuiltGroup, apply func(kg KeyGroup, x *X)) error {
+	x, ok := bg.(*built[V, X])
+	if !ok || x.b == nil {
+		return fmt.Errorf("%s: attach of a group built by another operator, or attached already", op)
+	}
+	if tab.Has(int(x.kg)) {
+		return fmt.Errorf("%s: restore: %w: %v", op, ErrGroupHeld, x.kg)
+	}
+	b := x.b
+	x.b = nil
+	if b.Len() > 0 { // an empty group is not held
+		tab.Attach(b)
+		apply(x.kg, &x.derived)
+	}
+	return nil
+}
+
 // ErrGroupHeld is returned by Restore for a key group the instance
 // already holds.
 var ErrGroupHeld = errors.New("job: key group already held")
@@ -95,7 +177,7 @@ func restoreGroups[V any](op string, ngroups int, tab *state.Table[V], groups []
 	var failed atomic.Bool
 	inParallel(len(groups), func(i int) {
 		if !failed.Load() { // after a failure, the rest is wasted work
-			if built[i], errs[i] = buildGroup(op, ngroups, tab, &groups[i], dec); errs[i] != nil {
+			if built[i], errs[i] = buildGroup(op, ngroups, tab, &groups[i], false, dec); errs[i] != nil {
 				failed.Store(true)
 			}
 		}
@@ -139,10 +221,15 @@ func inParallel(n int, fn func(i int)) {
 }
 
 // buildGroup decodes and checks the entries of g into a builder of its
-// key group.
-func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup,
+// key group (clean: state.Table.BuildClean).
+func buildGroup[V any](op string, ngroups int, tab *state.Table[V], g *state.MergedGroup, clean bool,
 	dec func(kg KeyGroup, key, b []byte, e *state.Entry[V]) error) (*state.GroupBuilder[V], error) {
-	b := tab.Build(g.KG, g.Len(), g.KeyBytes())
+	var b *state.GroupBuilder[V]
+	if clean {
+		b = tab.BuildClean(g.KG, g.Len(), g.KeyBytes())
+	} else {
+		b = tab.Build(g.KG, g.Len(), g.KeyBytes())
+	}
 	kgOf := KeyGroup(g.KG)
 	var prev []byte
 	for kv := range g.All() {

@@ -36,8 +36,8 @@ func (in *instance) input() chan inMsg {
 		in.n.event(events.BackupFull, in.id, events.BackupFullFields{Full: false, PausedMs: d.Milliseconds()},
 			"upstream backup has room again: input resumed after %v", d.Round(time.Millisecond))
 	}
-	if full >= 0 {
-		return nil
+	if full >= 0 || (in.ld != nil && in.ld.full()) {
+		return nil // (held records of loading key groups at their bound: load.go)
 	}
 	return in.in
 }

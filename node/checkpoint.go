@@ -121,8 +121,8 @@ type ckptMeta struct {
 }
 
 func (in *instance) maybeCheckpoint(now time.Time) {
-	if in.plan.FT != wire.FTSpate || in.ck.inflight || now.Before(in.ck.next) {
-		return
+	if in.plan.FT != wire.FTSpate || in.ck.inflight || now.Before(in.ck.next) || in.ld != nil {
+		return // (while key groups load, no capture: load.go)
 	}
 	in.ck.next = nextCheckpoint(in.ck.next, now, in.ck.interval(in.plan))
 	if in.idle() {
@@ -520,7 +520,12 @@ func (in *instance) onCompleted(id uint64) {
 }
 
 // restore loads the chain of a complete checkpoint into a fresh instance.
-func (in *instance) restore(files []string) (uint64, error) {
+func (in *instance) restore(files []string) (uint64, error) { return in.restoreChain(files, false) }
+
+// restoreChain is restore; early: an early restore (load.go) if the
+// instance can take one, which leaves the key groups' state to be
+// built and attached while the instance runs (in.ld).
+func (in *instance) restoreChain(files []string, early bool) (uint64, error) {
 	if len(files) == 0 {
 		return 0, nil
 	}
@@ -560,7 +565,9 @@ func (in *instance) restore(files []string) (uint64, error) {
 	last := snaps[len(snaps)-1]
 	backups := in.restoreBackups(snaps)
 	defer backups.discard()
-	if in.stateful != nil {
+	if gl := in.earlyLoader(early, groups); gl != nil {
+		in.ld = newEarlyLoad(gl, groups, snaps, in.spec.Groups)
+	} else if in.stateful != nil {
 		if err := in.stateful.Restore(groups); err != nil {
 			return 0, fmt.Errorf("restore state: %w", err)
 		}

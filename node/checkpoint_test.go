@@ -304,6 +304,38 @@ func BenchmarkRestoreChain(b *testing.B) {
 	b.ReportMetric(float64(stored)/(1<<20), "stored-MiB")
 }
 
+// BenchmarkRestoreChainEarly is BenchmarkRestoreChain's restore done
+// early (load.go): ns/op is the time until the instance may answer
+// restored and run, its key groups not built yet; loaded-ms/op, the
+// time until the last of them is attached (built on GOMAXPROCS loaders).
+func BenchmarkRestoreChainEarly(b *testing.B) {
+	f := newChain(b, 110_000, []chainStep{{lo: 85_000, hi: 135_000}})
+	f.want = nil
+	var loaded time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		in := f.instance(b)
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := in.restoreChain(f.files, true); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if in.ld == nil {
+			b.Fatal("not restored early")
+		}
+		in.loadGroups(in.ld)
+		for in.ld != nil {
+			(<-in.ctlc)()
+		}
+		loaded += time.Since(t0)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(loaded.Microseconds())/1e3/float64(b.N), "loaded-ms/op")
+}
+
 // TestNextCheckpointKeepsToTheGrid: a checkpoint taken late does not push
 // the later ones back; one a whole interval late, or on demand, starts a
 // new grid.

@@ -61,6 +61,41 @@
 // closes the one stream that carried it and is reported as an event; it
 // never stops the process.
 //
+// # Early restore
+//
+// A keyed instance restored from a checkpoint (CtlRestore under --ft
+// spate, with no slices to load after the chain, and every key group of
+// the chain its own) does not wait for its whole state before it runs.
+// It reads, checks and merges the chain and rebuilds its input
+// positions, output counters, watermark and upstream backups, answers
+// restored and starts; its key groups' state is built off the table on
+// loader goroutines, and each group is attached on the instance's
+// goroutine as soon as it is whole (the chain is merged first, so every
+// file that holds the group has been applied, in order). Until then:
+//
+//   - a record of a live key group (attached, or held by no file of the
+//     chain) is applied at once; a record of a key group still loading
+//     is held, in arrival order per key group, without moving its
+//     position, and applied when the group is attached, through the
+//     same duplicate and gap checks as any record: once, in order;
+//   - the watermark stays at the checkpoint's: no window fires and none
+//     is sent on, for any key group, until every group is attached, so
+//     the output, its order and its numbers are a whole load's (the
+//     operators emit only when windows fire, and the backup they append
+//     to is whole before the instance starts);
+//   - no checkpoint, rescale capture or drop is taken, and a slice
+//     loaded into the instance and the end of its input (finish) wait:
+//     a checkpoint never holds part of the state, and its positions
+//     cover only what was applied;
+//   - held records are bounded (64 MiB): past it the instance takes no
+//     input, which backpressures its upstreams.
+//
+// A failure to build a group after the answer (its file passed its
+// checksum, so only a writer's bug can cause it) stops the node, whose
+// instances are then restored elsewhere. Sources, sinks, --ft global and
+// a restore with slices load the whole chain before they answer, as
+// before.
+//
 // # Profiling
 //
 // A node whose environment has SPATE_CPUPROFILE=DIR writes a CPU profile

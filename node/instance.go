@@ -80,6 +80,7 @@ type instance struct {
 	// link relinked since ends once it has caught up.
 	outputsEnded bool
 	rs           rescaleState // live rescales (rescale.go)
+	ld           *earlyLoad   // an early restore's key groups still loading (load.go); nil: none
 	cost         simCost      // up --cost (cost.go)
 	paused       time.Time    // since when input is paused on a full backup (backpressure.go)
 
@@ -321,7 +322,11 @@ func (in *instance) runKeyed(ctx context.Context) {
 		case m := <-in.input():
 			t0 := time.Now()
 			if in.handle(m) && !in.finished {
-				in.finish()
+				if in.ld != nil {
+					in.ld.finish = true // once the state is whole (load.go)
+				} else {
+					in.finish()
+				}
 			}
 			if len(in.in) == 0 {
 				in.flushAll()
@@ -392,8 +397,8 @@ func (in *instance) advance() {
 	for _, w := range in.wms {
 		low = min(low, w)
 	}
-	if low <= in.wm || in.heldWM() {
-		return
+	if low <= in.wm || in.heldWM() || in.ld != nil {
+		return // held: a receiver of a rescale, or key groups still loading (load.go)
 	}
 	in.wm = low
 	in.rs.fresh = false
@@ -417,26 +422,37 @@ func (in *instance) applyBatch(payload []byte) error {
 			in.nStray.Add(1)
 			return nil
 		}
+		if in.ld != nil && in.ld.loading[kg] {
+			in.ld.hold(p, kg, seq, rec) // applied once its state is (load.go)
+			return nil
+		}
 		if last == nil || p != lastP {
 			last = in.dedupOf(p)
 			lastP = p
 		}
-		switch {
-		case seq <= last[kg]:
-			in.nDup.Add(1)
-		case seq == last[kg]+1 || !gaps:
-			last[kg] = seq
-			in.applyRecord(kg, rec)
-			if in.rs.nheld.Load() > 0 {
-				in.fillGap(p, kg, last)
-			}
-		default:
-			// Its predecessor is still on its way (a move reordered two
-			// streams): it waits (rescale.go).
-			in.holdRecord(p, kg, seq, rec)
-		}
+		in.accept(p, kg, seq, rec, last, gaps)
 		return nil
 	})
+}
+
+// accept applies record seq of (p, kg), an owned key group whose state
+// is here, unless it is a duplicate or its predecessor has not come yet
+// (gaps: then it is held); last is p's positions (dedupOf).
+func (in *instance) accept(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record, last []uint64, gaps bool) {
+	switch {
+	case seq <= last[kg]:
+		in.nDup.Add(1)
+	case seq == last[kg]+1 || !gaps:
+		last[kg] = seq
+		in.applyRecord(kg, rec)
+		if in.rs.nheld.Load() > 0 {
+			in.fillGap(p, kg, last)
+		}
+	default:
+		// Its predecessor is still on its way (a move reordered two
+		// streams): it waits (rescale.go).
+		in.holdRecord(p, kg, seq, rec)
+	}
 }
 
 func (in *instance) dedupOf(p job.Producer) []uint64 {

@@ -381,14 +381,17 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	}
 	n.setPlacement(r.Place)
 	answer := wire.Restore{Place: r.Place}
+	// Early (load.go): restored, and started, before its key groups'
+	// state is built; not with slices to load after the chain.
+	early := len(r.Slices) == 0
 	in, err := newInstance(n, n.plan, &r.Place)
 	if err == nil {
-		answer.ID, err = in.restore(r.Chain)
+		answer.ID, err = in.restoreChain(r.Chain, early)
 		if err != nil && (len(r.Fallback) > 0 || r.Scratch) {
 			n.event(events.CheckpointFallback, r.Place.ID, events.CheckpointFallbackFields{Error: err.Error()},
 				"latest checkpoint of %s unusable (%v); falling back to the previous one", r.Place.ID, err)
 			if in, err = newInstance(n, n.plan, &r.Place); err == nil {
-				answer.ID, err = in.restore(r.Fallback)
+				answer.ID, err = in.restoreChain(r.Fallback, early)
 				answer.Fellback = true
 			}
 		}
@@ -420,6 +423,9 @@ func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
 	n.insts[r.Place.ID] = in
 	n.mu.Unlock()
 	_ = n.ctl.send(wire.TControl, msg)
+	if in.ld != nil {
+		in.loadGroups(in.ld) // attached as they are built, once the instance runs
+	}
 	if !r.Hold {
 		in.start(ctx)
 	}

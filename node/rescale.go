@@ -283,8 +283,8 @@ func (in *instance) tryRelease(ctx context.Context) {
 		in.tryDrop(r)
 		return
 	}
-	if in.ck.inflight || in.releaseWM() < r.MinWM || in.finished {
-		return
+	if in.ck.inflight || in.releaseWM() < r.MinWM || in.finished || in.ld != nil {
+		return // (a capture waits for the key groups still loading: load.go)
 	}
 	in.rs.release = in.rs.release[1:]
 	id := in.ck.lastID + 1
@@ -386,7 +386,7 @@ func (in *instance) giveUp(rs []job.Range) {
 // since), so nothing is captured: at a batch boundary the ranges are
 // given up at once and the coordinator told.
 func (in *instance) tryDrop(r *wire.Rescale) {
-	if in.releaseWM() < r.MinWM || in.finished {
+	if in.releaseWM() < r.MinWM || in.finished || in.ld != nil {
 		return
 	}
 	in.rs.release = in.rs.release[1:]
@@ -975,7 +975,12 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 	// answer", the move was never loaded and the drain went on without
 	// it: 2,010 rollup windows lost).
 	done := make(chan struct{})
-	queued := in.do(func() {
+	var loadIn func()
+	loadIn = func() {
+		if in.ld != nil {
+			in.ld.after = append(in.ld.after, loadIn) // once its own key groups are whole (load.go)
+			return
+		}
 		defer close(done)
 		if in.hasLoaded(r.ID, r.Ranges) {
 			// Loaded already in this rescale (staged, then started): the
@@ -999,7 +1004,8 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 			in.rs.first = &firstWait{id: r.ID, op: r.Op, rs: r.Ranges, want: wantOf(r.Ranges), since: time.Now()}
 		}
 		answer.Gen, answer.After = in.place.Gen, in.ck.lastID
-	})
+	}
+	queued := in.do(loadIn)
 	if !queued {
 		answer.Error = fmt.Sprintf("%s has stopped", r.Instance)
 		reply(answer)

@@ -225,9 +225,10 @@ func (t *Table[V]) group(kg int) *group[V] {
 // concurrently. Attach belongs to the owner goroutine, which must not call
 // Capture between a builder's Build and its Attach.
 type GroupBuilder[V any] struct {
-	g    *group[V]
-	slab []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
-	keys strings.Builder // the keys, back to back
+	g     *group[V]
+	slab  []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
+	keys  strings.Builder // the keys, back to back
+	clean bool            // BuildClean: the group is as of the table's latest checkpoint
 }
 
 // Build returns a builder of group kg for n keys of keyBytes bytes in all
@@ -243,6 +244,21 @@ func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
 		slab: make([]Entry[V], n),
 	}
 	b.keys.Grow(keyBytes)
+	return b
+}
+
+// BuildClean is Build for a group restored as of the checkpoint the
+// table's owner continues from, attached while the owner goes on
+// (an early restore: the owner processes the groups attached before it
+// while this one is built): the group is not fresh and its entries are
+// not dirty, so the next delta capture holds only what changes after the
+// group's Attach, as it does for the groups of a restore followed by an
+// empty capture. It reads nothing of the table but Capture writes, so it
+// may run while the owner runs, if the owner takes no Capture between it
+// and the Attach.
+func (t *Table[V]) BuildClean(kg, n, keyBytes int) *GroupBuilder[V] {
+	b := t.Build(kg, n, keyBytes)
+	b.g.fresh, b.clean = false, true
 	return b
 }
 
@@ -262,6 +278,9 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	b.keys.Write(key)
 	e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
 	e.g, e.dirtyAt = g, t.epoch
+	if b.clean {
+		e.dirtyAt = 0 // no epoch: the first Mut marks it dirty
+	}
 	if t.seq != 0 {
 		e.saved.Store(t.seq) // no capture up to now needs it
 	}

@@ -15,9 +15,17 @@
 // runs each node's session inside TLS, requiring the very certificate it
 // issued. Without TLS it refuses a join from another host. run.json says
 // which (tls). Every refused connection is one node_refused event naming
-// the remote address. Its event loop (Coordinator.loop) owns all
-// of its state; reader goroutines, the manifest writer and the accept loop
-// talk to it through channels only, so the protocol logic never races.
+// the remote address.
+//
+// Its decisions are a core with no I/O (core.go): inputs in, each with its
+// time, and a batch of work out (control messages, spawns, signals,
+// deletes, manifest writes, events). The driver (driver.go, work.go) owns
+// the sessions, processes, stores and clock: its event loop is the only
+// goroutine that touches the core, and an executor carries the work out
+// in the order the core decided it, off the loop. Reader goroutines, the
+// manifest writer, the executor and the accept loop talk to the loop
+// through channels only, so the protocol logic never races
+// (PROTOCOL.md, "The coordinator: a core and its driver").
 //
 // What it guarantees, with --ft spate (coord/PROTOCOL.md has the details):
 //   - a checkpoint is complete once its file is durable and a manifest that

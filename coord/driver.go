@@ -605,6 +605,13 @@ func (c *Coordinator) loop(ctx context.Context) error {
 func (c *Coordinator) finishRun() error {
 	c.now = c.opt.Now()
 	e := c.finish()
+	w := c.take() // the executor is done: what finish decided is carried out here
+	for _, e := range w.events {
+		c.bus.Publish(e)
+	}
+	for _, o := range w.ops {
+		c.carryOut(o)
+	}
 	c.recordStoreTraffic() // store.go
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err

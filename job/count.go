@@ -241,9 +241,24 @@ func (c *Count) Advance(wm int64, out Emitter) {
 	if wm < c.nextEnd {
 		return
 	}
+	c.nextEnd = c.fireUpTo(wm, nil, out)
+}
+
+// FireGroups implements GroupFirer.
+func (c *Count) FireGroups(only func(KeyGroup) bool, wm int64, out Emitter) {
+	c.fireUpTo(wm, only, out) // nextEnd stays: at most the true next end
+}
+
+// fireUpTo fires the windows with end <= wm of the key groups only
+// admits (every one if nil), in their canonical order, and returns the
+// earliest end left among those it looked at.
+func (c *Count) fireUpTo(wm int64, only func(KeyGroup) bool, out Emitter) int64 {
 	fired := c.fired[:0]
 	next := int64(math.MaxInt64)
 	for kg, open := range c.open {
+		if only != nil && !only(KeyGroup(kg)) {
+			continue
+		}
 		for ws, list := range open {
 			end := windowEnd(ws, c.w)
 			if end > wm {
@@ -258,13 +273,13 @@ func (c *Count) Advance(wm int64, out Emitter) {
 			c.spare = append(c.spare, list[:0])
 		}
 	}
-	c.nextEnd = next
 	c.order = fireOrder(fired, c.order[:0])
 	for _, h := range c.order {
 		c.fire(&fired[h.I], out)
 	}
 	clear(fired)
 	c.fired = fired[:0]
+	return next
 }
 
 // fireOrder returns handles to fired (appended to hs) in their canonical

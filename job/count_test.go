@@ -233,3 +233,71 @@ func TestRollupInputCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestFireGroupsFiresOnlyThoseGroups: FireGroups fires the windows up to
+// wm of the key groups it is given, as Advance would, and nothing else;
+// the operator's watermark does not move, and Advance later fires the
+// rest once, the given groups' windows not again. Count and rollup both.
+func TestFireGroupsFiresOnlyThoseGroups(t *testing.T) {
+	spec := testSpec(200, 0, 8, 4)
+	type firer interface {
+		Keyed
+		GroupFirer
+	}
+	for _, op := range []struct {
+		name string
+		new  func() firer
+	}{
+		{"count", func() firer { return NewCount(spec) }},
+		{"rollup", func() firer { return NewRollup(spec) }},
+	} {
+		t.Run(op.name, func(t *testing.T) {
+			feed := func(k firer) {
+				for kg := range KeyGroup(4) {
+					for i, ts := range []int64{4010, 4150, 4250} {
+						key := []byte(fmt.Sprintf("k%d-%d", kg, i))
+						rec := Record{Key: key, Time: ts, Value: 1}
+						if op.name == "rollup" {
+							rec = Record{Key: []byte(GroupName(key, spec.Rollups)), Time: ts - ts%200, Value: 1, Data: appendRollupInput(nil, string(key), 1, 1)}
+						}
+						k.Process(kg, rec, nil)
+					}
+				}
+			}
+			whole, parts := op.new(), op.new()
+			feed(whole)
+			feed(parts)
+			var all, early, late recorder
+			whole.Advance(4200, &all)
+			given := func(kg KeyGroup) bool { return kg == 1 || kg == 2 }
+			parts.FireGroups(given, 4200, &early)
+			for _, e := range early.out {
+				if !given(e.From) || e.Time >= 4200 {
+					t.Fatalf("FireGroups fired %v: not of key groups 1 and 2 up to 4200", e)
+				}
+			}
+			if len(early.out) == 0 {
+				t.Fatal("FireGroups fired nothing")
+			}
+			parts.Advance(4180, &late) // below the fired windows' end: nothing
+			if len(late.out) != 0 {
+				t.Fatalf("the watermark moved with FireGroups: Advance(4180) fired %v", late.out)
+			}
+			parts.Advance(4200, &late)
+			var rest []emitted
+			for _, e := range all.out {
+				if !given(e.From) {
+					rest = append(rest, e)
+				}
+			}
+			checkEmitted(t, "Advance after FireGroups", late.out, rest)
+			var mine []emitted
+			for _, e := range all.out {
+				if given(e.From) {
+					mine = append(mine, e)
+				}
+			}
+			checkEmitted(t, "FireGroups", early.out, mine)
+		})
+	}
+}

@@ -158,10 +158,25 @@ func (r *Rollup) Advance(wm int64, out Emitter) {
 	if wm < r.nextEnd {
 		return
 	}
+	r.nextEnd = r.fireUpTo(wm, nil, out)
+}
+
+// FireGroups implements GroupFirer.
+func (r *Rollup) FireGroups(only func(KeyGroup) bool, wm int64, out Emitter) {
+	r.fireUpTo(wm, only, out) // nextEnd stays: at most the true next end
+}
+
+// fireUpTo fires the windows with end <= wm of the key groups only
+// admits (every one if nil), in (window end, group) order, and returns
+// the earliest end left among those it looked at.
+func (r *Rollup) fireUpTo(wm int64, only func(KeyGroup) bool, out Emitter) int64 {
 	fired := r.fired[:0]
 	next := int64(math.MaxInt64)
 	r.kgs = r.tab.AppendGroups(r.kgs[:0])
 	for _, kg := range r.kgs {
+		if only != nil && !only(KeyGroup(kg)) {
+			continue
+		}
 		r.tab.Range(kg, func(e *rollupEntry) bool {
 			fire := false
 			for i := range e.Val().wins {
@@ -188,7 +203,6 @@ func (r *Rollup) Advance(wm int64, out Emitter) {
 			return true
 		})
 	}
-	r.nextEnd = next
 	slices.SortFunc(fired, func(a, b rollupFiring) int {
 		return cmp.Or(cmp.Compare(a.w.start, b.w.start), strings.Compare(a.e.Key(), b.e.Key()))
 	})
@@ -202,6 +216,7 @@ func (r *Rollup) Advance(wm int64, out Emitter) {
 	}
 	clear(fired)
 	r.fired = fired[:0]
+	return next
 }
 
 // Capture implements Stateful: it pins the groups' state (see

@@ -83,7 +83,19 @@ type BuiltGroup interface {
 var (
 	_ GroupLoader = (*Count)(nil)
 	_ GroupLoader = (*Rollup)(nil)
+	_ GroupFirer  = (*Count)(nil)
+	_ GroupFirer  = (*Rollup)(nil)
 )
+
+// GroupFirer is an operator that can fire the windows of some of its key
+// groups up to wm without moving its watermark: an instance held by a
+// rescale (its watermark must not move) that gives those groups away to
+// an instance already past wm fires them first, so that none of their
+// windows reaches the new owner overdue (node/rescale.go, tryRelease).
+// It fires them as Advance(wm) would have, in the same order.
+type GroupFirer interface {
+	FireGroups(only func(KeyGroup) bool, wm int64, out Emitter)
+}
 
 // built is a BuiltGroup over a state.GroupBuilder, with what the operator
 // derives of the group (its open windows) to apply once it is attached.

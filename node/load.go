@@ -56,8 +56,8 @@ type earlyLoad struct {
 	held      map[job.KeyGroup][]loadHeld
 	nheld     int
 	heldBytes int
-	after     []func() // what waits for the end of the load, in order
-	finish    bool     // every input ended during the load
+	after     []func()     // what waits for the end of the load, in order
+	finish    bool         // every input ended during the load
 	next      atomic.Int64 // the loaders' next group
 }
 

@@ -273,6 +273,27 @@ func (in *instance) queueRelease(r *wire.Rescale) {
 	in.rs.release = append(in.rs.release, r)
 }
 
+// fireGiven fires, before a release's capture, the windows of the ranges
+// given away that end at or before the receiver's watermark (r.MinWM),
+// when this instance has not fired up to it itself: a receiver of the same
+// rescale, its watermark held below its inputs'. The receiver has fired
+// its own windows up to MinWM and sent its watermark on; the windows of
+// the range it loads would fire there overdue, behind what its
+// downstreams were told (seed 79 under --recover parallel: count#1, held
+// at 4180, gave [64,74) to count#0, held at 4200, and rollup fired window
+// [4000,4200) without count#0's late outputs of the range). Fired here
+// they are on time: this instance's downstreams are at or behind its own
+// held watermark. Every record of the window is here (releaseWM >= MinWM:
+// every input is past it).
+func (in *instance) fireGiven(r *wire.Rescale, out job.Emitter) {
+	if in.wm >= r.MinWM {
+		return
+	}
+	if gf, ok := in.op.(job.GroupFirer); ok {
+		gf.FireGroups(func(kg job.KeyGroup) bool { return inRanges(r.Ranges, kg) }, r.MinWM, out)
+	}
+}
+
 // tryRelease carries out the first pending release once its moment has come.
 func (in *instance) tryRelease(ctx context.Context) {
 	if len(in.rs.release) == 0 {
@@ -287,6 +308,7 @@ func (in *instance) tryRelease(ctx context.Context) {
 		return // (a capture waits for the key groups still loading: load.go)
 	}
 	in.rs.release = in.rs.release[1:]
+	in.fireGiven(r, in)
 	id := in.ck.lastID + 1
 	pc := in.capture(id, true)
 	pc.keep = true

@@ -434,3 +434,41 @@ func TestADamagedCaptureIsWrittenAgain(t *testing.T) {
 		t.Fatalf("the capture written again does not load: %v", err)
 	}
 }
+
+// TestAHeldGiverFiresWhatItsReceiverHasPassed: an instance held by a
+// rescale (a receiver of it too) that gives a range to a receiver whose
+// watermark is past its own fires the range's windows up to the
+// receiver's watermark before its capture, and nothing else; one not
+// behind the receiver fires nothing (seed 79 under --recover parallel).
+func TestAHeldGiverFiresWhatItsReceiverHasPassed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		wm    int64
+		fired bool
+	}{{"behind the receiver", 4980, true}, {"level with it", 5000, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := testCount(t, "spate")
+			in.op = job.NewCount(in.spec)
+			var out firedFrom
+			for kg := range job.KeyGroup(4) {
+				in.op.Process(kg, job.Record{Key: []byte(fmt.Sprintf("k%d", kg)), Time: 4100, Value: 1}, nil)
+			}
+			in.wm, in.rs.hold = tc.wm, true
+			in.fireGiven(&wire.Rescale{Ranges: []job.Range{{Lo: 1, Hi: 3}}, MinWM: 5000}, &out)
+			fired := out.kgs
+			var want []job.KeyGroup
+			if tc.fired {
+				want = []job.KeyGroup{1, 1, 2, 2} // to rollup and to the sink
+			}
+			slices.Sort(fired)
+			if !slices.Equal(fired, want) {
+				t.Fatalf("fired the windows of key groups %v, want %v", fired, want)
+			}
+		})
+	}
+}
+
+// firedFrom is an Emitter that keeps the key group of each output.
+type firedFrom struct{ kgs []job.KeyGroup }
+
+func (f *firedFrom) Emit(_ int, from job.KeyGroup, _ job.Record) { f.kgs = append(f.kgs, from) }

@@ -85,7 +85,7 @@ func (c *Coordinator) serveStores(node string, sess *yamux.Session) {
 		}
 		go func() {
 			if err := c.storeSrv.Serve(st); err != nil {
-				c.emit(events.Error, node, "", events.ErrorFields{Peer: node}, "store stream from %s: %v", node, err)
+				c.publish(events.Error, node, "", events.ErrorFields{Peer: node}, "store stream from %s: %v", node, err)
 			}
 		}()
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -1048,14 +1047,9 @@ func (n *Node) load(ctx context.Context, r *wire.Rescale, reply func(wire.Rescal
 	}()
 }
 
-// staged holds, per node, the instances a pre-copy created and loaded
-// but has not started yet: they are no node's running instances until
-// every downstream knows them (the start step). Guarded by stagedMu.
-var (
-	stagedMu sync.Mutex
-	staged   = map[*Node]map[job.InstanceID]*stagedInst{}
-)
-
+// stagedInst is an instance a pre-copy created and loaded but has not
+// started yet (Node.staged): it is no node's running instance until every
+// downstream knows it (the start step).
 type stagedInst struct {
 	in     *instance
 	ranges []job.Range
@@ -1067,14 +1061,13 @@ type stagedInst struct {
 // staged instance (the coordinator moves the slice the other way).
 func (n *Node) stage(r *wire.Rescale, reply func(wire.Rescale)) {
 	answer := wire.Rescale{ID: r.ID, Step: wire.RescaleStaged, Op: r.Op, Instance: r.Instance, Ranges: r.Ranges}
-	stagedMu.Lock()
-	m := staged[n]
-	if m == nil {
-		m = map[job.InstanceID]*stagedInst{}
-		staged[n] = m
+	n.stagedMu.Lock()
+	if n.staged == nil {
+		n.staged = map[job.InstanceID]*stagedInst{}
 	}
+	m := n.staged
 	st := m[r.Instance]
-	stagedMu.Unlock()
+	n.stagedMu.Unlock()
 	var err error
 	switch {
 	case r.Place == nil || r.Place.ID != r.Instance || len(r.Chain) == 0:
@@ -1097,7 +1090,7 @@ func (n *Node) stage(r *wire.Rescale, reply func(wire.Rescale)) {
 			st.in.noteLoaded(r.ID, r.Ranges)
 		}
 	}
-	stagedMu.Lock()
+	n.stagedMu.Lock()
 	if err != nil {
 		delete(m, r.Instance)
 		answer.Error = err.Error()
@@ -1105,17 +1098,17 @@ func (n *Node) stage(r *wire.Rescale, reply func(wire.Rescale)) {
 		st.ranges = append(st.ranges, r.Ranges...)
 		m[r.Instance] = st
 	}
-	stagedMu.Unlock()
+	n.stagedMu.Unlock()
 	reply(answer)
 }
 
 // startStaged starts a staged instance, held: every downstream knows it
 // now. It answers loaded with every range it was staged with.
 func (n *Node) startStaged(ctx context.Context, r *wire.Rescale, reply func(wire.Rescale)) {
-	stagedMu.Lock()
-	st := staged[n][r.Instance]
-	delete(staged[n], r.Instance)
-	stagedMu.Unlock()
+	n.stagedMu.Lock()
+	st := n.staged[r.Instance]
+	delete(n.staged, r.Instance)
+	n.stagedMu.Unlock()
 	answer := wire.Rescale{ID: r.ID, Step: wire.RescaleLoaded, Op: r.Op, Instance: r.Instance}
 	if st == nil {
 		answer.Error = fmt.Sprintf("%s is not staged on this node", r.Instance)

@@ -139,10 +139,9 @@ type Node struct {
 	log *log.Logger
 
 	// staged is the instances a pre-copy created and loaded but has not
-	// started yet (rescale.go, stage). A package-level map keyed by node
-	// kept every node that ever staged alive: in the simulation, which
-	// runs thousands of nodes in one process, memory grew by about half a
-	// megabyte a seed and a batch of 2,000 seeds ran at half its speed.
+	// started yet (rescale.go, stage). It was a package-level map keyed
+	// by node, which kept every node that ever staged alive: the
+	// simulation runs thousands of nodes in one process.
 	stagedMu sync.Mutex
 	staged   map[job.InstanceID]*stagedInst
 

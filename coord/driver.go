@@ -374,12 +374,11 @@ func (c *Coordinator) spawn(name, replaces string) error {
 		c.links[name] = &nodeLink{proc: proc}
 	}
 	c.linkMu.Unlock()
+	text := fmt.Sprintf("node %s spawned (pid %d)", name, proc.Pid())
 	if replaces != "" {
-		c.publish(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid(), Replaces: replaces},
-			"node %s spawned (pid %d) in place of %s", name, proc.Pid(), replaces)
-	} else {
-		c.publish(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid()}, "node %s spawned (pid %d)", name, proc.Pid())
+		text += " in place of " + replaces
 	}
+	c.publish(events.NodeSpawned, name, "", events.NodeSpawnedFields{PID: proc.Pid(), Replaces: replaces}, "%s", text)
 	go func() { _ = proc.Wait(); c.exitc <- name }()
 	return nil
 }
@@ -583,14 +582,13 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			c.publish(events.Error, "", "", events.ErrorFields{Waiting: waiting}, "the drain did not finish: still waiting for %v", waiting)
 			return fmt.Errorf("the drain did not finish in time: still waiting for %v", waiting)
 		}
+		var err error
 		if in != nil {
-			err := c.step(c.opt.Now(), in)
-			c.carry()
-			if err != nil {
-				return err
-			}
-		} else {
-			c.carry()
+			err = c.step(c.opt.Now(), in)
+		}
+		c.carry()
+		if err != nil {
+			return err
 		}
 		if err := c.checked(); err != nil {
 			return err

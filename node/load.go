@@ -106,8 +106,11 @@ func (ld *earlyLoad) hold(p job.Producer, kg job.KeyGroup, seq uint64, rec job.R
 	rec.Data = append([]byte(nil), rec.Data...)
 	ld.held[kg] = append(ld.held[kg], loadHeld{p: p, seq: seq, rec: rec})
 	ld.nheld++
-	ld.heldBytes += len(rec.Key) + len(rec.Data) + 64
+	ld.heldBytes += heldSize(rec)
 }
+
+// heldSize is what a held record counts toward maxLoadHeld.
+func heldSize(rec job.Record) int { return len(rec.Key) + len(rec.Data) + 64 }
 
 // full reports whether the held records have reached their bound.
 func (ld *earlyLoad) full() bool { return ld.heldBytes >= maxLoadHeld }
@@ -153,15 +156,15 @@ func (in *instance) attachLoaded(ld *earlyLoad, kg job.KeyGroup, b job.BuiltGrou
 		}
 		return
 	}
-	in.ld.loading[kg] = false
-	in.ld.pending--
+	ld.loading[kg] = false
+	ld.pending--
 	if q := ld.held[kg]; len(q) > 0 {
 		delete(ld.held, kg)
 		gaps := in.gapHolding()
 		for i := range q {
 			h := &q[i]
 			in.accept(h.p, kg, h.seq, h.rec, in.dedupOf(h.p), gaps)
-			ld.heldBytes -= len(h.rec.Key) + len(h.rec.Data) + 64
+			ld.heldBytes -= heldSize(h.rec)
 		}
 		ld.nheld -= len(q)
 	}

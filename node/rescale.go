@@ -554,8 +554,10 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 	}
 	// The watermark: a fresh instance (nothing but slices) takes the
 	// slices' lowest; any other goes down to the slice's if it is ahead
-	// (it has not sent it on: a held receiver or one being restored), so
-	// that no record of the slice still to come is behind it.
+	// (a held receiver or one being restored), so that no record of the
+	// slice still to come is behind it. A held receiver may have sent its
+	// own on before its hold: the giver fired what it had passed before
+	// the capture (fireGiven), so nothing of the slice fires behind it.
 	var meta ckptMeta
 	if err := json.Unmarshal(snap.Sections["meta"], &meta); err != nil {
 		return fmt.Errorf("slice %v: %s: meta: %w", rs, file, err)

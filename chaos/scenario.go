@@ -635,14 +635,15 @@ var clusterFlags = map[string]clusterFlag{
 	"nodes": flagInt, "local": flagInt, "keys": flagInt, "seed": flagInt,
 	"rate": flagNumber, "speedup": flagNumber,
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
-	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
+	"coord-timeout": flagDuration,
+	"job":           flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString, "recover": flagString,
 	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
 	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "tls": flagBool, "metrics": flagString,
 }
 
 // runnerFlags are the flags of `spate up` that `spate chaos run` sets.
-var runnerFlags = []string{"data", "headless", "script"}
+var runnerFlags = []string{"data", "headless", "script", "resume"}
 
 // ClusterKeys are the fields a cluster: block takes, sorted: the flags of
 // `spate up` but those `spate chaos run` sets (RunnerKeys).

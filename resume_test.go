@@ -138,6 +138,11 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 				t.Fatalf("resume: exit %d\n%s", code, out)
 			}
 			evs := runEvents(t, dir)
+			for i := 1; i < len(evs); i++ {
+				if evs[i].Seq != evs[i-1].Seq+1 {
+					t.Fatalf("events.jsonl: seq %d follows %d: the resumed coordinator's events do not continue the log", evs[i].Seq, evs[i-1].Seq)
+				}
+			}
 			rejoined := 0
 			for _, e := range evs {
 				if f, ok := e.Fields.(events.NodeJoinedFields); ok && f.Rejoined {
@@ -159,6 +164,8 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 				t.Errorf("no coord_resumed events\n%s", out)
 			}
 			mustVerify(t, dir, "after the resume")
+			checkFile(t, dir, "run.json", "run.schema.json") // with its resumed times
+			checkEvents(t, dir)                              // both coordinators' events, one log
 			for name, pid := range before {
 				if alive(pid) {
 					t.Errorf("node %s (pid %d) still runs after the resumed run ended", name, pid)

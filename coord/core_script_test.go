@@ -42,6 +42,10 @@ import (
 //	act VERB [TARGET] [K=V ...]                  a control action
 //	drain                                        the run's duration is reached
 //	tick D [stall|alive]                         D passes, judged every heartbeat period, with the recoveries' and rescales' ticks (stall: judged once, at its end: the loop stood still; alive: every node beats meanwhile)
+//	crash                                        the coordinator dies; a new core resumes from its durable record (the manifest as last written), its work not yet carried out lost
+//	rejoin NODE                                  a recorded node comes back to the resumed coordinator
+//	beat NODE                                    NODE's heartbeat (its instances' reports)
+//	stopped NODE                                 NODE has stopped its instances (the resume's stop)
 //	show                                         placements, done and lost instances, restorable checkpoints
 //	# ...                                        a comment, echoed
 func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
@@ -329,7 +333,35 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 			h.c.checkCaughtUp()
 			h.c.edsTick()
 			h.c.grant()
+			if err := h.c.resumeTick(); err != nil {
+				return err
+			}
 		}
+	case "crash":
+		return h.crash()
+	case "rejoin":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		if err := h.c.join(&nodeState{name: node, listen: "mem:" + node}); err != nil {
+			fmt.Fprintf(out, "refused: %v\n", err)
+		}
+	case "beat":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		h.c.heartbeat(h.c.nodes[node], &wire.Heartbeat{Node: node}, h.now)
+	case "stopped":
+		node, err := arg(0)
+		if err != nil {
+			return err
+		}
+		if h.c.resume == nil {
+			return fmt.Errorf("no resume in flight")
+		}
+		h.msg(node, &wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: h.c.resume.id, Step: wire.RescaleStopped}})
 	case "show":
 		h.show(out)
 	default:
@@ -365,6 +397,31 @@ func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// crash replaces the core by one resumed from the record the dead one
+// last made durable: the manifest of its last finished write (the script
+// finishes every write at once), as a resumed coordinator reads it.
+func (h *coreHarness) crash() error {
+	old := h.c
+	old.manifest.Coord = old.record()
+	b, err := json.Marshal(old.manifest)
+	old.manifest.Coord = nil
+	if err != nil {
+		return err
+	}
+	m, err := parseManifest(b)
+	if err != nil {
+		return err
+	}
+	h.w, h.writes = work{}, nil // what it had not carried out is lost
+	c := newCore(old.cfg, old.run, h.now)
+	c.dir = old.dir
+	if err := c.resumeFrom(m, OutputManifest{Limits: maps.Clone(old.outputs.Limits)}); err != nil {
+		return err
+	}
+	h.c = c
 	return nil
 }
 

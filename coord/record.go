@@ -219,9 +219,18 @@ func readManifestFile(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return m, nil
+}
+
+// parseManifest decodes a manifest and rebuilds its indexes.
+func parseManifest(b []byte) (*Manifest, error) {
 	m := &Manifest{}
 	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, err
 	}
 	if m.Instances == nil {
 		m.Instances = map[job.InstanceID][]wire.Checkpoint{}

@@ -70,7 +70,18 @@ type Config struct {
 	// even on loopback; a --listen address off loopback turns it on
 	// by itself (tls.go).
 	TLS bool `json:"tls,omitempty"`
+	// CoordTimeout is how long a node waits for a coordinator that went
+	// away, its instances kept, before it stops and exits (node.Config).
+	CoordTimeout time.Duration `json:"coord_timeout,omitempty"`
+	// Resume is the run directory of a run whose coordinator died: a new
+	// coordinator goes on with it (resume.go). Its configuration is the
+	// run's own, from run.json.
+	Resume string `json:"-"`
 }
+
+// resumeFlags are the flags `spate up --resume` takes beside it: how
+// this coordinator shows the run, not what the run is.
+var resumeFlags = map[string]bool{"resume": true, "headless": true, "events": true, "metrics": true, "script": true}
 
 // DefaultConfig returns the defaults of `spate up`.
 func DefaultConfig() Config {
@@ -80,6 +91,7 @@ func DefaultConfig() Config {
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
 		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, RecoverOn: "survivors", Recover: "single", Rescale: "eds",
+		CoordTimeout: 30 * time.Second,
 	}
 }
 
@@ -125,11 +137,25 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	backupMem := fs.String("backup-mem", "", "memory limit of each upstream backup, e.g. 64MiB (default 64MiB)")
 	fs.StringVar(&c.Store, "store", c.Store, "where checkpoints and sink output go: dir (the run directory), coord (the coordinator, over each node's connection) or s3://BUCKET/PREFIX?endpoint=HOST:PORT (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default: the run directory for nodes that see it, the coordinator for the others")
 	fs.StringVar(&c.BackupFull, "backup-full", c.BackupFull, "what a backup past --backup-mem does: spill (to the run directory) or block (backpressure until trims free memory)")
+	fs.DurationVar(&c.CoordTimeout, "coord-timeout", c.CoordTimeout, "how long the nodes wait for a coordinator that went away (a crash: spate up --resume DIR starts the next), their instances kept; then they stop and exit")
+	fs.StringVar(&c.Resume, "resume", c.Resume, "go on with the run in this run directory, whose coordinator died: the nodes rejoin, every instance is restored from its checkpoints, the job goes on (the run's own configuration is used)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: up: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if c.Resume != "" {
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			if !resumeFlags[f.Name] {
+				other = append(other, "--"+f.Name)
+			}
+		})
+		if len(other) > 0 {
+			return c, fmt.Errorf("%w: --resume: the run's configuration is its own (%s/run.json): %s cannot be given with it", ErrUsage, c.Resume, strings.Join(other, ", "))
+		}
+		return c, nil
 	}
 	if err := ParseParallelism(*par, c.Parallelism); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
@@ -188,6 +214,8 @@ func (c *Config) Validate() error {
 		return bad("lateness", "must not be negative")
 	case c.Timeout < 10*time.Millisecond:
 		return bad("timeout", "must be at least 10ms")
+	case c.CoordTimeout < 0:
+		return bad("coord-timeout", "must not be negative")
 	case c.Heartbeat <= 0 || c.Heartbeat >= c.Timeout:
 		return bad("heartbeat", "must be positive and shorter than --timeout")
 	case c.BackupMem < 0 || (c.BackupMem > 0 && c.BackupMem < 1<<20):

@@ -25,6 +25,13 @@ func (c *core) handleMsg(m nodeMsg) error {
 	case m.hb != nil:
 		c.heartbeat(ns, m.hb, m.at)
 	case m.ctl != nil:
+		if c.resume != nil && m.ctl.Kind != wire.CtlRescale && m.ctl.Kind != wire.CtlEvent {
+			// An old instance's report while a resume fences them all: a
+			// checkpoint taken after a move the record does not hold
+			// (its capture reported to the dead coordinator) would
+			// restore the old owner without the range.
+			return nil
+		}
 		switch m.ctl.Kind {
 		case wire.CtlReady:
 			if m.ctl.Error != "" && c.started {
@@ -79,6 +86,9 @@ func (c *core) joined() int {
 // join registers an authenticated node.
 func (c *core) join(ns *nodeState) error {
 	old := c.nodes[ns.name]
+	if rs := c.resume; rs != nil && old != nil && (rs.waiting[ns.name] || old.state != nodeSpawned) {
+		return c.rejoin(ns, old) // a recorded node (a respawned one joins as any)
+	}
 	if c.plan != nil {
 		if old == nil || old.state != nodeSpawned || old.joined {
 			return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)
@@ -284,6 +294,7 @@ func (c *core) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time) {
 			c.srcHigh[part] = max(c.srcHigh[part], pos)
 		}
 	}
+	c.resumeBeat(ns)
 }
 
 func (c *core) checkHeartbeats() {
@@ -330,6 +341,10 @@ func (c *core) nodeLost(ns *nodeState, why string) {
 	}
 	if c.finished() {
 		ns.state = nodeExited
+		return
+	}
+	if c.resume != nil {
+		c.resumeLost(ns, why)
 		return
 	}
 	ns.state = nodeLost

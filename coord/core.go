@@ -84,6 +84,16 @@ type core struct {
 	sinkRestores map[job.InstanceID]restoredFrom // what each sink's generation was restored from (invariants.go)
 
 	compacting map[job.InstanceID]bool // compactions in flight (compact.go)
+
+	// The durable record (record.go): durable makes every input end with
+	// seal (off in the core scripts, which have no manifest writer);
+	// recKey is the record's key as last written.
+	durable bool
+	recKey  []byte
+	// resume is a resume in flight (resume.go); resuming is set while it
+	// places the instances.
+	resume   *resumeState
+	resuming bool
 }
 
 // newCore is a coordinator's decisions before any node has joined.
@@ -264,8 +274,9 @@ type (
 )
 
 // step takes in one input at time now. An error ends the run.
-func (c *core) step(now time.Time, in any) error {
+func (c *core) step(now time.Time, in any) (err error) {
 	c.now = now
+	defer c.seal()
 	switch in := in.(type) {
 	case nodeMsg:
 		return c.handleMsg(in)
@@ -276,7 +287,7 @@ func (c *core) step(now time.Time, in any) error {
 	case exitIn:
 		c.exited(in.name)
 	case tickIn:
-		c.tick()
+		return c.tick()
 	case drainIn:
 		c.drain(in.why)
 	case liftIn:
@@ -293,6 +304,7 @@ func (c *core) step(now time.Time, in any) error {
 // the core will not have it; err, a deploy that failed, ends the run.
 func (c *core) admit(now time.Time, in joinIn) (refused, err error) {
 	c.now = now
+	defer c.seal()
 	if refused = c.join(&nodeState{name: in.name, pid: in.pid, listen: in.listen}); refused != nil {
 		return refused, nil
 	}
@@ -310,7 +322,14 @@ func (c *core) spawned(name string, pid int) {
 // actAt carries out a control action at time now.
 func (c *core) actAt(now time.Time, a control.Action) (control.Result, error) {
 	c.now = now
-	res, err := c.act(a)
+	defer c.seal()
+	var res control.Result
+	var err error
+	if c.resume != nil && a.Verb != "kill" && a.Verb != "pause" && a.Verb != "resume" {
+		err = fmt.Errorf("%s: the coordinator is resuming the job; try again once its instances are restored", a.Verb)
+	} else {
+		res, err = c.act(a)
+	}
 	if err != nil {
 		res = control.Result{Text: err.Error()}
 		c.emit(events.Error, "", "", events.ErrorFields{Action: a.String()}, "control: %s: %v", a, err)
@@ -321,7 +340,14 @@ func (c *core) actAt(now time.Time, a control.Action) (control.Result, error) {
 }
 
 // tick is what the loop does every heartbeat period.
-func (c *core) tick() {
+func (c *core) tick() error {
+	if c.resume != nil {
+		c.checkHeartbeats()
+		return c.resumeTick()
+	}
+	if !c.mw.busy && c.mw.written < c.mw.version {
+		c.writeManifest() // the last write failed: again
+	}
 	c.checkHeartbeats()
 	c.grant()
 	c.placeAwaiting("")
@@ -334,6 +360,7 @@ func (c *core) tick() {
 		c.drain(c.drainPending)
 	}
 	c.sampleLag()
+	return nil
 }
 
 // exited takes in a node process that is gone.

@@ -49,7 +49,20 @@ type Options struct {
 	// FrameAligned makes the link fault layer hold traffic only between
 	// yamux frames (netfault.Config.FrameAligned): the simulation's.
 	FrameAligned bool
+	// Crash, when closed, makes the coordinator die as its process would
+	// under SIGKILL: the loop stops where it is, the work not carried out
+	// yet is dropped, every node session is closed, nothing is flushed or
+	// written at the end, and Up returns ErrCrashed (the simulation's
+	// crash of the coordinator; the product is killed for real).
+	Crash <-chan struct{}
+	// Adopt, if set, gives a resumed coordinator the handle of a node
+	// process another coordinator started (the simulation's in-process
+	// nodes); nil: the process of that pid (adopt.go).
+	Adopt func(name string, pid int) Process
 }
+
+// ErrCrashed is what Up returns after Options.Crash.
+var ErrCrashed = errors.New("the coordinator crashed (Options.Crash)")
 
 // Process is a spawned node process.
 type Process interface {
@@ -158,6 +171,17 @@ type Coordinator struct {
 	layer    *netfault.Layer // link faults on the coordinator's side of its links
 	tls      tlsState        // the run's CA and the coordinator's certificate, with TLS (tls.go)
 	compactc chan compaction
+
+	// The version of the manifest (with its record) known durable, for
+	// the executor's durableOp; durStop releases a waiting executor when
+	// the loop ends.
+	durMu   sync.Mutex
+	durCond *sync.Cond
+	durV    uint64
+	durStop bool
+
+	resumed bool        // started with --resume (resume.go)
+	crashed atomic.Bool // Options.Crash: nothing more is carried out
 }
 
 // joinReq is an authenticated node for the loop: the core's verdict goes
@@ -177,7 +201,35 @@ func newCoordinator(cfg Config, opt Options, token string) *Coordinator {
 		liftc: make(chan int, 16), compactc: make(chan compaction, 256),
 		mwc: make(chan manifestWrite, 1), mwDone: make(chan manifestWrite, 1)}
 	c.bus = events.NewBus(opt.Now)
+	c.durCond = sync.NewCond(&c.durMu)
+	c.core.durable = true
 	return c
+}
+
+// setDurable records that the manifest of version v is durable.
+func (c *Coordinator) setDurable(v uint64) {
+	c.durMu.Lock()
+	c.durV = max(c.durV, v)
+	c.durMu.Unlock()
+	c.durCond.Broadcast()
+}
+
+// awaitDurable waits until the manifest of version v is durable, or the
+// loop has ended.
+func (c *Coordinator) awaitDurable(v uint64) {
+	c.durMu.Lock()
+	for c.durV < v && !c.durStop {
+		c.durCond.Wait()
+	}
+	c.durMu.Unlock()
+}
+
+// stopDurable releases the executor from every wait for a write.
+func (c *Coordinator) stopDurable() {
+	c.durMu.Lock()
+	c.durStop = true
+	c.durMu.Unlock()
+	c.durCond.Broadcast()
 }
 
 // Up runs `spate up` with cfg until the job drains. It returns the run
@@ -193,7 +245,10 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 		opt.Out = io.Discard
 	}
 	if opt.Spawn == nil {
-		opt.Spawn = spawnSelf
+		opt.Spawn = spawnSelf(cfg.CoordTimeout)
+	}
+	if cfg.Resume != "" {
+		return resumeUp(ctx, cfg, opt)
 	}
 	// Open the source once here (a file trace is read and checked in full),
 	// so that a bad spec or a malformed line fails before any process starts.
@@ -213,9 +268,14 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 	if err := c.openStores(); err != nil { // store.go
 		return c.dir, err
 	}
+	return c.dir, c.run1(ctx)
+}
+
+// run1 starts the logs and serves the run.
+func (c *Coordinator) run1(ctx context.Context) (err error) {
 	logDone, err := c.startLogs()
 	if err != nil {
-		return c.dir, err
+		return err
 	}
 	defer func() {
 		c.bus.Close()
@@ -223,14 +283,17 @@ func Up(ctx context.Context, cfg Config, opt Options) (dir string, err error) {
 			err = lerr
 		}
 	}()
-	err = c.serve(ctx)
-	return c.dir, err
+	return c.serve(ctx)
 }
 
 // startLogs subscribes the JSON-lines log(s) and the headless printer.
 func (c *Coordinator) startLogs() (wait func() error, err error) {
 	var files []*os.File
-	f, err := os.Create(filepath.Join(c.dir, "events.jsonl"))
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if c.resumed {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND // the dead coordinator's events stay
+	}
+	f, err := os.OpenFile(filepath.Join(c.dir, "events.jsonl"), flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -287,26 +350,39 @@ func (c *Coordinator) publish(kind events.Kind, node, inst string, fields events
 
 // serve is the coordinator's life: listen, spawn, deploy, run, drain, stop.
 func (c *Coordinator) serve(ctx context.Context) error {
-	ln, err := c.opt.Transport.Listen(c.cfg.Listen)
+	listen := c.cfg.Listen
+	if c.resumed {
+		listen = c.info.Coord // where the nodes look for their coordinator
+	}
+	ln, err := c.opt.Transport.Listen(listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", c.cfg.Listen, err)
+		return fmt.Errorf("--listen %s: %w", listen, err)
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
 	c.coordAddr = addr
-	c.info = RunInfo{Run: c.run, Started: c.opt.Now(), Config: c.cfg, Job: c.spec, Coord: addr}
+	if c.resumed {
+		c.info.Resumed = append(c.info.Resumed, c.opt.Now())
+	} else {
+		c.info = RunInfo{Run: c.run, Started: c.opt.Now(), Config: c.cfg, Job: c.spec, Coord: addr}
+	}
 	if err := c.setupTLS(ln); err != nil { // tls.go
 		return err
 	}
 	if err := WriteRunInfo(c.dir, &c.info); err != nil {
 		return err
 	}
-	c.publish(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
-		"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
+	if c.resumed {
+		c.publish(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "started"},
+			"run %s resumed by a new coordinator at %s: waiting for its nodes to rejoin", c.run, addr)
+	} else {
+		c.publish(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
+			"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
+	}
 	if c.tlsOn() {
 		c.publish(events.RunStarted, "", "", nil, "links are TLS 1.3 with the run's CA (%s); nodes get their certificates by the token challenge", c.caFile())
 	}
-	if c.cfg.Local < c.cfg.Nodes {
+	if c.cfg.Local < c.cfg.Nodes && !c.resumed {
 		c.publish(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
 			c.cfg.Nodes-c.cfg.Local, addr, filepath.Join(c.dir, "token"))
 	}
@@ -325,7 +401,10 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	execDone := make(chan struct{})
 	go c.runExecutor(execDone)
 
-	for i := 1; i <= c.cfg.Local; i++ {
+	if c.resumed {
+		c.adoptNodes() // resume.go: the dead coordinator's local nodes
+	}
+	for i := 1; i <= c.cfg.Local && !c.resumed; i++ {
 		name := fmt.Sprintf("n%d", i)
 		if err := c.spawn(name, ""); err != nil {
 			c.stopNodes()
@@ -335,12 +414,28 @@ func (c *Coordinator) serve(ctx context.Context) error {
 	}
 	err = c.loop(ctx)
 	close(c.loopDone)
+	if errors.Is(err, ErrCrashed) {
+		c.crashed.Store(true) // the executor carries out nothing more
+		c.stopDurable()
+		close(c.execc)
+		<-execDone
+		close(c.mwc)
+		c.linkMu.Lock()
+		for _, l := range c.links {
+			if l.sess != nil {
+				l.sess.Close() // as the kernel closes a dead process's sockets
+			}
+		}
+		c.linkMu.Unlock()
+		return err
+	}
 	if len(c.faults) > 0 || len(c.paused) > 0 {
 		c.now = c.opt.Now()
 		c.heal() // a paused node could not stop
 		c.carry()
 	}
 	c.flushManifest()
+	c.stopDurable()
 	close(c.execc)
 	<-execDone // every decision carried out
 	close(c.mwc)
@@ -397,6 +492,9 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 // accept authenticates one connection and, if the core takes the node
 // in, reads its control stream.
 func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
+	// Whatever comes of it, the connection ends with the coordinator
+	// (its end, or a crash: one still joining must not outlive it).
+	context.AfterFunc(ctx, func() { conn.Close() })
 	var name string
 	var cert []byte
 	remote := conn.RemoteAddr()
@@ -444,6 +542,7 @@ func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
 		conn.Close()
 		return
 	}
+	context.AfterFunc(ctx, func() { sess.Close() }) // closes the fault layer's conn too
 	st, err := sess.AcceptStream()
 	if err != nil {
 		sess.Close()
@@ -451,7 +550,6 @@ func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
 	}
 	go c.serveStores(name, sess) // every later stream is a store request (store.go)
 	l := &nodeLink{sess: sess, out: make(chan []byte, outboxSize)}
-	go l.writeControl(wire.NewWriter(st), sess.CloseChan())
 	req := joinReq{in: joinIn{name: name, pid: h.PID, listen: h.Listen}, link: l, ok: make(chan error, 1)}
 	select {
 	case c.joinc <- req:
@@ -459,11 +557,22 @@ func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
 		sess.Close()
 		return
 	}
+	w := wire.NewWriter(st)
 	if err := <-req.ok; err != nil {
 		c.publish(events.NodeRefused, name, "", nil, "%v", err)
+		// Said to the node, which stops: one that lost its coordinator
+		// would otherwise dial again until its --coord-timeout.
+		if b, merr := encodeControl(wire.Control{Kind: wire.CtlStop, Error: err.Error()}); merr == nil {
+			_ = st.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			if w.WriteFrame(wire.TControl, b) == nil && w.Flush() == nil {
+				_ = st.SetReadDeadline(time.Now().Add(2 * time.Second))
+				_, _ = io.Copy(io.Discard, st) // until the node closes, so that the stop is read first
+			}
+		}
 		sess.Close()
 		return
 	}
+	go l.writeControl(w, sess.CloseChan())
 	c.readNode(name, st)
 }
 
@@ -504,15 +613,23 @@ func (c *Coordinator) loop(ctx context.Context) error {
 	var durc <-chan time.Time
 	joinDeadline := time.NewTimer(30 * time.Second)
 	defer joinDeadline.Stop()
-	if c.cfg.Local < c.cfg.Nodes {
-		joinDeadline.Stop() // remote nodes may take as long as they take
+	if c.cfg.Local < c.cfg.Nodes || c.resumed {
+		joinDeadline.Stop() // remote nodes may take as long as they take; a resume waits rejoinWait (resume.go)
+	}
+	left := c.cfg.Duration
+	if c.resumed && c.info.JobStart != nil && left > 0 {
+		// The run's duration counts from the job's first start.
+		left = max(c.info.JobStart.Add(c.cfg.Duration).Sub(c.opt.Now()), time.Second)
 	}
 	sigc := ctx.Done()
 	var finishDeadline <-chan time.Time
 	durArmed := false
 	for {
-		if c.started && !durArmed && c.cfg.Duration > 0 {
-			durArmed, durc = true, time.After(c.cfg.Duration)
+		if c.started && !durArmed && c.cfg.Duration > 0 && c.resume == nil {
+			durArmed, durc = true, time.After(left)
+			if c.draining { // the dead coordinator had started the drain
+				durc, finishDeadline = nil, time.After(drainLimit)
+			}
 		}
 		var in any
 		select {
@@ -577,6 +694,8 @@ func (c *Coordinator) loop(ctx context.Context) error {
 			}
 			in = drainIn{"interrupted"}
 			finishDeadline = time.After(30 * time.Second)
+		case <-c.opt.Crash:
+			return ErrCrashed
 		case <-finishDeadline:
 			waiting := c.waiting()
 			c.publish(events.Error, "", "", events.ErrorFields{Waiting: waiting}, "the drain did not finish: still waiting for %v", waiting)
@@ -692,17 +811,24 @@ func (p execProcess) Signal(s os.Signal) error {
 	return p.cmd.Process.Signal(s)
 }
 
-// spawnSelf re-executes this binary as `spate node`.
-func spawnSelf(name, coordAddr, token, logPath string) (Process, error) {
+// spawnSelf re-executes this binary as `spate node`, its nodes waiting
+// coordTimeout for a coordinator that went away.
+func spawnSelf(coordTimeout time.Duration) func(name, coordAddr, token, logPath string) (Process, error) {
+	return func(name, coordAddr, token, logPath string) (Process, error) {
+		return spawnNode(name, coordAddr, token, logPath, coordTimeout)
+	}
+}
+
+func spawnNode(name, coordAddr, token, logPath string, coordTimeout time.Duration) (Process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "node", "--name", name, "--coord", coordAddr)
+	cmd := exec.Command(exe, "node", "--name", name, "--coord", coordAddr, "--coord-timeout", coordTimeout.String())
 	cmd.Env = append(os.Environ(), "SPATE_TOKEN="+token)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group: a Ctrl-C at the terminal reaches the

@@ -19,11 +19,18 @@ type Manifest struct {
 	Job       string                               `json:"job"`
 	Instances map[job.InstanceID][]wire.Checkpoint `json:"instances"`
 	// Global is the latest complete global checkpoint (--ft global).
-	Global uint64                             `json:"global,omitempty"`
-	files  map[job.InstanceID]map[string]bool // every file reported, for garbage collection
-	byID   map[job.InstanceID]map[uint64]wire.Checkpoint
-	high   map[job.InstanceID]uint64 // the highest checkpoint id reported (ledger.go)
-	floor  map[job.InstanceID]uint64 // the oldest checkpoint the upstreams' backups may still restore (ledger.go)
+	Global uint64 `json:"global,omitempty"`
+	// High is the highest checkpoint id reported of each instance, Floor
+	// the oldest checkpoint the upstreams' backups may still restore
+	// (ledger.go).
+	High  map[job.InstanceID]uint64 `json:"high,omitempty"`
+	Floor map[job.InstanceID]uint64 `json:"floor,omitempty"`
+	// Coord is the rest of what the coordinator needs to go on after a
+	// crash (record.go), written in the same file so that the two are
+	// never out of step.
+	Coord *Record                            `json:"coord,omitempty"`
+	files map[job.InstanceID]map[string]bool // every file reported, for garbage collection
+	byID  map[job.InstanceID]map[uint64]wire.Checkpoint
 }
 
 func newManifest(run, jobName string) *Manifest {
@@ -91,7 +98,7 @@ func (m *Manifest) compacted(inst job.InstanceID, id uint64, file string) bool {
 // id (latest first), with the checkpoints themselves.
 func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.Checkpoint) {
 	list := m.Instances[id]
-	for i := len(list) - 1; i >= 0 && len(chains) < 2 && list[i].ID >= m.floor[id]; i-- {
+	for i := len(list) - 1; i >= 0 && len(chains) < 2 && list[i].ID >= m.Floor[id]; i-- {
 		if files, ok := m.chain(list[i]); ok {
 			chains = append(chains, files)
 			cps = append(cps, list[i])
@@ -264,7 +271,9 @@ type manifestWrite struct {
 func (c *Coordinator) runManifestWriter() {
 	path := filepath.Join(c.dir, "checkpoints", "MANIFEST.json")
 	for w := range c.mwc {
-		w.err = WriteFileAtomic(path, w.data, 0o644)
+		if w.err = WriteFileAtomic(path, w.data, 0o644); w.err == nil {
+			c.setDurable(w.version)
+		}
 		c.mwDone <- w
 	}
 }
@@ -274,6 +283,10 @@ func (c *Coordinator) runManifestWriter() {
 func (c *core) writeManifest() {
 	if c.mw.busy || c.mw.written == c.mw.version {
 		return
+	}
+	if c.durable {
+		c.manifest.Coord = c.record()
+		defer func() { c.manifest.Coord = nil }()
 	}
 	b, err := json.MarshalIndent(c.manifest, "", " ")
 	if err != nil {
@@ -311,8 +324,15 @@ func (c *core) manifestWritten(w manifestWrite) {
 
 // flushManifest waits for the writer and writes the final manifest.
 func (c *Coordinator) flushManifest() {
-	for c.mw.busy {
-		_ = c.step(c.opt.Now(), <-c.mwDone)
+	for try := 0; try < 3; try++ {
+		for c.mw.busy {
+			_ = c.step(c.opt.Now(), <-c.mwDone)
+			c.carry()
+		}
+		if c.mw.written >= c.mw.version {
+			return
+		}
+		c.writeManifest() // the last write failed: again
 		c.carry()
 	}
 }
@@ -403,6 +423,13 @@ func (c *core) noteLost(lost string, ids []job.InstanceID) {
 // node prefer if it is given and live, else on the least loaded survivor,
 // and asks the new owners to restore them.
 func (c *core) place(lost string, ids []job.InstanceID, prefer string) {
+	c.placeFrom(ids, func(job.InstanceID) (string, string) { return lost, prefer })
+}
+
+// placeFrom places instances ids anew, each from the node from says it
+// was lost on, on the node it prefers if that is live; their restores
+// are sent once all are placed.
+func (c *core) placeFrom(ids []job.InstanceID, from func(job.InstanceID) (lost, prefer string)) {
 	var sends []func()
 	defer func() {
 		for _, f := range sends {
@@ -410,10 +437,13 @@ func (c *core) place(lost string, ids []job.InstanceID, prefer string) {
 		}
 	}()
 	for _, id := range ids {
+		lost, prefer := from(id)
 		r := c.beginRecovery(id, lost)
 		source := c.isSource(c.placeOf[id].Op)
 		target := prefer
-		if source || !c.nodes[prefer].live() {
+		// A source goes where the generator's table is built, except
+		// that a resume keeps every instance where it was.
+		if source && !c.resuming || !c.nodes[prefer].live() {
 			target = c.leastLoaded(lost, source)
 		}
 		if target == "" {

@@ -57,15 +57,15 @@ func (o *OutputManifest) restoreSink(op string, index int, gen uint64, cp *wire.
 // note records that a checkpoint id of inst was reported (complete or
 // not), so that ids are never given out twice.
 func (m *Manifest) note(inst job.InstanceID, id uint64) {
-	if m.high == nil {
-		m.high = map[job.InstanceID]uint64{}
+	if m.High == nil {
+		m.High = map[job.InstanceID]uint64{}
 	}
-	m.high[inst] = max(m.high[inst], id)
+	m.High[inst] = max(m.High[inst], id)
 }
 
 // nextID is the id the next checkpoint of inst must take, whatever it was
 // restored from: one past every id it ever reported.
-func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.high[inst] + 1 }
+func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.High[inst] + 1 }
 
 // trimmedTo records, as a checkpoint of inst completes, that the
 // upstreams trim their backups to what the latest restorable checkpoint
@@ -75,16 +75,16 @@ func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.high[inst] + 1 
 // file): the records it would need may be gone.
 func (m *Manifest) trimmedTo(inst job.InstanceID) {
 	if _, cps := m.restorable(inst); len(cps) > 0 {
-		if m.floor == nil {
-			m.floor = map[job.InstanceID]uint64{}
+		if m.Floor == nil {
+			m.Floor = map[job.InstanceID]uint64{}
 		}
-		m.floor[inst] = max(m.floor[inst], cps[0].ID)
+		m.Floor[inst] = max(m.Floor[inst], cps[0].ID)
 	}
 }
 
 // untrimmed reports whether no trim was ever ordered for inst: its
 // upstreams still hold everything it got, so an empty start restores it.
-func (m *Manifest) untrimmed(inst job.InstanceID) bool { return m.floor[inst] == 0 }
+func (m *Manifest) untrimmed(inst job.InstanceID) bool { return m.Floor[inst] == 0 }
 
 // damaged records that file of inst is damaged: the complete checkpoints
 // whose chains hold it are restorable no more, and are forgotten (those

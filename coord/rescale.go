@@ -510,6 +510,10 @@ func (c *core) leastLoadedFor(extra map[string]int) string {
 
 // onRescale handles a node's answer to a step.
 func (c *core) onRescale(ns *nodeState, m *wire.Rescale) {
+	if m.Step == wire.RescaleStopped && c.resume != nil && c.resume.id == m.ID {
+		c.resumeStopped(ns.name)
+		return
+	}
 	if m.Step == wire.RescaleStopped && ns.state != nodeLost && c.eds.restart != nil && c.eds.restart.id == m.ID {
 		c.restartStopped(ns.name)
 		return

@@ -29,6 +29,7 @@ type RunInfo struct {
 	Run       string         `json:"run"`
 	Started   time.Time      `json:"started"`
 	JobStart  *time.Time     `json:"job_started,omitempty"` // sources began
+	Resumed   []time.Time    `json:"resumed,omitempty"`     // when a new coordinator took the run over (spate up --resume)
 	Finished  *time.Time     `json:"finished,omitempty"`    // every instance drained
 	Config    Config         `json:"config"`
 	Job       job.Spec       `json:"job"`

@@ -32,16 +32,23 @@ func wantTLS(flag bool, ln net.Addr) bool { return flag || wire.Remote(ln) }
 // setupTLS makes the run's CA and the coordinator's certificate when the
 // run is TLS.
 func (c *Coordinator) setupTLS(ln net.Listener) error {
-	if !wantTLS(c.cfg.TLS, ln.Addr()) {
+	if !wantTLS(c.cfg.TLS || c.resumed && c.info.TLS, ln.Addr()) {
 		return nil
 	}
 	now := c.opt.Now()
-	ca, err := pki.NewCA(rand.Reader, c.run, now)
-	if err != nil {
-		return err
-	}
-	if err := ca.Save(c.dir); err != nil {
-		return fmt.Errorf("run directory: %w", err)
+	var ca *pki.CA
+	var err error
+	if c.resumed && c.info.TLS { // the nodes know the run's CA, not a new one
+		if ca, err = pki.LoadCA(c.dir); err != nil {
+			return fmt.Errorf("run directory: %w", err)
+		}
+	} else {
+		if ca, err = pki.NewCA(rand.Reader, c.run, now); err != nil {
+			return err
+		}
+		if err := ca.Save(c.dir); err != nil {
+			return fmt.Errorf("run directory: %w", err)
+		}
 	}
 	id, err := ca.Identity(rand.Reader, pki.CoordName, now)
 	if err != nil {

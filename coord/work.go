@@ -31,6 +31,14 @@ func (c *Coordinator) carry(extra ...op) {
 			stall = s.d
 			continue
 		}
+		if m, ok := o.(writeManifestOp); ok {
+			// Straight to the writer, not behind the executor's queue:
+			// the work after a durableOp waits for this very write. One
+			// at a time (the core waits for manifestWritten), so this
+			// never blocks.
+			c.mwc <- m.w
+			continue
+		}
 		ops = append(ops, o)
 	}
 	if len(ops) > 0 {
@@ -50,6 +58,9 @@ func (c *Coordinator) runExecutor(done chan<- struct{}) {
 	defer close(done)
 	for ops := range c.execc {
 		for _, o := range ops {
+			if c.crashed.Load() {
+				break // a crash: what was not done is never done
+			}
 			c.carryOut(o)
 		}
 	}
@@ -79,6 +90,8 @@ func (c *Coordinator) carryOut(o op) {
 		}
 	case deleteOp:
 		_ = c.store.Delete(o.file) // a file left behind wastes room, nothing more
+	case durableOp:
+		c.awaitDurable(o.v)
 	case writeManifestOp:
 		c.mwc <- o.w // one at a time: the core waits for manifestWritten
 	case writeOutputsOp:

@@ -17,6 +17,7 @@ const (
 	RunStarted          Kind = "run_started"
 	NodeSpawned         Kind = "node_spawned"
 	NodeJoined          Kind = "node_joined"
+	CoordResumed        Kind = "coord_resumed"
 	NodeRefused         Kind = "node_refused"
 	NodeSuspect         Kind = "node_suspect"
 	NodeLost            Kind = "node_lost"

@@ -31,9 +31,22 @@ type NodeSpawnedFields struct {
 
 // NodeJoinedFields: a node joined the cluster.
 type NodeJoinedFields struct {
-	Late   bool   `json:"late,omitempty"` // joined after the job was deployed (a respawn)
-	Listen string `json:"listen"`         // where it accepts peer connections
-	PID    int    `json:"pid"`
+	Late     bool   `json:"late,omitempty"` // joined after the job was deployed (a respawn)
+	Listen   string `json:"listen"`         // where it accepts peer connections
+	PID      int    `json:"pid"`
+	Rejoined bool   `json:"rejoined,omitempty"` // came back to a resumed coordinator, its instances kept until the resume restores them
+}
+
+// CoordResumedFields: a coordinator started with --resume has rebuilt its
+// view (Phase "rejoined": the durable record read, the nodes back or
+// given up; Phase "restoring": every instance fenced and being restored
+// from its checkpoints).
+type CoordResumedFields struct {
+	Instances int      `json:"instances,omitempty"` // instances being restored
+	Missing   []string `json:"missing,omitempty"`   // the recorded nodes that did not, declared lost
+	Ms        int64    `json:"ms"`                  // since the resumed coordinator started
+	Phase     string   `json:"phase"`
+	Rejoined  []string `json:"rejoined"` // the nodes that came back
 }
 
 // NodeRefusedFields: a connection was refused (a bad token, a bad hello).
@@ -554,6 +567,7 @@ type CheckpointCorruptedFields struct {
 func (RunStartedFields) Kind() Kind            { return RunStarted }
 func (NodeSpawnedFields) Kind() Kind           { return NodeSpawned }
 func (NodeJoinedFields) Kind() Kind            { return NodeJoined }
+func (CoordResumedFields) Kind() Kind          { return CoordResumed }
 func (NodeRefusedFields) Kind() Kind           { return NodeRefused }
 func (NodeSuspectFields) Kind() Kind           { return NodeSuspect }
 func (NodeLostFields) Kind() Kind              { return NodeLost }
@@ -609,7 +623,7 @@ func (StoreTrafficFields) Kind() Kind          { return StoreTraffic }
 // payloads holds the zero payload of every kind: the registry Decode and
 // Kinds read.
 var payloads = []Payload{
-	RunStartedFields{}, NodeSpawnedFields{}, NodeJoinedFields{}, NodeRefusedFields{}, NodeSuspectFields{},
+	RunStartedFields{}, NodeSpawnedFields{}, NodeJoinedFields{}, CoordResumedFields{}, NodeRefusedFields{}, NodeSuspectFields{},
 	NodeLostFields{}, NodeExitedFields{}, InstancePlacedFields{}, JobStartedFields{}, WindowFiredFields{},
 	ThroughputFields{}, SourceEndedFields{}, DrainStartedFields{}, DrainWaitingFields{}, InstanceDoneFields{},
 	FrameErrorFields{}, CheckpointFields{}, FencedFields{}, RecoveryPlacedFields{}, RecoveryRestoredFields{}, RecoverySplitFields{},

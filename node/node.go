@@ -35,13 +35,18 @@ import (
 
 // Config configures a node process.
 type Config struct {
-	Name      string         // the node's name; "" when joining
-	Coord     string         // the coordinator's address
-	Token     string         // the cluster token
-	Listen    string         // where to accept peers; "": port 0 on the address the coordinator is reached from
-	Heartbeat time.Duration  // heartbeat period
-	Transport wire.Transport // nil: TCP
-	Log       *log.Logger
+	Name      string        // the node's name; "" when joining
+	Coord     string        // the coordinator's address
+	Token     string        // the cluster token
+	Listen    string        // where to accept peers; "": port 0 on the address the coordinator is reached from
+	Heartbeat time.Duration // heartbeat period
+	// CoordTimeout is how long the node waits for a coordinator once its
+	// own is gone (a crash: `spate up --resume` starts the next), its
+	// instances and streams kept; then it stops them and exits cleanly.
+	// 0: it exits at once, as before there was --resume.
+	CoordTimeout time.Duration
+	Transport    wire.Transport // nil: TCP
+	Log          *log.Logger
 	// Store holds the checkpoints; nil: checkpoints/ of the run
 	// directory (the product's). The simulation hands every node and the
 	// coordinator one in-memory store.
@@ -53,8 +58,12 @@ type Config struct {
 
 // DefaultConfig returns the defaults of a node.
 func DefaultConfig() Config {
-	return Config{Heartbeat: 100 * time.Millisecond, Transport: wire.TCP{}}
+	return Config{Heartbeat: 100 * time.Millisecond, CoordTimeout: DefaultCoordTimeout, Transport: wire.TCP{}}
 }
+
+// DefaultCoordTimeout is how long a node waits for a coordinator that
+// went away (--coord-timeout).
+const DefaultCoordTimeout = 30 * time.Second
 
 // peerListenAddr is where a node accepts its peers: listen when given,
 // else port 0 on the address its coordinator connection leaves from
@@ -84,6 +93,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.Token, "token", "", "cluster token (default $SPATE_TOKEN)")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address for peer connections (default: port 0 on the address this host reaches the coordinator from)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
+	fs.DurationVar(&cfg.CoordTimeout, "coord-timeout", cfg.CoordTimeout, "how long to wait for a coordinator that went away (spate up --resume starts the next), the instances kept; then stop and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -179,6 +189,13 @@ type ctlConn struct {
 
 var errNoCoordinator = errors.New("no coordinator connection")
 
+// swap makes w, a new coordinator's control stream, the one written to.
+func (c *ctlConn) swap(w *wire.Writer) {
+	c.mu.Lock()
+	c.w = w
+	c.mu.Unlock()
+}
+
 func (c *ctlConn) send(t wire.Type, v any) error {
 	if c == nil { // an instance tested on its own
 		return errNoCoordinator
@@ -236,29 +253,105 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer ln.Close()
 	go n.acceptPeers(ctx, ln)
-	w, conn, err := n.join(conn, ln.Addr().String()) // tls.go
+	listen := ln.Addr().String()
+	sess, st, w, err := n.open(conn, listen)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
 	n.mu.Lock()
 	n.name = w.Node
 	n.mu.Unlock()
 	close(n.joined)
+	go n.heartbeats(ctx)
+	for {
+		err := n.serveControl(ctx, sess, st)
+		sess.Close()
+		if !errors.Is(err, errCoordLost) || cfg.CoordTimeout <= 0 {
+			return err
+		}
+		// The coordinator is gone: keep the instances and their streams
+		// (the sources stop at their grants) and wait for the next one.
+		n.log.Printf("node %s: %v; waiting up to %v for a coordinator at %s (spate up --resume)", n.nodeName(), err, cfg.CoordTimeout, cfg.Coord)
+		if sess, st, err = n.rejoin(ctx, w.Run, listen); err != nil {
+			n.stopAll()
+			if ctx.Err() != nil {
+				return nil
+			}
+			n.log.Printf("node %s: %v: stopping", n.nodeName(), err)
+			return nil // a clean exit: nothing is left running
+		}
+		n.log.Printf("node %s: rejoined the coordinator at %s", n.nodeName(), cfg.Coord)
+	}
+}
+
+// errCoordLost is a control stream that ended without a stop.
+var errCoordLost = errors.New("coordinator connection lost")
+
+// open joins the coordinator over conn and opens the control stream: the
+// node's link to the coordinator from now on (n.ctl, n.coordSess).
+func (n *Node) open(conn net.Conn, listen string) (*yamux.Session, net.Conn, wire.Welcome, error) {
+	w, conn, err := n.join(conn, listen) // tls.go
+	if err != nil {
+		conn.Close()
+		return nil, nil, w, err
+	}
 	sess, err := yamux.Client(conn, wire.YamuxConfig())
 	if err != nil {
-		return err
+		conn.Close()
+		return nil, nil, w, err
 	}
-	defer sess.Close()
 	st, err := sess.OpenStream()
 	if err != nil {
-		return fmt.Errorf("open control stream: %w", err)
+		sess.Close()
+		return nil, nil, w, fmt.Errorf("open control stream: %w", err)
 	}
+	n.mu.Lock()
 	n.coordSess = sess // later streams are store requests (store.go)
-	n.ctl = &ctlConn{w: wire.NewWriter(st)}
-	go n.heartbeats(ctx)
-	go func() { <-ctx.Done(); sess.Close() }()
+	n.mu.Unlock()
+	if n.ctl == nil {
+		n.ctl = &ctlConn{w: wire.NewWriter(st)}
+	} else {
+		n.ctl.swap(wire.NewWriter(st))
+	}
+	return sess, st, w, nil
+}
 
+// rejoin dials the coordinator again and again, until one of run answers
+// or CoordTimeout has passed.
+func (n *Node) rejoin(ctx context.Context, run, listen string) (*yamux.Session, net.Conn, error) {
+	deadline := time.Now().Add(n.cfg.CoordTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		dctx, dcancel := context.WithTimeout(ctx, time.Second)
+		conn, err := n.tr.Dial(dctx, n.cfg.Coord)
+		dcancel()
+		if err == nil {
+			var sess *yamux.Session
+			var st net.Conn
+			var w wire.Welcome
+			if sess, st, w, err = n.open(conn, listen); err == nil {
+				if w.Run == run {
+					return sess, st, nil
+				}
+				sess.Close()
+				return nil, nil, fmt.Errorf("the coordinator at %s runs %s, not this node's run %s", n.cfg.Coord, w.Run, run)
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil, nil, fmt.Errorf("no coordinator within %v (last: %v)", n.cfg.CoordTimeout, last)
+}
+
+// serveControl acts on the coordinator's control messages until it says
+// stop (nil), ctx ends (nil) or the stream ends (errCoordLost).
+func (n *Node) serveControl(ctx context.Context, sess *yamux.Session, st net.Conn) error {
+	stop := context.AfterFunc(ctx, func() { sess.Close() })
+	defer stop()
 	r := wire.NewReader(st, 0)
 	for {
 		t, p, err := r.ReadFrame()
@@ -266,7 +359,7 @@ func Run(ctx context.Context, cfg Config) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("coordinator connection lost: %w", err)
+			return fmt.Errorf("%w: %w", errCoordLost, err)
 		}
 		if t != wire.TControl {
 			return fmt.Errorf("coordinator sent a %v frame on the control stream", t)
@@ -276,6 +369,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 		if stop := n.handle(ctx, &m); stop {
+			if m.Error != "" {
+				n.log.Printf("node %s: the coordinator stops this node: %s", n.nodeName(), m.Error)
+			}
 			n.stopAll()
 			return nil
 		}
@@ -534,9 +630,8 @@ func (n *Node) heartbeats(ctx context.Context) {
 		for _, in := range n.instances() {
 			hb.Instances = append(hb.Instances, in.stats())
 		}
-		if err := n.ctl.send(wire.THeartbeat, hb); err != nil {
-			return
-		}
+		_ = n.ctl.send(wire.THeartbeat, hb) // with no coordinator: until the next one
+
 	}
 }
 

@@ -943,6 +943,9 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 			delete(n.insts, id)
 		}
 		n.mu.Unlock()
+		n.stagedMu.Lock()
+		n.staged = nil // a pre-copy abandoned (a resumed coordinator's reset): never started, nothing to stop
+		n.stagedMu.Unlock()
 		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleStopped, Op: r.Op})
 	case wire.RescaleUnhold:
 		for _, id := range r.Hold {

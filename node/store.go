@@ -157,10 +157,13 @@ func localDirFor(d *wire.Deploy, node string) string {
 
 // openCoordStream opens a store stream on the coordinator session.
 func (n *Node) openCoordStream() (net.Conn, error) {
-	if n.coordSess == nil {
+	n.mu.Lock()
+	sess := n.coordSess // a new one after a rejoin
+	n.mu.Unlock()
+	if sess == nil {
 		return nil, errNoCoordinator
 	}
-	return n.coordSess.Open()
+	return sess.Open()
 }
 
 // spillDirFor is where a node's upstream backups spill past their memory

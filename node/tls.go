@@ -26,7 +26,7 @@ func (n *Node) join(conn net.Conn, listen string) (wire.Welcome, net.Conn, error
 		}
 		return pki.CSR(rand.Reader, key)
 	}
-	j, err := wire.JoinClient(conn, wire.Hello{Role: wire.RoleNode, Node: n.cfg.Name, PID: os.Getpid(), Listen: listen},
+	j, err := wire.JoinClient(conn, wire.Hello{Role: wire.RoleNode, Node: n.nodeName(), PID: os.Getpid(), Listen: listen},
 		n.cfg.Token, csr, 10*time.Second)
 	if err != nil {
 		return j.Welcome, conn, err
@@ -42,6 +42,8 @@ func (n *Node) join(conn net.Conn, listen string) (wire.Welcome, net.Conn, error
 	if err != nil {
 		return j.Welcome, conn, fmt.Errorf("join: %w", err)
 	}
-	n.id = id
+	if n.id == nil { // a rejoin keeps the first for the peer links: the CA is the run's
+		n.id = id
+	}
 	return j.Welcome, tc, nil
 }

@@ -77,6 +77,15 @@ func Plan(seed uint64, cfg Config) []Step {
 		steps = append(steps, Step{At: max(near, 500*time.Millisecond), Action: control.Action{Verb: "pause", Target: "coord",
 			Args: map[string]string{"for": pause.Round(time.Millisecond).String()}}})
 	}
+	// Drawn after the rest, so that the schedules of the seeds without
+	// one stay what they were: the coordinator crashed (SIGKILL) next to
+	// a fault of a burst, resumed on the same run a moment later.
+	if rng.Float64() < 0.25 {
+		near := steps[rng.IntN(len(steps))].At + time.Duration(rng.IntN(800)-400)*time.Millisecond
+		after := time.Duration(50+rng.IntN(1500)) * time.Millisecond
+		steps = append(steps, Step{At: max(near, 500*time.Millisecond), Action: control.Action{Verb: "crash", Target: "coord",
+			Args: map[string]string{"resume_after": after.String()}}})
+	}
 	if drainAt > 0 {
 		steps = append(steps, Step{At: drainAt, Action: control.Action{Verb: "drain"}})
 	}

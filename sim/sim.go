@@ -104,21 +104,12 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 		return res
 	}
 	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}, store: state.NewMemStore()}
-	backends := make(chan control.Backend, 1)
-	opt := coord.Options{Transport: mc.mem, Spawn: mc.spawn, Out: io.Discard, Store: mc.store, FrameAligned: true,
-		Control: func(b control.Backend) { backends <- b }}
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	upErr := make(chan error, 1)
+	h := &harness{ctx: upCtx, cfg: ccfg, dir: dir,
+		opt: coord.Options{Transport: mc.mem, Spawn: mc.spawn, Adopt: mc.adopt, Out: io.Discard, Store: mc.store, FrameAligned: true}}
 	start := time.Now()
-	go func() {
-		_, err := coord.Up(upCtx, ccfg, opt)
-		upErr <- err
-	}()
-	var b control.Backend
-	select {
-	case b = <-backends:
-	case err := <-upErr:
+	if err := h.start(false); err != nil {
 		res.Err = fmt.Sprintf("the cluster did not start: %v", err)
 		return res
 	}
@@ -126,11 +117,9 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	if steps == nil {
 		steps = Plan(seed, cfg)
 	}
-	logs := make(chan []string, 1)
-	go func() { logs <- drive(upCtx, b, steps) }()
-	err := <-upErr
+	var err error
+	res.Steps, err = drive(upCtx, h, steps)
 	cancel()
-	res.Steps = <-logs
 	mc.wait()
 	res.JobTime = time.Since(start).Seconds()
 	if err != nil {
@@ -146,11 +135,45 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	return res
 }
 
+// harness runs the run's coordinator, and after a crash of it (a step
+// "crash coord") the next, started with --resume on the same run.
+type harness struct {
+	ctx   context.Context
+	cfg   coord.Config
+	opt   coord.Options
+	dir   string
+	b     control.Backend
+	upErr chan error    // the running coordinator's end
+	crash chan struct{} // closed: it dies as under SIGKILL
+}
+
+// start starts a coordinator (resume: on the run of the one that
+// crashed) and waits for its control API.
+func (h *harness) start(resume bool) error {
+	backends := make(chan control.Backend, 1)
+	h.crash, h.upErr = make(chan struct{}), make(chan error, 1)
+	opt, cfg := h.opt, h.cfg
+	opt.Crash, opt.Control = h.crash, func(b control.Backend) { backends <- b }
+	if resume {
+		cfg.Resume = h.dir
+	}
+	go func() {
+		_, err := coord.Up(h.ctx, cfg, opt)
+		h.upErr <- err
+	}()
+	select {
+	case h.b = <-backends:
+		return nil
+	case err := <-h.upErr:
+		h.upErr <- err
+		return err
+	}
+}
+
 // drive waits for the job to start and sends each step at its time; it
-// returns each step with the cluster's answer.
-func drive(ctx context.Context, b control.Backend, steps []Step) []string {
-	past, live, stop := b.Events(0)
-	defer stop()
+// returns each step with the cluster's answer, and how the run ended.
+func drive(ctx context.Context, h *harness, steps []Step) ([]string, error) {
+	past, live, stop := h.b.Events(0)
 	started := false
 	for _, e := range past {
 		started = started || e.Kind == events.JobStarted
@@ -159,31 +182,69 @@ func drive(ctx context.Context, b control.Backend, steps []Step) []string {
 		select {
 		case e, ok := <-live:
 			if !ok {
-				return []string{"the run ended before the job started"}
+				stop()
+				return []string{"the run ended before the job started"}, <-h.upErr
 			}
 			started = e.Kind == events.JobStarted
 		case <-ctx.Done():
-			return nil
+			stop()
+			return nil, ctx.Err()
 		}
 	}
+	stop()
 	t0 := time.Now()
 	var out []string
 	for _, s := range steps {
 		t := time.NewTimer(time.Until(t0.Add(s.At)))
 		select {
 		case <-t.C:
+		case err := <-h.upErr:
+			t.Stop()
+			return out, err // the run ended before the schedule did
 		case <-ctx.Done():
 			t.Stop()
-			return out
+			return out, ctx.Err()
 		}
-		r, err := b.Act(ctx, s.Action)
+		if s.Action.Verb == "crash" {
+			answer, err := h.crashAndResume(s.Action)
+			out = append(out, fmt.Sprintf("%s: %s", s, answer))
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		r, err := h.b.Act(ctx, s.Action)
 		answer := r.Text
 		if err != nil {
 			answer = "refused: " + err.Error()
 		}
 		out = append(out, fmt.Sprintf("%s: %s", s, answer))
 	}
-	return out
+	return out, <-h.upErr
+}
+
+// crashAndResume kills the coordinator and, resume_after later, starts
+// the next on its run. A run that had finished by then needs none.
+func (h *harness) crashAndResume(a control.Action) (string, error) {
+	after, err := time.ParseDuration(a.Args["resume_after"])
+	if err != nil {
+		return "", fmt.Errorf("crash: resume_after: %v", err)
+	}
+	close(h.crash)
+	if err := <-h.upErr; !errors.Is(err, coord.ErrCrashed) {
+		h.upErr <- err
+		return fmt.Sprintf("the run had ended (%v)", err), nil
+	}
+	time.Sleep(after) // the coordinator is gone that long (virtual time)
+	if err := h.start(true); err != nil {
+		if strings.Contains(err.Error(), "the run finished") {
+			<-h.upErr
+			h.upErr <- nil
+			return "crashed after the run finished: nothing to resume", nil
+		}
+		return "", fmt.Errorf("resume: %w", err)
+	}
+	return fmt.Sprintf("crashed; resumed %v later", after), nil
 }
 
 // proc is an in-process node: the in-memory twin of a node process. A
@@ -231,6 +292,24 @@ func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error
 	c.mu.Unlock()
 	return p, nil
 }
+
+// adopt is the handle of an in-process node, for a resumed coordinator.
+func (c *cluster) adopt(name string, _ int) coord.Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.procs[name]; p != nil {
+		return p
+	}
+	return gone{}
+}
+
+// gone is a node that is no more: it has exited already.
+type gone struct{}
+
+func (gone) Pid() int               { return os.Getpid() }
+func (gone) Wait() error            { return nil }
+func (gone) Kill() error            { return nil }
+func (gone) Signal(os.Signal) error { return nil }
 
 // wait stops every node and waits for them.
 func (c *cluster) wait() {

@@ -25,11 +25,11 @@ import (
 
 // downtime is one death of the coordinator, on the runner's clock.
 type downtime struct {
-	kill     Step      // the step that killed it
-	from     time.Time // when it was killed
-	resumeAt time.Time // when its successor is started; zero: never
-	planAt   time.Duration
-	to       time.Time // when the successor's control API answered; zero: never
+	kill     Step          // the step that killed it
+	from     time.Time     // when it was killed
+	resumeAt time.Time     // when its successor is started; zero: never
+	planAt   time.Duration // when the plan has it: the kill's At plus resume_after
+	to       time.Time     // when the successor's control API answered; zero: never
 }
 
 // String says when the coordinator died and what follows, in job time.

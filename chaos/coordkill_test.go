@@ -24,6 +24,7 @@ type fakeCoord struct {
 	backend  *healBackend
 	addr     string
 	killed   chan struct{}
+	ended    chan struct{} // closed as its wait returns
 	mu       sync.Mutex
 	finished bool // its wait has returned
 }
@@ -61,6 +62,7 @@ type coordCluster struct {
 
 	resumeErr  error // ResumeCoordinator fails with it
 	resumeEnds error // the new coordinator ends at once with it, before its control API is up
+	ending     *fakeCoord
 }
 
 func newCoordCluster(t *testing.T, clock *stepClock) *coordCluster {
@@ -72,7 +74,7 @@ func newCoordCluster(t *testing.T, clock *stepClock) *coordCluster {
 func (cc *coordCluster) serve(ctx context.Context, silent bool, endWith error) (*fakeCoord, func() error) {
 	t := cc.t
 	f := control.NewFake(control.Status{Run: "fake"})
-	fc := &fakeCoord{backend: &healBackend{Fake: f, healed: make(chan struct{})}, killed: make(chan struct{})}
+	fc := &fakeCoord{backend: &healBackend{Fake: f, healed: make(chan struct{})}, killed: make(chan struct{}), ended: make(chan struct{})}
 	srv, err := control.Listen("127.0.0.1:0", "secret", fc.backend)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +96,7 @@ func (cc *coordCluster) serve(ctx context.Context, silent bool, endWith error) (
 			fc.mu.Lock()
 			fc.finished = true
 			fc.mu.Unlock()
+			close(fc.ended)
 		}()
 		if endWith != nil {
 			return endWith
@@ -136,8 +139,28 @@ func (cc *coordCluster) resumeCoord(ctx context.Context) (func() error, error) {
 	if cc.resumeErr != nil {
 		return nil, cc.resumeErr
 	}
-	_, wait := cc.serve(ctx, cc.resumeEnds != nil, cc.resumeEnds)
+	fc, wait := cc.serve(ctx, cc.resumeEnds != nil, cc.resumeEnds)
+	if cc.resumeEnds != nil {
+		cc.mu.Lock()
+		cc.ending = fc
+		cc.mu.Unlock()
+	}
 	return wait, nil
+}
+
+// after is the test clock's After, but for a new coordinator that ends
+// before its control API is up: its process is gone before the runner's
+// first poll, so time stands still once it has ended (the runner must
+// see the end, not a timeout however fast the fake clock runs).
+func (cc *coordCluster) after(d time.Duration) <-chan time.Time {
+	cc.mu.Lock()
+	fc := cc.ending
+	cc.mu.Unlock()
+	if fc != nil {
+		<-fc.ended
+		return nil
+	}
+	return cc.clock.After(d)
 }
 
 func (cc *coordCluster) awaitNodes(context.Context) error {
@@ -158,7 +181,7 @@ func (cc *coordCluster) run(sc *Scenario, verify func() Verify) (int, *Report, e
 		ResumeCoordinator: cc.resumeCoord,
 		AwaitNodes:        cc.awaitNodes,
 		Now:               cc.clock.Now,
-		After:             cc.clock.After,
+		After:             cc.after,
 		Out:               &out,
 	})
 	if err != nil {

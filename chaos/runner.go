@@ -380,7 +380,7 @@ func (rn *runner) dial(ctx context.Context) (*control.Client, error) {
 		if err == nil {
 			return c, nil
 		}
-		if !rn.opt.Now().Before(deadline) {
+		if !rn.opt.Now().Before(deadline) && !rn.coord.ended() { // an end is the better reason
 			return nil, fmt.Errorf("chaos: no control API after %v: %w", rn.opt.StartTimeout, err)
 		}
 		select {

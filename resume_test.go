@@ -109,15 +109,24 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 		{"spate mid-run", "spate", events.Checkpoint, 6},
 		{"global mid-run", "global", events.Checkpoint, 3},
 		{"spate during a recovery", "spate", events.RecoveryPlaced, 1},
+		{"spate during a rescale", "spate", events.RescaleStaged, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, dir := startResumable(t, tc.ft, "8s")
 			var victim int
 			waitFor(t, 60*time.Second, fmt.Sprintf("%d %s events", tc.after, tc.when), func() (bool, string) {
 				evs := runEvents(t, dir)
-				if tc.when == events.RecoveryPlaced && victim == 0 && countEvents(evs, events.Checkpoint) >= 6 {
-					victim = nodePids(evs)["n2"] // a worker lost, and the coordinator while it recovers
-					_ = syscall.Kill(victim, syscall.SIGKILL)
+				if victim == 0 && countEvents(evs, events.Checkpoint) >= 6 {
+					switch tc.when {
+					case events.RecoveryPlaced:
+						victim = nodePids(evs)["n2"] // a worker lost, and the coordinator while it recovers
+						_ = syscall.Kill(victim, syscall.SIGKILL)
+					case events.RescaleStaged:
+						victim = -1 // count 2→4, and the coordinator lost while the new instances load
+						if code, out, errOut := spate(t, "scale", "count", "4", "--data", dir); code != 0 {
+							t.Fatalf("scale: exit %d: %s%s", code, out, errOut)
+						}
+					}
 				}
 				n := countEvents(evs, tc.when)
 				return n >= tc.after, fmt.Sprintf("%d", n)
@@ -129,6 +138,11 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 				t.Fatalf("resume: exit %d\n%s", code, out)
 			}
 			evs := runEvents(t, dir)
+			for i := 1; i < len(evs); i++ {
+				if evs[i].Seq != evs[i-1].Seq+1 {
+					t.Fatalf("events.jsonl: seq %d follows %d: the resumed coordinator's events do not continue the log", evs[i].Seq, evs[i-1].Seq)
+				}
+			}
 			rejoined := 0
 			for _, e := range evs {
 				if f, ok := e.Fields.(events.NodeJoinedFields); ok && f.Rejoined {
@@ -150,6 +164,8 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 				t.Errorf("no coord_resumed events\n%s", out)
 			}
 			mustVerify(t, dir, "after the resume")
+			checkFile(t, dir, "run.json", "run.schema.json") // with its resumed times
+			checkEvents(t, dir)                              // both coordinators' events, one log
 			for name, pid := range before {
 				if alive(pid) {
 					t.Errorf("node %s (pid %d) still runs after the resumed run ended", name, pid)

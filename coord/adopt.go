@@ -3,6 +3,7 @@ package coord
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -67,6 +68,33 @@ func resumeUp(ctx context.Context, flags Config, opt Options) (string, error) {
 		return fail("%v", err)
 	}
 	return dir, c.run1(ctx)
+}
+
+// lastSeq is the sequence number of the last whole event of the log at
+// path (0 if none): the resumed coordinator's events follow it. A line
+// the dead coordinator left half-written is ended first, so that the next
+// event starts a line of its own.
+func lastSeq(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	if b[len(b)-1] != '\n' {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			_, _ = f.Write([]byte{'\n'})
+			f.Close()
+		}
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte{'\n'})
+	for i := len(lines) - 1; i >= 0; i-- {
+		var e struct {
+			Seq uint64 `json:"seq"`
+		}
+		if json.Unmarshal(lines[i], &e) == nil && e.Seq > 0 {
+			return e.Seq
+		}
+	}
+	return 0
 }
 
 // adoptNodes takes over the local node processes of the dead

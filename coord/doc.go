@@ -41,6 +41,14 @@
 //     its committed length; it is written whole into the output store
 //     (the run directory's output/, or the object store of --store s3://),
 //     where the sinks' files are files or immutable segments (output.go).
+//   - the coordinator's own state (placements and generations, the
+//     drain, grants, moved slices) is a record in the same file as the
+//     manifest, durable before any work that depends on it is carried
+//     out (record.go), so that `spate up --resume DIR` can take over a
+//     run whose coordinator died: the nodes rejoin, every instance is
+//     restored from its checkpoints with a new generation, the job goes
+//     on (resume.go, adopt.go; PROTOCOL.md, "A coordinator that can
+//     crash").
 //
 // Checkpoints and output go where --store says (store.go): the run
 // directory, the coordinator (it answers the store streams of every node

@@ -292,6 +292,7 @@ func (c *Coordinator) startLogs() (wait func() error, err error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if c.resumed {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND // the dead coordinator's events stay
+		c.bus.ContinueAt(lastSeq(filepath.Join(c.dir, "events.jsonl")))
 	}
 	f, err := os.OpenFile(filepath.Join(c.dir, "events.jsonl"), flags, 0o644)
 	if err != nil {

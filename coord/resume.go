@@ -53,6 +53,7 @@ type resumeState struct {
 	waiting  map[string]bool // recorded nodes not back yet
 	beat     map[string]bool // rejoined nodes whose instances were reported
 	stopping map[string]bool // nodes stopping their instances
+	respawn  []string        // local nodes lost before the rejoin was over: respawned at its end
 	done     map[job.InstanceID]*wire.Done
 }
 
@@ -182,6 +183,9 @@ func (c *core) resumeTick() error {
 		return nil
 	}
 	missing := slices.Sorted(maps.Keys(rs.waiting))
+	for _, name := range rs.respawn {
+		c.respawn(name) // lost while the others rejoined (resumeLost)
+	}
 	for _, name := range missing {
 		ns := c.nodes[name]
 		ns.state = nodeLost
@@ -204,7 +208,8 @@ func (c *core) resumeTick() error {
 	rs.phase, rs.stopping = resumeStop, map[string]bool{}
 	for _, name := range back {
 		rs.stopping[name] = true
-		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: rs.id, Step: wire.RescaleStop}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: rs.id, Step: wire.RescaleStop,
+			Plan: append([]wire.Placement(nil), c.plan.Instances...)}})
 	}
 	if len(back) == 0 {
 		c.resumeRestore() // on the respawned nodes, once they join (placeAwaiting)
@@ -280,7 +285,14 @@ func (c *core) resumeLost(ns *nodeState, why string) {
 	c.do(closeOp{ns.name})
 	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why},
 		"node %s lost while the coordinator resumes: %s; its instances are restored elsewhere", ns.name, why)
-	if ns.local {
+	switch {
+	case !ns.local:
+	case rs.phase == resumeRejoin:
+		// Respawned once the rejoin is over: a node that joins the
+		// running job dials the live nodes it is told of, and the
+		// recorded ones that are still to rejoin are not live yet.
+		rs.respawn = append(rs.respawn, ns.name)
+	default:
 		c.respawn(ns.name)
 	}
 	delete(rs.waiting, ns.name)

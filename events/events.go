@@ -119,6 +119,15 @@ type Bus struct {
 // NewBus returns a bus that stamps events with now.
 func NewBus(now func() time.Time) *Bus { return &Bus{now: now} }
 
+// ContinueAt makes the next event's sequence number seq+1: a log that
+// another bus wrote up to seq goes on (a resumed coordinator's). Call it
+// before the first Publish.
+func (b *Bus) ContinueAt(seq uint64) {
+	b.mu.Lock()
+	b.seq = max(b.seq, seq)
+	b.mu.Unlock()
+}
+
 // Sub is a subscription. C delivers the events; Dropped counts those a lossy
 // subscriber lost.
 type Sub struct {

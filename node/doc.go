@@ -31,7 +31,12 @@
 // far as the coordinator's latest grant) → drain (sources read exactly to
 // the end the drain names and stop, a final watermark fires every window,
 // every stream ends) → done per instance → stop. A node whose coordinator
-// connection is lost exits.
+// connection ends without a stop keeps its instances and their streams
+// and dials the coordinator again every 200 ms for --coord-timeout (30 s):
+// it rejoins under its own name a coordinator of the same run (one started
+// with `spate up --resume`), which then stops and restores its instances;
+// with none in time, or told to stop (a refused rejoin: a fenced zombie),
+// it stops its instances and exits cleanly.
 //
 // # A node on another host
 //

@@ -946,6 +946,12 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		n.stagedMu.Lock()
 		n.staged = nil // a pre-copy abandoned (a resumed coordinator's reset): never started, nothing to stop
 		n.stagedMu.Unlock()
+		if len(r.Plan) > 0 && n.plan != nil {
+			// A resume's: its plan is the whole truth; the new instances
+			// of a rescale the dead coordinator left unfinished are no
+			// one's inputs or outputs any more.
+			n.plan.Instances = append([]wire.Placement(nil), r.Plan...)
+		}
 		reply(wire.Rescale{ID: r.ID, Step: wire.RescaleStopped, Op: r.Op})
 	case wire.RescaleUnhold:
 		for _, id := range r.Hold {

@@ -80,7 +80,7 @@ func Plan(seed uint64, cfg Config) []Step {
 	// Drawn after the rest, so that the schedules of the seeds without
 	// one stay what they were: the coordinator crashed (SIGKILL) next to
 	// a fault of a burst, resumed on the same run a moment later.
-	if rng.Float64() < 0.25 {
+	if rng.Float64() < 0.25 && !cfg.NoCrash {
 		near := steps[rng.IntN(len(steps))].At + time.Duration(rng.IntN(800)-400)*time.Millisecond
 		after := time.Duration(50+rng.IntN(1500)) * time.Millisecond
 		steps = append(steps, Step{At: max(near, 500*time.Millisecond), Action: control.Action{Verb: "crash", Target: "coord",

@@ -38,6 +38,10 @@ type Config struct {
 	Heartbeat time.Duration
 	FT        string // spate or global
 	Recover   string // single (the default) or parallel (coord's --recover)
+	// NoCrash keeps the coordinator alive: the nemesis's schedules as
+	// they were before it crashed the coordinator (the regressions found
+	// then run so).
+	NoCrash bool
 }
 
 // DefaultConfig is the configuration of `spate sim`.

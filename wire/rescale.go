@@ -42,7 +42,7 @@ type Rescale struct {
 	Gen      uint64                   `json:"gen,omitempty"`      // the generation Instance had when it acted
 	Ranges   []job.Range              `json:"ranges,omitempty"`   // the key groups moving
 	Place    *Placement               `json:"place,omitempty"`    // load: the new owner's placement, when it is a new instance
-	Plan     []Placement              `json:"plan,omitempty"`     // prepare: the new instances; commit: every placement of the operator
+	Plan     []Placement              `json:"plan,omitempty"`     // prepare: the new instances; commit: every placement of the operator; stop (a resume's): the whole plan
 	Hold     []job.InstanceID         `json:"hold,omitempty"`     // prepare, unhold: the receivers that hold (release) their watermark
 	Holds    map[job.InstanceID]int64 `json:"holds,omitempty"`    // prepared: each held receiver's watermark
 	MinWM    int64                    `json:"min_wm,omitempty"`   // release: capture once the old owner's watermark is at least this

@@ -15,8 +15,9 @@
 //
 // chaos imports control, events and netfault (the link fault layer, a
 // leaf), never coord or node: Run reaches the cluster through the hooks of
-// RunOptions and its control API, and BuildReport reads run.json with its
-// own small struct.
+// RunOptions (Start, Verify; KillCoordinator, ResumeCoordinator and
+// AwaitNodes for a scenario that kills the coordinator) and its control
+// API, and BuildReport reads run.json with its own small struct.
 //
 // # Scenario files
 //
@@ -37,10 +38,10 @@
 //
 // cluster: takes the flags of `spate up` by name: nodes, local, keys, seed
 // (whole numbers); rate, speedup (numbers); duration, window, lateness,
-// timeout, heartbeat (durations); job, source, ft (spate, global, none),
-// interval (auto or a duration), events, listen (strings); parallelism
-// ({count: 4} or "count=4,sink=2"). data, headless and script are set by
-// `spate chaos run`, not by the file. Scenario.Cluster holds them as
+// timeout, heartbeat, coord-timeout (durations); job, source, ft (spate,
+// global, none), interval (auto or a duration), events, listen (strings);
+// parallelism ({count: 4} or "count=4,sink=2"). data, headless, script
+// and resume are set by `spate chaos run`, not by the file. Scenario.Cluster holds them as
 // "--name=value" arguments in file order, for coord.ParseUp, which makes
 // the final checks (Scenario.ClusterLines places its errors). Targets are
 // checked against nodes (default 4) and the windowcount job's operators
@@ -62,7 +63,7 @@
 //	                                       next up to D after the one before (500ms)
 //	  for: D                               how long each lasting fault lasts (3s)
 //	  target: T                            (one); partitions and store faults
-//	                                       have none
+//	                                       have none; never the coordinator
 //	  from: D, until: D                    the window (the whole run)
 //
 // A random partition draws its shape (one, majority, bridge); a random
@@ -75,6 +76,8 @@
 // must be positive, but at: and from: may be 0):
 //
 //	kill       target                  SIGKILL the node(s)
+//	kill       target: coordinator,    SIGKILL the coordinator; a new one
+//	           [resume_after: D]       (spate up --resume) D later
 //	restart    target                  kill and start again
 //	pause      target, [for: D]        SIGSTOP; SIGCONT after for:
 //	resume     target                  SIGCONT
@@ -90,6 +93,36 @@
 // Targets: a node (n1, n2, ...), one, minority, majority, all, an operator
 // instance (count/1 or count#1) or an operator (count: the node hosting an
 // instance of it). The cluster resolves them when the action arrives.
+// The coordinator (coordinator, or coord as `spate chaos pause coord`
+// spells it; the action's target is coord) is a target of kill alone, and
+// of no random: entry.
+//
+// # Killing the coordinator
+//
+// `kill coordinator` cannot go through the control API: that is the
+// coordinator, killing itself. The runner does it (RunOptions.
+// KillCoordinator: `spate chaos run` runs the coordinator as a child
+// process for such a scenario, and sends it SIGKILL). The nodes keep
+// their instances and wait --coord-timeout (cluster: coord-timeout) for a
+// coordinator. With resume_after: D the runner starts a new one D after
+// the kill (RunOptions.ResumeCoordinator, `spate up --resume DIR`): the
+// nodes rejoin it and every instance is restored from its checkpoints.
+// The runner removes the dead coordinator's control address (a live one
+// removes its own when it stops), dials the new one's before the next
+// step, and waits for the new coordinator, not the dead one, to finish
+// before it verifies. A step due while no coordinator runs is logged as
+// refused; a resume due after the last step, or after the cluster's
+// duration, still comes, and the final heal after it. In an every: entry
+// resume_after must be shorter than every:.
+//
+// Without resume_after, or when the new coordinator cannot start or ends
+// before its control API is up, the run cannot finish: the later steps
+// are not sent (a note says how many), the runner waits for the nodes to
+// exit (RunOptions.AwaitNodes: each gives up after --coord-timeout),
+// nothing is verified (the job never ended), and every check fails with
+// "not met: the run did not finish: the coordinator was killed at 5.0s
+// and never resumed". A scenario that kills the coordinator for good must
+// say expect: fail; Parse refuses it otherwise, since it could never pass.
 //
 // Every bad input (unknown field or key, unknown fault, check or target,
 // a bad duration, bandwidth or number, a missing field, a wrong type, a
@@ -103,8 +136,10 @@
 // A step is a control.Action: Verb the fault, Target the target, Args
 // every other field as written ("for": "5s", "shape": "majority",
 // "latency": "50ms", "bandwidth": "1MB/s", booleans as "true", groups as
-// "n1,n2|n3,n4"). The cluster lifts a fault with for: itself; the runner
-// only sends each action at its time (Step.At after the job started) and,
+// "n1,n2|n3,n4"; resume_after as written). The cluster lifts a fault with
+// for: itself; the runner only sends each action at its time (Step.At
+// after the job started; a kill of the coordinator it carries out itself)
+// and,
 // at the cluster's duration (or after the last step when it has none),
 // one plain heal, so that the drain and the checks run on a healed
 // cluster. An action the cluster refuses is logged in the report
@@ -124,10 +159,12 @@
 //	max_checkpoint: D   p99 of the checkpoints' total time <= D
 //	min_throughput: N   records read per second of job time >= N
 //
-// The verdict is "pass" when every check passes. Run returns, and `spate
-// chaos run` exits with, ExitPass (0), ExitFail (1: a check failed) or
-// ExitNotRun (2: a bad scenario, or the cluster could not be started,
-// reached, or verified).
+// The verdict is "pass" when every check passes; a run that did not
+// finish (a coordinator killed and not followed) fails every check. Run
+// returns, and `spate chaos run` exits with, ExitPass (0), ExitFail (1: a
+// check failed) or ExitNotRun (2: a bad scenario, or the cluster could not
+// be started, reached, or verified, or a new coordinator's control API
+// never came up).
 //
 // # The report
 //
@@ -142,8 +179,13 @@
 //	faults[]                   {id, verb, target, nodes, args, start, end,
 //	                            start_ms, end_ms, open}: from fault_started and
 //	                            fault_ended events; open: no end, counted to
-//	                            the run's end
-//	actions[]                  {at_ms, plan_ms, action, ok, text}: what the runner sent
+//	                            the run's end; a killed coordinator is id 0,
+//	                            verb kill, target coord, from the kill until
+//	                            the new one's control API answered (open if
+//	                            none did), from the runner
+//	actions[]                  {at_ms, plan_ms, action, ok, text}: what the runner
+//	                            sent or did ("kill coord resume_after=2s",
+//	                            "resume coord")
 //	recoveries[]               {instance ("job" for a global rollback), from, to,
 //	                            reason, checkpoint, fellback, replayed,
 //	                            detected_ms, done, total_ms, phases[]}

@@ -100,23 +100,33 @@ func (fc *fakeCluster) start(ctx context.Context, args []string) (string, func()
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		ri := map[string]any{"run": "fake", "job_started": t0, "finished": t0.Add(30 * time.Second), "config": map[string]any{"ft": "spate"},
-			"positions": map[string]uint64{"0": 300000}, "lag_ms": [][2]int64{{1000, 100}, {2000, 120}}}
-		b, _ := json.Marshal(ri)
-		os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644)
-		var ev bytes.Buffer
-		for _, e := range []events.Event{
-			{Seq: 2, Time: t0, Kind: events.JobStarted},
-			{Seq: 3, Time: t0.Add(10 * time.Second), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "kill", Target: "n2", Nodes: []string{"n2"}}},
-			{Seq: 4, Time: t0.Add(10 * time.Second), Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
-			{Seq: 5, Time: t0.Add(30 * time.Second), Kind: events.RunFinished},
-		} {
-			json.NewEncoder(&ev).Encode(e)
-		}
-		os.WriteFile(filepath.Join(dir, "events.jsonl"), ev.Bytes(), 0o644)
+		writeFakeRun(dir, true)
 		return nil
 	}
 	return dir, wait, nil
+}
+
+// writeFakeRun writes a synthetic run.json and events.jsonl into dir: a
+// 30-second run with one kill of n2, finished or not (a dead coordinator
+// never wrote its end).
+func writeFakeRun(dir string, finished bool) {
+	ri := map[string]any{"run": "fake", "job_started": t0, "config": map[string]any{"ft": "spate"}}
+	evs := []events.Event{
+		{Seq: 2, Time: t0, Kind: events.JobStarted},
+		{Seq: 3, Time: t0.Add(10 * time.Second), Kind: events.FaultStarted, Fields: events.FaultStartedFields{ID: 1, Verb: "kill", Target: "n2", Nodes: []string{"n2"}}},
+		{Seq: 4, Time: t0.Add(10 * time.Second), Kind: events.FaultEnded, Fields: events.FaultEndedFields{ID: 1}},
+	}
+	if finished {
+		ri["finished"], ri["positions"], ri["lag_ms"] = t0.Add(30*time.Second), map[string]uint64{"0": 300000}, [][2]int64{{1000, 100}, {2000, 120}}
+		evs = append(evs, events.Event{Seq: 5, Time: t0.Add(30 * time.Second), Kind: events.RunFinished})
+	}
+	b, _ := json.Marshal(ri)
+	os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644)
+	var ev bytes.Buffer
+	for _, e := range evs {
+		json.NewEncoder(&ev).Encode(e)
+	}
+	os.WriteFile(filepath.Join(dir, "events.jsonl"), ev.Bytes(), 0o644)
 }
 
 const runScenario = `name: runner test

@@ -12,8 +12,9 @@ import (
 // `spate up`, `up --script`, `chaos run` or a kept benchmark round. The
 // checks are the scenario's when the run had one (run.json's
 // config.script for `up --script`; the file named by the report.json a
-// `chaos run` wrote, whose scenario name and actions are kept too), else
-// exactly_once alone. v is what verify found. It writes nothing.
+// `chaos run` wrote, whose scenario name, actions and coordinator
+// downtimes are kept too), else exactly_once alone. v is what verify
+// found. It writes nothing.
 func RunReport(dir string, v Verify) (*Report, error) {
 	var cfg struct {
 		Config struct {
@@ -62,6 +63,12 @@ func RunReport(dir string, v Verify) (*Report, error) {
 			r.Scenario, r.File = prev.Scenario, prev.File
 		}
 		r.Actions = prev.Actions
+		// The coordinator's deaths are the runner's to know, not the
+		// events'.
+		if spans := coordSpans(prev.Faults); len(spans) > 0 {
+			r.Faults = append(r.Faults, spans...)
+			sortFaults(r.Faults)
+		}
 	}
 	if r.Scenario == "" && file != "" {
 		r.File = file

@@ -160,3 +160,33 @@ func TestRunReportOfNoRun(t *testing.T) {
 		t.Errorf("an empty directory: %v", err)
 	}
 }
+
+// The coordinator's deaths are the runner's knowledge, not the events':
+// a report made again keeps them, with the actions.
+func TestRunReportKeepsTheCoordinatorsDowntime(t *testing.T) {
+	dir := copyRun(t, "run-kill")
+	prev := Report{V: ReportSchemaVersion, Scenario: "coordinator", Actions: []ActionLog{{AtMs: 4000, PlanMs: 4000, Action: "kill coord resume_after=2s", OK: true}},
+		Faults: []FaultSpan{{ID: 0, Verb: "kill", Target: Coord, Nodes: []string{Coord}, StartMs: 4000, EndMs: 6100}, {ID: 1, Verb: "kill", Target: "n2", StartMs: 3000}}}
+	b, _ := json.Marshal(prev)
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunReport(dir, Verify{Windows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var coord []FaultSpan
+	for _, f := range r.Faults {
+		if f.Target == Coord {
+			coord = append(coord, f)
+		}
+	}
+	if len(coord) != 1 || coord[0].StartMs != 4000 || coord[0].EndMs != 6100 || len(r.Actions) != 1 {
+		t.Errorf("coordinator spans %+v, actions %+v", coord, r.Actions)
+	}
+	for i := 1; i < len(r.Faults); i++ {
+		if r.Faults[i].StartMs < r.Faults[i-1].StartMs {
+			t.Errorf("faults out of order: %+v", r.Faults)
+		}
+	}
+}

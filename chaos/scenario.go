@@ -35,9 +35,12 @@ type Scenario struct {
 	// that an error of coord.ParseUp can be placed.
 	ClusterLines map[string]int
 	// Nodes is the cluster size targets were checked against (cluster:
-	// nodes, 4 by default); Duration is cluster: duration (0: not given).
-	Nodes    int
-	Duration time.Duration
+	// nodes, 4 by default); Duration is cluster: duration (0: not given);
+	// CoordTimeout is cluster: coord-timeout, how long the nodes wait for
+	// a coordinator that went away (0: not given, coord's default).
+	Nodes        int
+	Duration     time.Duration
+	CoordTimeout time.Duration
 
 	Schedule []Entry
 	Checks   []Check
@@ -49,6 +52,18 @@ type Scenario struct {
 	// Set holds the --set overrides applied, KEY to VALUE, so that an
 	// error of coord.ParseUp about one names --set, not a line.
 	Set map[string]string
+}
+
+// KillsCoordinator reports whether the schedule kills the coordinator
+// (kill coordinator): such a run needs RunOptions.KillCoordinator, and
+// ResumeCoordinator when a kill has resume_after:.
+func (sc *Scenario) KillsCoordinator() bool {
+	for _, e := range sc.Schedule {
+		if e.Random == nil && e.Action.Verb == "kill" && e.Action.Target == Coord {
+			return true
+		}
+	}
+	return false
 }
 
 // The verdicts a scenario may expect.
@@ -164,6 +179,15 @@ var randomVerbs = []string{"kill", "restart", "pause", "partition", "link", "sto
 
 // lasting are the verbs that take for:.
 var lasting = map[string]bool{"pause": true, "partition": true, "link": true, "store": true}
+
+// coordNames are the ways a scenario names the coordinator as a target:
+// coord, as `spate chaos pause coord` and the partition plans spell it,
+// and coordinator. Both become the action's target Coord.
+var coordNames = []string{Coord, "coordinator"}
+
+// ResumeAfter is the argument of a `kill coord` step that starts a new
+// coordinator (`spate up --resume`) that long after the kill.
+const ResumeAfter = "resume_after"
 
 // Limits that keep a scenario's plan small whatever the file says.
 const (
@@ -630,19 +654,20 @@ const (
 )
 
 // clusterFlags are the flags of `spate up` a cluster: block takes (all of
-// them but data, headless and script, which `spate chaos run` sets).
+// them but data, headless, script and resume, which `spate chaos run`
+// sets).
 var clusterFlags = map[string]clusterFlag{
 	"nodes": flagInt, "local": flagInt, "keys": flagInt, "seed": flagInt,
 	"rate": flagNumber, "speedup": flagNumber,
-	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration,
-	"coord-timeout": flagDuration,
-	"job":           flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
+	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration, "coord-timeout": flagDuration,
+	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString, "recover": flagString,
 	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
 	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "tls": flagBool, "metrics": flagString,
 }
 
-// runnerFlags are the flags of `spate up` that `spate chaos run` sets.
+// runnerFlags are the flags of `spate up` that `spate chaos run` sets
+// (resume: for the new coordinator after a kill coordinator).
 var runnerFlags = []string{"data", "headless", "script", "resume"}
 
 // ClusterKeys are the fields a cluster: block takes, sorted: the flags of
@@ -683,8 +708,11 @@ func (p *scParser) overrides() error {
 		}
 		kind, ok := clusterFlags[o.Key]
 		if !ok {
-			if slices.Contains(runnerFlags, o.Key) {
+			if o.Key == "data" {
 				return &Error{File: "--set " + kv, Msg: "set by `spate chaos run` itself (give --data to chaos run)"}
+			}
+			if slices.Contains(runnerFlags, o.Key) {
+				return &Error{File: "--set " + kv, Msg: "set by `spate chaos run` itself"}
 			}
 			return &Error{File: "--set " + kv, Msg: "unknown key (want a field of cluster: " + strings.Join(sortedKeys(clusterFlags), ", ") + ")"}
 		}
@@ -770,8 +798,11 @@ func (p *scParser) clusterField(c field) error {
 			if err != nil {
 				return err
 			}
-			if c.key == "duration" {
+			switch c.key {
+			case "duration":
 				sc.Duration = d
+			case "coord-timeout":
+				sc.CoordTimeout = d
 			}
 			val = s
 		case flagString:
@@ -889,7 +920,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // verbFields are the fields each fault takes beyond at/every/until/fault.
 var verbFields = map[string][]string{
-	"kill":      {"target"},
+	"kill":      {"target", ResumeAfter}, // resume_after: the coordinator only
 	"restart":   {"target"},
 	"pause":     {"target", "for"},
 	"resume":    {"target"},
@@ -958,6 +989,9 @@ func (p *scParser) entry(n ast.Node, path string) (Entry, error) {
 				return e, err
 			}
 		default:
+			if f.key == ResumeAfter && verb != "kill" {
+				return e, p.errAt(f.line, fp, "only kill takes resume_after (kill coordinator, to start a new coordinator that long after)")
+			}
 			if !slices.Contains(allowed, f.key) {
 				return e, p.errAt(f.line, fp, "unknown field for %s (it takes at, every, until, %s)", verb, strings.Join(allowed, ", "))
 			}
@@ -975,10 +1009,37 @@ func (p *scParser) entry(n ast.Node, path string) (Entry, error) {
 	if err := p.checkAction(e.Action, e.Line, path); err != nil {
 		return e, err
 	}
+	if err := p.checkCoordKill(e, byKey, path); err != nil {
+		return e, err
+	}
 	if len(e.Action.Args) == 0 {
 		e.Action.Args = nil
 	}
 	return e, nil
+}
+
+// checkCoordKill checks an entry that kills the coordinator, or gives
+// resume_after: to a kill of anything else.
+func (p *scParser) checkCoordKill(e Entry, byKey map[string]field, path string) error {
+	ra, hasResume := byKey[ResumeAfter]
+	if e.Action.Target != Coord {
+		if hasResume {
+			return p.errAt(ra.line, path+"."+ResumeAfter, "only the coordinator is resumed (target: coordinator); a node comes back with fault: restart")
+		}
+		return nil
+	}
+	if !hasResume {
+		if p.sc.Expect != ExpectFail {
+			// Nothing finishes the job, so every check would fail: a
+			// scenario that cannot pass is a mistake unless it says so.
+			return p.errAt(e.Line, path+"."+ResumeAfter, "missing: a coordinator never resumed cannot finish the run, so no check can pass; give resume_after: D (or expect: fail)")
+		}
+		return nil
+	}
+	if d, _ := time.ParseDuration(e.Action.Args[ResumeAfter]); e.Every > 0 && d >= e.Every {
+		return p.errAt(ra.line, path+"."+ResumeAfter, "%v is not shorter than every: %v: the next kill would find the coordinator still down", d, e.Every)
+	}
+	return nil
 }
 
 // arg checks one verb-specific field and adds it to a's Args (the target
@@ -989,6 +1050,16 @@ func (p *scParser) arg(a *control.Action, f field, path string) error {
 		t, err := p.str(f.value, path)
 		if err != nil {
 			return err
+		}
+		if slices.Contains(coordNames, t) {
+			// Only a kill reaches the coordinator from a scenario: the
+			// runner kills its process, which the control API (the
+			// coordinator itself) cannot do.
+			if a.Verb != "kill" {
+				return p.errf(f.value, path, "%q: only kill takes the coordinator as a target (with resume_after: D, a new coordinator goes on with the run)", t)
+			}
+			a.Target = Coord
+			return nil
 		}
 		if err := p.target(t, f.value, path); err != nil {
 			return err
@@ -1012,7 +1083,7 @@ func (p *scParser) arg(a *control.Action, f field, path string) error {
 			return p.errf(f.value, path, "%d out of range 1..128", n)
 		}
 		a.Args["n"] = strconv.FormatInt(n, 10)
-	case "for", "latency", "jitter", "slow":
+	case "for", "latency", "jitter", "slow", ResumeAfter:
 		_, s, err := p.positive(f.value, path)
 		if err != nil {
 			return err
@@ -1229,6 +1300,9 @@ func (p *scParser) random(n ast.Node, path string) (*Random, error) {
 			t, err := p.str(f.value, fp)
 			if err != nil {
 				return nil, err
+			}
+			if slices.Contains(coordNames, t) {
+				return nil, p.errf(f.value, fp, "%q: random faults never target the coordinator (give kill coordinator an at: entry of its own)", t)
 			}
 			if err := p.target(t, f.value, fp); err != nil {
 				return nil, err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,6 +298,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nschedule: []\n"))
 	f.Add([]byte("name: &a x\nschedule: *a\n"))
 	f.Add([]byte("name: x\nschedule:\n  - random: {seed: 1, mean: 1s, faults: [kill], until: 10s}\n"))
+	f.Add([]byte("name: x\ncluster: {duration: 9s}\nschedule:\n  - {at: 2s, fault: kill, target: coordinator, resume_after: 1s}\n"))
 	if files, _ := filepath.Glob("../examples/*.yaml"); len(files) > 0 {
 		for _, file := range files {
 			if b, err := os.ReadFile(file); err == nil {
@@ -317,4 +319,125 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("%d steps", len(steps))
 		}
 	})
+}
+
+func TestParseKillCoordinator(t *testing.T) {
+	sc, err := Parse("k.yaml", []byte(`name: kill the coordinator
+cluster: {nodes: 3, duration: 20s, coord-timeout: 10s}
+schedule:
+  - at: 5s
+    fault: kill
+    target: coordinator
+    resume_after: 2s
+  - {every: 6s, until: 19s, fault: kill, target: coord, resume_after: 1500ms}
+  - {at: 7s, fault: kill, target: n2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Line: 4, At: 5 * time.Second, Action: control.Action{Verb: "kill", Target: Coord, Args: map[string]string{ResumeAfter: "2s"}}},
+		{Line: 8, At: 6 * time.Second, Every: 6 * time.Second, Until: 19 * time.Second, Action: control.Action{Verb: "kill", Target: Coord, Args: map[string]string{ResumeAfter: "1500ms"}}},
+		{Line: 9, At: 7 * time.Second, Action: control.Action{Verb: "kill", Target: "n2"}},
+	}
+	if !reflect.DeepEqual(sc.Schedule, want) {
+		t.Errorf("schedule\n got %+v\nwant %+v", sc.Schedule, want)
+	}
+	if !sc.KillsCoordinator() || sc.CoordTimeout != 10*time.Second {
+		t.Errorf("kills the coordinator %v, coord-timeout %v", sc.KillsCoordinator(), sc.CoordTimeout)
+	}
+	if got := sc.Schedule[0].Action.String(); got != "kill coord resume_after=2s" {
+		t.Errorf("the step reads %q", got)
+	}
+
+	// Never resumed: only a scenario that says it expects to fail.
+	sc, err = Parse("k.yaml", []byte("name: x\nexpect: fail\ncluster: {duration: 10s}\nschedule:\n  - {at: 3s, fault: kill, target: coord}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := sc.Schedule[0].Action; a.Target != Coord || a.Args != nil {
+		t.Errorf("never resumed: %#v", a)
+	}
+
+	sc, err = Parse("k.yaml", []byte("name: x\ncluster: {duration: 10s}\nschedule:\n  - {at: 3s, fault: kill, target: n1}\n  - {random: {seed: 1, mean: 2s, faults: [kill]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.KillsCoordinator() {
+		t.Error("a scenario that kills only nodes kills the coordinator")
+	}
+}
+
+// TestParseKillCoordinatorErrors: the exact one-line errors, each naming
+// the file, the line and the field.
+func TestParseKillCoordinatorErrors(t *testing.T) {
+	head := "name: bad\ncluster: {nodes: 4, duration: 30s}\nschedule:\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"never resumed", head + "  - at: 5s\n    fault: kill\n    target: coordinator\n",
+			"s.yaml:4: schedule[0].resume_after: missing: a coordinator never resumed cannot finish the run, so no check can pass; give resume_after: D (or expect: fail)"},
+		{"resume_after on pause", head + "  - at: 5s\n    fault: pause\n    target: n1\n    resume_after: 2s\n",
+			"s.yaml:7: schedule[0].resume_after: only kill takes resume_after (kill coordinator, to start a new coordinator that long after)"},
+		{"resume_after on a node", head + "  - at: 5s\n    fault: kill\n    target: n1\n    resume_after: 2s\n",
+			"s.yaml:7: schedule[0].resume_after: only the coordinator is resumed (target: coordinator); a node comes back with fault: restart"},
+		{"resume_after zero", head + "  - at: 5s\n    fault: kill\n    target: coord\n    resume_after: 0s\n",
+			"s.yaml:7: schedule[0].resume_after: must be positive"},
+		{"resume_after negative", head + "  - {at: 5s, fault: kill, target: coord, resume_after: -2s}\n",
+			"s.yaml:4: schedule[0].resume_after: -2s: must not be negative"},
+		{"resume_after not a duration", head + "  - at: 5s\n    fault: kill\n    target: coord\n    resume_after: later\n",
+			`s.yaml:7: schedule[0].resume_after: "later" is not a duration (want e.g. 500ms, 5s, 2m)`},
+		{"resume_after a number", head + "  - at: 5s\n    fault: kill\n    target: coord\n    resume_after: 2\n",
+			`s.yaml:7: schedule[0].resume_after: "2" is not a duration (want e.g. 500ms, 5s, 2m)`},
+		{"pause the coordinator", head + "  - at: 5s\n    fault: pause\n    target: coordinator\n    for: 2s\n",
+			`s.yaml:6: schedule[0].target: "coordinator": only kill takes the coordinator as a target (with resume_after: D, a new coordinator goes on with the run)`},
+		{"restart coord", head + "  - {at: 5s, fault: restart, target: coord}\n",
+			`s.yaml:4: schedule[0].target: "coord": only kill takes the coordinator as a target (with resume_after: D, a new coordinator goes on with the run)`},
+		{"random coordinator", head + "  - random:\n      seed: 1\n      mean: 5s\n      faults: [kill]\n      target: coordinator\n",
+			`s.yaml:8: schedule[0].random.target: "coordinator": random faults never target the coordinator (give kill coordinator an at: entry of its own)`},
+		{"every too often", head + "  - every: 5s\n    fault: kill\n    target: coord\n    resume_after: 5s\n",
+			"s.yaml:7: schedule[0].resume_after: 5s is not shorter than every: 5s: the next kill would find the coordinator still down"},
+		{"set resume", "name: x\nschedule: []\ncluster:\n  resume: /tmp/x\n",
+			"s.yaml:4: cluster.resume: set by `spate chaos run`, not by the scenario"},
+		{"coord-timeout", "name: x\nschedule: []\ncluster:\n  coord-timeout: soon\n",
+			`s.yaml:4: cluster.coord-timeout: "soon" is not a duration (want e.g. 500ms, 5s, 2m)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n %q\nwant\n %q", err, tt.want)
+			}
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Errorf("not a placed *Error: %#v", err)
+			}
+		})
+	}
+	if _, err := ParseWith("s.yaml", []byte("name: x\nschedule: []\n"), []Override{{Key: "resume", Value: "/tmp/x"}}); err == nil || err.Error() != "--set resume=/tmp/x: set by `spate chaos run` itself" {
+		t.Errorf("--set resume: %v", err)
+	}
+}
+
+// TestPlanNeverDrawsTheCoordinator: a random: entry's kills are of nodes,
+// whatever its seed and its target.
+func TestPlanNeverDrawsTheCoordinator(t *testing.T) {
+	for _, target := range []string{"one", "all", "majority", "count"} {
+		sc := mustParse(t, "name: x\ncluster: {duration: 60s}\nschedule:\n  - {random: {seed: 3, mean: 1s, burst: 3, faults: [kill, restart, pause, partition], target: "+target+"}}\n")
+		steps := Plan(sc, sc.Duration)
+		if len(steps) < 20 {
+			t.Fatalf("%s: only %d steps", target, len(steps))
+		}
+		for _, s := range steps {
+			if s.Action.Target == Coord || slices.Contains(coordNames, s.Action.Target) {
+				t.Fatalf("%s: a random step targets the coordinator: %v", target, s.Action)
+			}
+		}
+		if sc.KillsCoordinator() {
+			t.Errorf("%s: a random entry counts as a kill of the coordinator", target)
+		}
+	}
 }

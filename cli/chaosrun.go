@@ -1,19 +1,28 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"spate/chaos"
 	"spate/coord"
+	"spate/events"
 )
 
 func (a *app) chaosRunCmd() *cobra.Command {
@@ -26,12 +35,18 @@ oracle, evaluates the checks, and writes report.json and report.html in
 the run directory. Exit 0 pass, 1 a check failed, 2 could not run; a
 scenario with "expect: fail" turns the first two around.
 
+A scenario that kills the coordinator ({fault: kill, target: coordinator,
+resume_after: 2s}) runs it as a child process (spate up --headless ...
+--data DIR; without --data, in a fresh directory under spate-data/),
+sends it SIGKILL, and starts spate up --resume DIR after resume_after.
+
 --set KEY=VALUE overrides a field of the scenario's cluster: block (any
-flag of spate up but data, headless and script); --set seed=N sets the
+flag of spate up but data, headless, script and resume); --set seed=N sets the
 cluster's seed and the seed of every random: entry. --junit FILE writes
 the checks as JUnit XML, one test case per check, for CI.`,
 		Example: `  spate chaos run examples/teaching.yaml --data /tmp/demo
   spate chaos run examples/soak.yaml --set duration=90s --set seed=3
+  spate chaos run examples/compound/kill-coordinator.yaml
   spate chaos run examples/ftnone-kill.yaml --junit junit.xml`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -93,7 +108,33 @@ func (a *app) chaosRun(file, data, junit string, sets []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	start := func(ctx context.Context, _ []string) (string, func() error, error) {
+	opts := chaos.RunOptions{Out: stdout, JUnit: junit}
+	opts.Verify = func(dir string) (chaos.Verify, error) {
+		rep, err := coord.VerifyRun(dir)
+		return chaos.Verify{Windows: rep.Windows, Lost: rep.Missing, Duplicated: rep.Duplicated, Wrong: rep.Wrong}, err
+	}
+	if sc.KillsCoordinator() {
+		cc, err := newCoordChildren(data, sc, stdout)
+		if err != nil {
+			fmt.Fprintln(stderr, "spate chaos run:", err)
+			return chaos.ExitNotRun
+		}
+		defer cc.cleanup(stdout)
+		opts.Start, opts.KillCoordinator, opts.ResumeCoordinator, opts.AwaitNodes = cc.start, cc.kill, cc.resume, cc.awaitNodes
+	} else {
+		opts.Start = inProcess(cfg)
+	}
+	rc, _, err := chaos.Run(ctx, sc, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate chaos run:", oneLine(trimUsage(err)))
+	}
+	return rc
+}
+
+// inProcess is the Start of a scenario that leaves the coordinator alone:
+// coord.Up on a goroutine of this process.
+func inProcess(cfg coord.Config) func(context.Context, []string) (string, func() error, error) {
+	return func(ctx context.Context, _ []string) (string, func() error, error) {
 		started := make(chan string, 1)
 		done := make(chan error, 1)
 		go func() {
@@ -107,15 +148,6 @@ func (a *app) chaosRun(file, data, junit string, sets []string) int {
 			return "", nil, err
 		}
 	}
-	verify := func(dir string) (chaos.Verify, error) {
-		rep, err := coord.VerifyRun(dir)
-		return chaos.Verify{Windows: rep.Windows, Lost: rep.Missing, Duplicated: rep.Duplicated, Wrong: rep.Wrong}, err
-	}
-	rc, _, err := chaos.Run(ctx, sc, chaos.RunOptions{Start: start, Verify: verify, Out: stdout, JUnit: junit})
-	if err != nil {
-		fmt.Fprintln(stderr, "spate chaos run:", oneLine(trimUsage(err)))
-	}
-	return rc
 }
 
 // readScenario reads and parses a scenario file, with overrides.
@@ -146,4 +178,323 @@ func clusterError(sc *chaos.Scenario, err error) string {
 		return ee.Error()
 	}
 	return fmt.Sprintf("%s: cluster: %s", sc.File, msg)
+}
+
+// coordChildren runs the coordinators of a scenario that kills one
+// (chaos.Scenario.KillsCoordinator) as child processes of this one, so
+// that the kill is a real SIGKILL of a real process: first `spate up
+// --headless CLUSTER... --data DIR`, then, for each resume, `spate up
+// --headless --resume DIR`. Only one runs at a time. Safe for the runner's
+// goroutine and cleanup, which do not overlap.
+type coordChildren struct {
+	exe  string
+	dir  string // absolute
+	args []string
+	// coordTimeout is how long the nodes of a dead coordinator wait for
+	// another (the cluster's --coord-timeout).
+	coordTimeout time.Duration
+
+	mu     sync.Mutex
+	cur    *coordChild // the latest coordinator
+	killed bool        // cur was killed: its nodes may be left
+}
+
+// coordChild is one coordinator process: err (its exit, with the last
+// line it wrote to stderr) is written before done is closed.
+type coordChild struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// coordGrace is how long a coordinator has to drain its nodes after a
+// Ctrl-C before it is killed.
+const coordGrace = 30 * time.Second
+
+// defaultCoordTimeout is `spate up --coord-timeout`'s default.
+const defaultCoordTimeout = 30 * time.Second
+
+// newCoordChildren prepares the processes of sc's run in data, or, when
+// no --data was given, in a fresh directory under spate-data/ (made the
+// latest run, as `spate up` does), which it says.
+func newCoordChildren(data string, sc *chaos.Scenario, out io.Writer) (*coordChildren, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the coordinator must run as a process of its own to be killed, and this binary cannot be found: %w", err)
+	}
+	dir := data
+	if dir == "" {
+		run := coord.NewRunID(time.Now())
+		dir = filepath.Join(coord.DefaultRoot, run)
+		if err := os.MkdirAll(coord.DefaultRoot, 0o755); err != nil {
+			return nil, err
+		}
+		link := filepath.Join(coord.DefaultRoot, "latest")
+		_ = os.Remove(link)
+		_ = os.Symlink(run, link) // `spate status` and `spate chaos` find it
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	cc := &coordChildren{exe: exe, dir: abs, coordTimeout: defaultCoordTimeout}
+	if sc.CoordTimeout > 0 {
+		cc.coordTimeout = sc.CoordTimeout
+	}
+	cc.args = append(append([]string{"up", "--headless"}, sc.Cluster...), "--data", abs)
+	where := "in " + abs
+	if data == "" {
+		where = "in " + dir + " (no --data given)"
+	}
+	fmt.Fprintf(out, "chaos: the scenario kills the coordinator, so it runs as a process of its own, %s\n", where)
+	return cc, nil
+}
+
+// run starts one coordinator process. Cancelling ctx sends it SIGTERM
+// (it drains its nodes, as after a Ctrl-C), and SIGKILL coordGrace later.
+func (cc *coordChildren) run(ctx context.Context, args []string) (*coordChild, error) {
+	cmd := exec.CommandContext(ctx, cc.exe, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = coordGrace
+	// The headless event lines are in events.jsonl; the runner reads that
+	// and the control API. Its errors are kept for its exit's error.
+	tail := &lastLine{}
+	cmd.Stderr = tail
+	// Its own process group, as the nodes have: a Ctrl-C at the terminal
+	// reaches this process, which stops the coordinator through ctx.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := &coordChild{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if err != nil && ctx.Err() != nil && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+			err = nil // it drained and stopped, as asked
+		}
+		if line := tail.String(); err != nil && line != "" {
+			err = fmt.Errorf("%s (%v)", line, err)
+		}
+		ch.err = err
+		close(ch.done)
+	}()
+	cc.mu.Lock()
+	cc.cur, cc.killed = ch, false
+	cc.mu.Unlock()
+	return ch, nil
+}
+
+// wait is ch's end, for the runner.
+func (ch *coordChild) wait() error {
+	<-ch.done
+	return ch.err
+}
+
+// start is RunOptions.Start: the first coordinator. The run directory is
+// known before it exists; the runner waits for its control file.
+func (cc *coordChildren) start(ctx context.Context, _ []string) (string, func() error, error) {
+	ch, err := cc.run(ctx, cc.args)
+	if err != nil {
+		return "", nil, err
+	}
+	return cc.dir, ch.wait, nil
+}
+
+// kill is RunOptions.KillCoordinator: SIGKILL to the coordinator alone
+// (its nodes live on, waiting for another), and its end.
+func (cc *coordChildren) kill() error {
+	cc.mu.Lock()
+	ch := cc.cur
+	cc.mu.Unlock()
+	if ch == nil {
+		return errors.New("no coordinator was started")
+	}
+	select {
+	case <-ch.done:
+		return fmt.Errorf("the coordinator had ended already: %v", ch.err)
+	default:
+	}
+	if err := ch.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-ch.done
+	cc.mu.Lock()
+	cc.killed = true
+	cc.mu.Unlock()
+	return nil
+}
+
+// resume is RunOptions.ResumeCoordinator: `spate up --headless --resume
+// DIR`, the run's configuration being its own.
+func (cc *coordChildren) resume(ctx context.Context) (func() error, error) {
+	ch, err := cc.run(ctx, []string{"up", "--headless", "--resume", cc.dir})
+	if err != nil {
+		return nil, err
+	}
+	return ch.wait, nil
+}
+
+// awaitNodes is RunOptions.AwaitNodes: it polls until no node process of
+// the run is left, for at most the nodes' --coord-timeout and a margin.
+func (cc *coordChildren) awaitNodes(ctx context.Context) error {
+	deadline := time.Now().Add(cc.coordTimeout + 30*time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := runNodes(cc.dir)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still running %v after the coordinator died", nodeNames(left), cc.coordTimeout+30*time.Second)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// cleanup, once the run is over, kills the node processes a dead
+// coordinator left (the run cannot finish, a Ctrl-C came while no
+// coordinator ran, or the last one failed): they would otherwise wait
+// --coord-timeout for one.
+func (cc *coordChildren) cleanup(out io.Writer) {
+	cc.mu.Lock()
+	ch := cc.cur
+	cc.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch.done: // chaos.Run waits for its coordinators
+	default: // a way out that did not: stop it as a Ctrl-C would
+		if ch.cmd != nil {
+			_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		<-ch.done
+	}
+	cc.mu.Lock()
+	killed := cc.killed
+	cc.mu.Unlock()
+	if !killed && ch.err == nil { // it stopped its nodes
+		return
+	}
+	left := runNodes(cc.dir)
+	for _, n := range left {
+		_ = syscall.Kill(n.pid, syscall.SIGKILL)
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(out, "chaos: killed %s, left by the dead coordinator\n", nodeNames(left))
+	}
+}
+
+// nodeProc is a node process of a run.
+type nodeProc struct {
+	name string
+	pid  int
+}
+
+// runNodes are the node processes the run in dir spawned (node_spawned
+// in its events) that still run. A pid counts only while /proc shows it
+// as this run's node (`spate node --name NAME --coord ADDR`, the address
+// in run.json), so a reused pid is never taken for one; without /proc
+// there are none.
+func runNodes(dir string) []nodeProc {
+	evs, _, err := chaos.ReadEvents(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		return nil
+	}
+	// Only the address: a run directory a crash left half written is
+	// still read for its nodes.
+	var ri struct {
+		Coord string `json:"coord"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil || json.Unmarshal(b, &ri) != nil || ri.Coord == "" {
+		return nil
+	}
+	var out []nodeProc
+	seen := map[int]bool{}
+	for _, e := range evs {
+		f, ok := e.Fields.(events.NodeSpawnedFields)
+		if !ok || f.PID <= 0 || seen[f.PID] {
+			continue
+		}
+		seen[f.PID] = true
+		if isNode(f.PID, e.Node, ri.Coord) {
+			out = append(out, nodeProc{name: e.Node, pid: f.PID})
+		}
+	}
+	return out
+}
+
+// isNode reports whether pid is a live (not zombie) `spate node` process
+// named name, of the coordinator at coordAddr.
+func isNode(pid int, name, coordAddr string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if len(args) < 2 || args[1] != "node" || !slices.Contains(args, name) || !slices.Contains(args, coordAddr) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
+}
+
+func nodeNames(ns []nodeProc) string {
+	var b strings.Builder
+	for i, n := range ns {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (pid %d)", n.name, n.pid)
+	}
+	return b.String()
+}
+
+// lastLine is an io.Writer that keeps the last non-empty line written to
+// it (bounded), for a child's error.
+type lastLine struct {
+	mu   sync.Mutex
+	line []byte // the last complete non-empty line
+	part []byte // what followed it, so far
+}
+
+const maxLine = 1 << 10
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range p {
+		if c == '\n' {
+			if len(bytes.TrimSpace(l.part)) > 0 {
+				l.line = append(l.line[:0], l.part...)
+			}
+			l.part = l.part[:0]
+			continue
+		}
+		if len(l.part) < maxLine {
+			l.part = append(l.part, c)
+		}
+	}
+	return len(p), nil
+}
+
+// String is the last non-empty line, a cut-short one included.
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := strings.TrimSpace(string(l.part)); s != "" {
+		return s
+	}
+	return strings.TrimSpace(string(l.line))
 }

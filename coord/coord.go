@@ -89,6 +89,13 @@ func (c *core) join(ns *nodeState) error {
 	if rs := c.resume; rs != nil && old != nil && (rs.waiting[ns.name] || old.state != nodeSpawned) {
 		return c.rejoin(ns, old) // a recorded node (a respawned one joins as any)
 	}
+	if rs := c.resume; rs != nil && rs.phase == resumeRejoin && old != nil && !old.joined {
+		// A spawned node, deployed once the rejoin is over: it dials
+		// the live nodes it is told of, and the recorded ones still to
+		// rejoin are not live yet.
+		rs.late = append(rs.late, [2]*nodeState{ns, old})
+		return nil
+	}
 	if c.plan != nil {
 		if old == nil || old.state != nodeSpawned || old.joined {
 			return fmt.Errorf("node %q joined after the job was deployed: refused", ns.name)

@@ -66,6 +66,9 @@ type RecordNode struct {
 	Local  bool   `json:"local,omitempty"` // a process of the coordinator's
 	Listen string `json:"listen,omitempty"`
 	Gone   bool   `json:"gone,omitempty"` // lost or exited
+	// Joined is false for a node spawned that had not joined yet: it
+	// joins a resumed coordinator as any spawned node, and is deployed.
+	Joined bool `json:"joined,omitempty"`
 }
 
 // RecordSlice is a sliceRef of the record.
@@ -90,7 +93,7 @@ func (c *core) record() *Record {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
 		ns := c.nodes[name]
-		r.Nodes = append(r.Nodes, RecordNode{Name: name, PID: ns.pid, Local: ns.local, Listen: ns.listen, Gone: ns.gone()})
+		r.Nodes = append(r.Nodes, RecordNode{Name: name, PID: ns.pid, Local: ns.local, Listen: ns.listen, Gone: ns.gone(), Joined: ns.joined})
 	}
 	if len(c.done) > 0 {
 		r.Done = maps.Clone(c.done)
@@ -134,6 +137,11 @@ func (c *core) recordKey(b []byte) []byte {
 	b = append(b, '|')
 	for _, name := range c.order {
 		if ns := c.nodes[name]; ns.gone() {
+			s(name)
+		}
+	}
+	for _, name := range c.order {
+		if c.nodes[name].joined {
 			s(name)
 		}
 	}

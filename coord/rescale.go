@@ -511,6 +511,13 @@ func (c *core) leastLoadedFor(extra map[string]int) string {
 // onRescale handles a node's answer to a step.
 func (c *core) onRescale(ns *nodeState, m *wire.Rescale) {
 	if m.Step == wire.RescaleStopped && c.resume != nil && c.resume.id == m.ID {
+		if m.Error != "" {
+			// Spawned by the dead coordinator, never deployed: stopped,
+			// and replaced by a node that joins the running job.
+			c.send(ns, wire.Control{Kind: wire.CtlStop, Error: "resume: " + m.Error + "; a fresh node takes its place"})
+			c.nodeLost(ns, m.Error)
+			return
+		}
 		c.resumeStopped(ns.name)
 		return
 	}

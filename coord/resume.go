@@ -54,6 +54,7 @@ type resumeState struct {
 	beat     map[string]bool // rejoined nodes whose instances were reported
 	stopping map[string]bool // nodes stopping their instances
 	respawn  []string        // local nodes lost before the rejoin was over: respawned at its end
+	late     [][2]*nodeState // spawned nodes that joined before it was over (the joining, the spawned): deployed at its end
 	done     map[job.InstanceID]*wire.Done
 }
 
@@ -110,9 +111,16 @@ func (c *core) resumeFrom(m *Manifest, outputs OutputManifest) error {
 	c.eds.seq++
 	for _, rn := range r.Nodes {
 		ns := &nodeState{name: rn.Name, pid: rn.PID, local: rn.Local, listen: rn.Listen, state: nodeSpawned}
-		if rn.Gone {
+		switch {
+		case rn.Gone:
 			ns.state = nodeExited
-		} else {
+		case !rn.Joined:
+			// Spawned, not joined: it joins the running job as any
+			// respawned node does, and is deployed then (lateJoin).
+			ns.respawnedAt = c.now
+			c.nodes[rn.Name] = ns
+			continue
+		default:
 			rs.waiting[rn.Name] = true
 		}
 		c.nodes[rn.Name] = ns
@@ -124,7 +132,7 @@ func (c *core) resumeFrom(m *Manifest, outputs OutputManifest) error {
 		}
 		return 1
 	})
-	if len(rs.waiting) == 0 {
+	if len(rs.waiting) == 0 && c.spawning() == "" {
 		return errors.New("every node of the run was gone when it crashed: there is no node to resume on")
 	}
 	// The dead coordinator's faults died with it: a node it paused is
@@ -159,7 +167,7 @@ func (c *core) rejoin(ns, old *nodeState) error {
 
 // resumeBeat notes that a rejoined node has reported its instances.
 func (c *core) resumeBeat(ns *nodeState) {
-	if rs := c.resume; rs != nil && rs.phase == resumeRejoin && !rs.beat[ns.name] {
+	if rs := c.resume; rs != nil && rs.phase == resumeRejoin && ns.live() && !rs.beat[ns.name] {
 		rs.beat[ns.name] = true
 		c.resumeTick()
 	}
@@ -186,6 +194,11 @@ func (c *core) resumeTick() error {
 	for _, name := range rs.respawn {
 		c.respawn(name) // lost while the others rejoined (resumeLost)
 	}
+	for _, j := range rs.late {
+		if j[1].state == nodeSpawned {
+			_ = c.lateJoin(j[0], j[1]) // never refuses
+		}
+	}
 	for _, name := range missing {
 		ns := c.nodes[name]
 		ns.state = nodeLost
@@ -198,7 +211,7 @@ func (c *core) resumeTick() error {
 			c.respawn(name) // as for any lost local node (--respawn)
 		}
 	}
-	if len(back) == 0 && c.spawning() == "" {
+	if len(back) == 0 && len(rs.late) == 0 && c.spawning() == "" {
 		return fmt.Errorf("no node of the run came back within %v and none can be respawned: the job cannot go on (nodes wait --coord-timeout for a coordinator, then exit)", rejoinWait)
 	}
 	rs.waiting = nil
@@ -212,7 +225,7 @@ func (c *core) resumeTick() error {
 			Plan: append([]wire.Placement(nil), c.plan.Instances...)}})
 	}
 	if len(back) == 0 {
-		c.resumeRestore() // on the respawned nodes, once they join (placeAwaiting)
+		c.resumeRestore() // on the nodes that joined the running job, or once the respawned ones do (placeAwaiting)
 	}
 	return nil
 }

@@ -189,6 +189,9 @@ type ctlConn struct {
 
 var errNoCoordinator = errors.New("no coordinator connection")
 
+// errNotDeployed answers what needs the plan before any deploy came.
+var errNotDeployed = errors.New("this node was never deployed")
+
 // swap makes w, a new coordinator's control stream, the one written to.
 func (c *ctlConn) swap(w *wire.Writer) {
 	c.mu.Lock()
@@ -479,6 +482,10 @@ func (n *Node) instance(id job.InstanceID) *instance {
 // restoreInstance hosts a failed instance: it loads the latest complete
 // checkpoint (or, if that fails, the previous one), reports, and starts it.
 func (n *Node) restoreInstance(ctx context.Context, r *wire.Restore) {
+	if n.plan == nil {
+		_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRestored, Restore: &wire.Restore{Place: r.Place}, Error: errNotDeployed.Error()})
+		return
+	}
 	for _, q := range r.Plan {
 		n.setPlacement(q)
 	}

@@ -857,6 +857,14 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 	reply := func(m wire.Rescale) {
 		_ = n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlRescale, Rescale: &m})
 	}
+	if n.plan == nil {
+		// Never deployed: a node spawned by a coordinator that died
+		// before its deploy reached it (a resumed one replaces it).
+		if r.Step == wire.RescaleStop {
+			reply(wire.Rescale{ID: r.ID, Step: wire.RescaleStopped, Op: r.Op, Error: errNotDeployed.Error()})
+		}
+		return
+	}
 	switch r.Step {
 	case wire.RescalePrepare:
 		for _, q := range r.Plan {

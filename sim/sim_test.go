@@ -31,7 +31,15 @@ var (
 // knownFailing are seeds that find bugs not fixed yet, with what they
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
-var knownFailing = map[uint64]string{}
+var knownFailing = map[uint64]string{
+	// Found beyond the 2,000 seeds run before, and failing on 0dec79e too
+	// (1 run in 5): a pre-copy stages count#2 on n1, n1 is partitioned
+	// past the timeout and lost, and the sources restored on the
+	// survivors dial count#2 on n1 (their nodes' plans have it from the
+	// rescale's prepare) and wait 30 s for its answer; the rescale and
+	// the drain stall behind them, and 88-1,387 windows are lost.
+	2865: "a source restored while a pre-copy's new instance is staged on a partitioned, lost node dials it and waits 30 s; windows lost",
+}
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 	cfg := DefaultConfig()

@@ -495,7 +495,9 @@ func (c *Coordinator) acceptLoop(ctx context.Context, ln net.Listener) {
 func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
 	// Whatever comes of it, the connection ends with the coordinator
 	// (its end, or a crash: one still joining must not outlive it).
-	context.AfterFunc(ctx, func() { conn.Close() })
+	// The raw connection: conn is rewrapped below (TLS, the fault layer).
+	raw := conn
+	context.AfterFunc(ctx, func() { raw.Close() })
 	var name string
 	var cert []byte
 	remote := conn.RemoteAddr()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"slices"
 
 	"github.com/klauspost/compress/s2"
@@ -339,10 +340,11 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *
 // sortEntries writes the entries of buf that start at offs[:len-1] (each
 // ends where the next starts; the last offset is the end of the last) to
 // dst in key order, byte order. It orders 16-byte handles (8 bytes of the
-// key as a big-endian integer, and the entry's index): the 8 bytes after
-// the prefix every key shares, by a radix sort on the bytes where they
-// differ, then whole keys where those tie. A capture's sort is most of
-// what encoding it costs otherwise.
+// key as a big-endian integer, and the entry's index): the first 8 bytes
+// of the keys, or, if some key is longer, the 8 bytes after the prefix
+// every key shares, by a radix sort on the bits where they differ, then
+// whole keys where those tie. A capture's sort is most of what encoding it
+// costs otherwise.
 func sortEntries(buf []byte, offs []int, dst []byte, sc *Scratch) {
 	n := len(offs) - 1
 	key := func(i int) []byte {
@@ -353,24 +355,34 @@ func sortEntries(buf []byte, offs []int, dst []byte, sc *Scratch) {
 		copy(dst, buf[offs[0]:offs[n]])
 		return
 	}
-	first := key(0)
-	lcp := len(first)
-	for i := 1; i < n && lcp > 0; i++ {
-		k := key(i)
-		m := min(lcp, len(k))
-		j := 0
-		for j < m && k[j] == first[j] {
-			j++
-		}
-		lcp = j
-	}
 	hs := slices.Grow(sc.hs[:0], n)[:n]
 	sc.hs = hs
+	long := false
 	for i := range n {
-		var b [8]byte
-		copy(b[:], key(i)[lcp:])
-		hs[i] = radix.Handle{Key: binary.BigEndian.Uint64(b[:]), I: i}
+		k := key(i)
+		long = long || len(k) > 8
+		hs[i] = radix.Handle{Key: prefix8(k), I: i}
 	}
+	if long {
+		// The 8 bytes after the shared prefix, if there is one.
+		first := key(0)
+		lcp := len(first)
+		for i := 1; i < n && lcp > 0; i++ {
+			k := key(i)
+			m := min(lcp, len(k))
+			j := 0
+			for j < m && k[j] == first[j] {
+				j++
+			}
+			lcp = j
+		}
+		if lcp > 0 {
+			for i := range hs {
+				hs[i].Key = prefix8(key(i)[lcp:])
+			}
+		}
+	}
+	packKeys(hs)
 	sc.radix = radix.SortBuf(hs, sc.radix)
 	for i := 0; i < n; { // ties of the 8 bytes: by the whole key
 		j := i + 1
@@ -386,4 +398,78 @@ func sortEntries(buf []byte, offs []int, dst []byte, sc *Scratch) {
 	for _, h := range hs {
 		at += copy(dst[at:], buf[offs[h.I]:offs[h.I+1]])
 	}
+}
+
+// prefix8 is the first 8 bytes of k as a big-endian integer, k padded
+// with zeros if it is shorter.
+func prefix8(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// packKeys rewrites the keys of hs, keeping their order and their ties,
+// into fewer bytes where it can: of each byte in which some keys differ,
+// only the span from its lowest to its highest differing bit is kept (the
+// other bits are the same in every key), the spans back to back. The
+// radix sort then makes one pass per byte of the packed keys: the
+// generator's keys are decimal digits, which differ in their low four
+// bits, so six digits take three passes instead of six.
+func packKeys(hs []radix.Handle) {
+	var diff uint64
+	for _, h := range hs {
+		diff |= h.Key ^ hs[0].Key
+	}
+	if diff&^lowNibbles == 0 {
+		// Only low nibbles differ (digits do): the nibbles side by side,
+		// less the constant ones below the lowest that differs, a few
+		// operations a key. Packing is a selection of bits, so the packed
+		// keys differ where the packed diff says.
+		shift := uint(bits.TrailingZeros32(nibbles(diff)))
+		for i := range hs {
+			hs[i].Key = uint64(nibbles(hs[i].Key) >> shift)
+		}
+		return
+	}
+	type step struct {
+		shift, width uint
+		mask         uint64
+	}
+	var steps [8]step
+	ns, width, varying := 0, uint(0), 0
+	for shift := 56; shift >= 0; shift -= 8 {
+		m := uint8(diff >> shift)
+		if m == 0 {
+			continue
+		}
+		lo := uint(bits.TrailingZeros8(m))
+		w := uint(bits.Len8(m)) - lo
+		steps[ns] = step{shift: uint(shift) + lo, width: w, mask: 1<<w - 1}
+		ns++
+		width += w
+		varying++
+	}
+	if int(width+7)/8 >= varying {
+		return // nothing to gain
+	}
+	for i := range hs {
+		k, v := hs[i].Key, uint64(0)
+		for _, s := range steps[:ns] {
+			v = v<<s.width | k>>s.shift&s.mask
+		}
+		hs[i].Key = v
+	}
+}
+
+const lowNibbles = 0x0f0f0f0f0f0f0f0f
+
+// nibbles is the low nibbles of k's eight bytes side by side, in order.
+func nibbles(k uint64) uint32 {
+	k &= lowNibbles
+	k = (k | k>>4) & 0x00ff00ff00ff00ff
+	k = (k | k>>8) & 0x0000ffff0000ffff
+	return uint32(k | k>>16)
 }

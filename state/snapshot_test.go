@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"spate/internal/radix"
 )
 
 func sampleSnapshot() *Snapshot {
@@ -536,4 +539,87 @@ func equalKVs(a, b []KV) bool {
 	return slices.EqualFunc(a, b, func(x, y KV) bool {
 		return bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Value, y.Value) && x.Deleted == y.Deleted
 	})
+}
+
+// TestSortEntriesKeyShapes: byte order for the shapes of keys that the
+// handles treat differently: the generator's names (decimal digits, at
+// most 8 bytes, packed to their low four bits), names past 8 bytes with
+// a shared prefix (the 8 bytes after it), digits under a prefix shorter
+// than a handle, keys that differ in one high bit or in scattered bits of
+// a byte, and keys that differ only past their first 8 bytes.
+func TestSortEntriesKeyShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sc := &Scratch{}
+	for _, tc := range []struct {
+		name string
+		key  func(i int) []byte
+	}{
+		{"generator", func(int) []byte { return fmt.Appendf(nil, "k%06d", rng.IntN(1_000_000)) }},
+		{"generator-8", func(int) []byte { return fmt.Appendf(nil, "k%07d", rng.IntN(10_000_000)) }},
+		{"few-digits", func(int) []byte { return fmt.Appendf(nil, "k%06d", rng.IntN(5000)) }},
+		{"long-shared-prefix", func(int) []byte { return fmt.Appendf(nil, "user-%08d", rng.IntN(100_000_000)) }},
+		{"short-prefix-digits", func(int) []byte { return fmt.Appendf(nil, "ab%d", rng.IntN(1_000_000)) }},
+		{"high-bit", func(int) []byte { return []byte{'x', 0x40 | byte(rng.IntN(2))<<7, byte(rng.IntN(256))} }},
+		{"scattered-bits", func(int) []byte {
+			return []byte{byte(rng.IntN(2))<<6 | byte(rng.IntN(2))<<1, byte(rng.IntN(2)) << 4, byte(rng.IntN(4))}
+		}},
+		{"differ-past-8", func(int) []byte { return fmt.Appendf(nil, "12345678%d", rng.IntN(100_000)) }},
+		{"random-lengths", func(int) []byte {
+			k := make([]byte, rng.IntN(12))
+			for j := range k {
+				k[j] = '0' + byte(rng.IntN(10))
+			}
+			return k
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 20 {
+				seen := map[string]bool{}
+				var es []KV
+				for i := range 100 + round*200 {
+					k := tc.key(i)
+					if seen[string(k)] {
+						continue
+					}
+					seen[string(k)] = true
+					es = append(es, KV{Key: k, Value: []byte{byte(i), byte(i >> 8)}})
+				}
+				want := slices.Clone(es)
+				slices.SortFunc(want, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+				if got := sortedKVs(es, sc); !equalKVs(got, want) {
+					t.Fatalf("round %d: %d entries not in byte order, or not with their values", round, len(es))
+				}
+			}
+		})
+	}
+}
+
+// TestPackKeysKeepsOrder: packKeys keeps the order of any two keys and
+// their ties, whichever bits of which bytes the keys differ in.
+func TestPackKeysKeepsOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 500 {
+		mask := rng.Uint64() & rng.Uint64() // some bits vary, some do not
+		if round%3 == 0 {
+			mask &= 0x0f0f0f0f0f0f0f0f // digits' shape
+		}
+		base := rng.Uint64()
+		hs := make([]radix.Handle, 1+rng.IntN(400))
+		for i := range hs {
+			hs[i] = radix.Handle{Key: base&^mask | rng.Uint64()&mask, I: i}
+			if i > 0 && rng.IntN(8) == 0 {
+				hs[i].Key = hs[rng.IntN(i)].Key // a tie
+			}
+		}
+		orig := slices.Clone(hs)
+		packKeys(hs)
+		for i := range hs {
+			for j := range hs {
+				if got, want := cmp.Compare(hs[i].Key, hs[j].Key), cmp.Compare(orig[i].Key, orig[j].Key); got != want {
+					t.Fatalf("round %d (mask %#x): keys %#x and %#x compare %d, packed %#x and %#x %d",
+						round, mask, orig[i].Key, orig[j].Key, want, hs[i].Key, hs[j].Key, got)
+				}
+			}
+		}
+	}
 }

@@ -503,9 +503,18 @@ func describe(m wire.Control) string {
 		if len(r.EndAt) > 0 {
 			s += fmt.Sprintf(" end_at %v", sortedPositions(r.EndAt))
 		}
+		for _, q := range r.Plan {
+			if q.Node == "" {
+				s += fmt.Sprintf(" unplaced %s", q.ID)
+			}
+		}
 		return s
 	case wire.CtlReroute:
-		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, m.Reroute.Node, m.Reroute.Gen)
+		node := m.Reroute.Node
+		if node == "" {
+			node = "no node"
+		}
+		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, node, m.Reroute.Gen)
 	case wire.CtlCompleted, wire.CtlCompacted:
 		return fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
 	case wire.CtlDrain, wire.CtlGrant:

@@ -67,6 +67,7 @@ type rescaleOp struct {
 	holds    map[job.InstanceID]int64
 	recv     []job.InstanceID // every receiver (new and existing)
 	fresh    []wire.Placement // new instances not in the plan yet
+	prepared bool             // the prepare, naming fresh, was sent to the nodes
 	created  map[job.InstanceID]bool
 	started  time.Time
 	rerouted time.Time
@@ -305,9 +306,33 @@ func (c *core) sendPrepare(r *rescaleOp) {
 	for _, name := range c.liveNodes() {
 		r.waiting[name] = true
 	}
+	r.prepared = true
+	plan := c.freshPlaced(r)
 	for name := range r.waiting {
-		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: r.fresh, Hold: r.hold}})
+		c.send(c.nodes[name], wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescalePrepare, Op: r.op, Plan: plan, Hold: r.hold}})
 	}
+}
+
+// freshPlaced is what the nodes are told of the rescale's new instances
+// not in the plan yet: each where it is staged, or, if its node is gone,
+// unplaced (no node). A new instance lost with its node while staged is
+// no one's to dial until its recovery places it (it enters the plan when
+// its old owner drops the range, onReleased): named on the lost node, it
+// had every upstream restored or prepared meanwhile dial a node that
+// would never answer, and wait 30 s for it while the rescale and the
+// drain stalled behind them (seed 2865).
+func (c *core) freshPlaced(r *rescaleOp) []wire.Placement {
+	out := make([]wire.Placement, 0, len(r.fresh))
+	for _, f := range r.fresh {
+		if c.placeOf[f.ID] != nil {
+			continue
+		}
+		if ns := c.nodes[f.Node]; ns == nil || ns.gone() {
+			f.Node = ""
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // startPrecopy begins a rescale with pre-copy moves by asking for fresh
@@ -1060,11 +1085,7 @@ func (c *core) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fr
 	}
 	if r := c.eds.cur; r != nil {
 		hold = slices.Contains(r.recv, id) && r.phase != phaseSettle
-		for _, f := range r.fresh {
-			if c.placeOf[f.ID] == nil {
-				fresh = append(fresh, f)
-			}
-		}
+		fresh = c.freshPlaced(r)
 	}
 	return sl, hold, fresh
 }
@@ -1121,6 +1142,19 @@ func (c *core) edsNodeLost(name string) {
 		// once the old owner has dropped it (onReleased).
 		if f := r.freshOf(mv.to); mv.pre && f != nil && f.Node == name && c.placeOf[mv.to] == nil {
 			mv.staged = true
+		}
+	}
+	if r.prepared {
+		// The nodes were told the new instances' nodes: those of the lost
+		// node are unplaced until their recovery (freshPlaced).
+		for _, f := range r.fresh {
+			if f.Node != name || c.placeOf[f.ID] != nil {
+				continue
+			}
+			f.Node = ""
+			for _, n := range c.liveNodes() {
+				c.send(c.nodes[n], wire.Control{Kind: wire.CtlReroute, Reroute: &f})
+			}
 		}
 	}
 	delete(r.waiting, name)

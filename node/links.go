@@ -148,6 +148,9 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 	in.endReplay(l, false)
 	l.local, l.st, l.w, l.err, l.lastWM = nil, nil, nil, errConnecting, job.NoWatermark
 	l.b.Reset()
+	if l.place.Node == "" {
+		return errUnplaced
+	}
 	me := in.n.nodeName()
 	var resume []wire.Position
 	if l.place.Node == me {
@@ -323,6 +326,18 @@ func (in *instance) reroute(ctx context.Context, q wire.Placement) {
 	}
 	for pi, pt := range in.ports {
 		for _, l := range pt.links {
+			if l.place.ID == q.ID && q.Node == "" && l.place.Gen <= q.Gen {
+				// Unplaced: its node is lost; nothing is routed to it until
+				// a reroute places it again (with its recovery's generation).
+				in.endReplay(l, false)
+				if l.st != nil {
+					l.st.Close()
+				}
+				l.place = q
+				l.local, l.st, l.w, l.err = nil, nil, nil, errUnplaced
+				l.b.Reset()
+				continue
+			}
 			if l.place.ID != q.ID || l.place.Gen > q.Gen || (l.place.Gen == q.Gen && l.err == nil) {
 				continue
 			}
@@ -522,6 +537,11 @@ func (l *link) aheadOf(prod job.Producer, seqs []uint64) bool {
 // errConnecting marks a link whose stream is not open yet.
 var errConnecting = errors.New("connecting")
 
+// errUnplaced marks a link to an instance that is on no node for now (a
+// rescale's new instance lost with its node while staged): nothing is
+// dialed until a reroute places it.
+var errUnplaced = errors.New("not placed on any node")
+
 // peerWait bounds how long a connect waits for the session to a node
 // that has just joined.
 const peerWait = 5 * time.Second
@@ -555,6 +575,10 @@ func (in *instance) flushLink(l *link) {
 }
 
 func (in *instance) linkFailed(l *link, err error) {
+	if err == errUnplaced {
+		l.err = err // no failure: its reroute connects it
+		return
+	}
 	if l.err == nil || l.err == errConnecting { // a failed connect is a failure too
 		l.err = err
 		l.retryAt = time.Now().Add(linkRetryFirst)

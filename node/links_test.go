@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -43,4 +44,38 @@ func TestARerouteAbandonsADialToTheOldPlacement(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestARerouteToNoNodeUnplacesTheLink: a rescale's new instance lost with
+// its node while staged is rerouted to no node. The link to it is closed
+// and stays down, with nothing dialed and no failure said, until a
+// reroute of a later generation places it; a reroute to no node of an
+// older generation changes nothing (seed 2865: the link dialed the lost
+// node and waited 30 s for it).
+func TestARerouteToNoNodeUnplacesTheLink(t *testing.T) {
+	in, _ := testCount(t, wire.FTSpate)
+	l := in.ports[0].links[0]
+	a, b := net.Pipe()
+	defer b.Close()
+	l.st, l.err, l.place.Gen = a, nil, 2
+	id := l.place.ID
+
+	in.reroute(context.Background(), wire.Placement{ID: id, Gen: 1})
+	if l.err != nil || l.st != a {
+		t.Fatalf("a reroute to no node of an older generation unplaced the link (err %v)", l.err)
+	}
+	in.reroute(context.Background(), wire.Placement{ID: id, Gen: 2})
+	if l.err != errUnplaced || l.st != nil || l.place.Node != "" {
+		t.Fatalf("after a reroute to no node: err %v, stream %v, node %q; want unplaced, none, none", l.err, l.st, l.place.Node)
+	}
+	if _, err := a.Write([]byte{0}); err == nil {
+		t.Fatal("the stream to the lost node is still open")
+	}
+	if err := in.connect(context.Background(), 0, l, false); err != errUnplaced {
+		t.Fatalf("connect of an unplaced link: %v, want %v", err, errUnplaced)
+	}
+	in.linkFailed(l, errUnplaced)
+	if !l.retryAt.IsZero() {
+		t.Fatal("an unplaced link is retried as a failed one")
+	}
 }

@@ -253,7 +253,10 @@ func (h *harness) crashAndResume(a control.Action) (string, error) {
 
 // proc is an in-process node: the in-memory twin of a node process. A
 // kill closes every connection it has, as the kernel closes a dead
-// process's sockets, and cancels it.
+// process's sockets, and cancels it; so does its return (an exit). Left
+// open after the return, a node that stopped on its own (refused, or
+// its coordinator gone) kept its peers' streams from it open, which no
+// real process does.
 type proc struct {
 	cancel context.CancelFunc
 	net    *hostNet
@@ -289,6 +292,7 @@ func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error
 	go func() {
 		defer c.wg.Done()
 		defer close(p.done)
+		defer p.net.close() // an exiting process's sockets close with it
 		p.err = node.Run(ctx, cfg)
 	}()
 	c.mu.Lock()

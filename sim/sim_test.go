@@ -31,15 +31,7 @@ var (
 // knownFailing are seeds that find bugs not fixed yet, with what they
 // find. TestSeeds skips them (saying why) unless -sim.known: each is an
 // open bug, not a passing seed.
-var knownFailing = map[uint64]string{
-	// Found beyond the 2,000 seeds run before, and failing on 0dec79e too
-	// (1 run in 5): a pre-copy stages count#2 on n1, n1 is partitioned
-	// past the timeout and lost, and the sources restored on the
-	// survivors dial count#2 on n1 (their nodes' plans have it from the
-	// rescale's prepare) and wait 30 s for its answer; the rescale and
-	// the drain stall behind them, and 88-1,387 windows are lost.
-	2865: "a source restored while a pre-copy's new instance is staged on a partitioned, lost node dials it and waits 30 s; windows lost",
-}
+var knownFailing = map[uint64]string{}
 
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 	cfg := DefaultConfig()
@@ -77,6 +69,7 @@ var regressions = []uint64{
 	797,  // a draining source read on for ever: a downstream mark passed in a replay was never cleared
 	1558, // a source cut off before the drain read on, its records applied beyond the partition: the drain's positions left them out
 	1804, // a capture damaged at rest under a scale-in, before its new owner loaded it: the load's error was dropped, the range no one's
+	2865, // a pre-copy's new instance staged on a node partitioned and lost: the restored sources dialed it there and waited 30 s, the drain went on without the rescale, windows lost
 }
 
 // crashRegressions are seeds that found a bug of a coordinator's crash

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,12 +29,15 @@ type Scaling struct {
 	// record of the last of its key groups; restart: every instance
 	// stopped → every one restored).
 	PauseS map[string]float64 `json:"pause_s"`
-	// RecoveryS is how long the output lag takes to be normal again after
-	// the node of the new instance count#2 is killed right after the
-	// scale-out (eds: local recovery from the post-scaling status), and
-	// after a kill at the same time with --ft global (checkpoint: the
-	// whole job back to its last global checkpoint, Flink's recovery; it
-	// runs without the scale-out, which could only add to it).
+	// RecoveryS is how long the job takes to be back after a node is
+	// killed --kill-after the scale-out is done: eds kills the node of
+	// the new instance count#2 and recovers locally from the post-scaling
+	// status (the output lag normal again); checkpoint is the thesis's
+	// baseline, a job with no status after the scaling (scaleOpts.baseline):
+	// count#0's node killed at the same moment, the last pre-scaling
+	// checkpoint restored, and the scaling redone (the output lag normal
+	// and the redo re-routed, whichever is later). Rounds also has each run's
+	// records replayed after the kill and eds's kill_after.
 	RecoveryS map[string]float64 `json:"recovery_s"`
 	// OverheadRatio is steady-state throughput (--rate 0) of count scaled
 	// live 2→4 at the start over count fixed at 4 from the start, both
@@ -50,17 +54,76 @@ type Scaling struct {
 type scaleRun struct {
 	r        *run
 	pauseMs  float64
-	doneMs   int64 // rescale_done, ms after the job started
+	doneMs   int64 // rescale_done, ms after the job started (the baseline: its redo's)
+	routedMs int64 // the baseline: its redo's rescale_rerouted (the scaled job runs)
 	killAtMs int64
 	err      error
 }
 
-func scalingRun(ctx context.Context, cfg coord.Config, scaleAt time.Duration, to int, kill bool) (*scaleRun, error) {
+// scaleOpts is what a scaling run does besides running.
+type scaleOpts struct {
+	scaleAt time.Duration // when count is scaled to `to` (the baseline: when its checkpoints stop)
+	to      int
+	// kill > 0 SIGKILLs the node of the new instance count#2 this long
+	// after the rescale is done.
+	kill time.Duration
+	// baseline is the recovery the thesis compares EDS against: a job
+	// with no status of its own after the scaling. Count stays at 2 and
+	// no instance checkpoints from scaleAt on (its interval is set to an
+	// hour then), count#0's node is killed killAt after the job started,
+	// its recovery restores the last checkpoint from before the scaling
+	// and replays everything since, and once count#0 has recovered the
+	// scale-out is redone (live, as eds's).
+	baseline bool
+	killAt   time.Duration
+}
+
+// act sends one action to the run's coordinator.
+func act(dir string, a control.Action) error {
+	c, err := control.Dial(dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.Act(ctx, a)
+	if err == nil && !res.OK {
+		err = fmt.Errorf("%s %s: %s", a.Verb, a.Target, res.Text)
+	}
+	return err
+}
+
+func scalingRun(ctx context.Context, cfg coord.Config, o scaleOpts) (*scaleRun, error) {
 	sr := &scaleRun{r: &run{}, killAtMs: -1}
 	var mu sync.Mutex
 	pids, hosts := map[string]int{}, map[string]string{}
 	var started time.Time
 	var dir string
+	redone := false
+	fail := func(err error) {
+		if err != nil {
+			mu.Lock()
+			sr.err = err
+			mu.Unlock()
+		}
+	}
+	scale := func(d string) error {
+		return act(d, control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": fmt.Sprint(o.to)}})
+	}
+	killHost := func(inst string, after time.Duration) {
+		pid := pids[hosts[inst]]
+		if pid <= 0 {
+			fail(fmt.Errorf("no node process is known to host %s", inst))
+			return
+		}
+		sr.killAtMs = 0 // taken: the moment of the death is set once the run is over
+		go func() {
+			time.Sleep(after) // the benchmark's schedule, not a synchronisation
+			sent := time.Since(started)
+			took, err := killNode(pid)
+			sr.r.setKill(sent.Milliseconds(), took, err)
+		}()
+	}
 	obs := func(e events.Event) {
 		sr.r.observe(e)
 		mu.Lock()
@@ -76,37 +139,42 @@ func scalingRun(ctx context.Context, cfg coord.Config, scaleAt time.Duration, to
 			started = e.Time
 			d := dir
 			go func() {
-				time.Sleep(scaleAt) // the benchmark's schedule, not a synchronisation
-				c, err := control.Dial(d)
-				if err == nil {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					var res control.Result
-					res, err = c.Act(ctx, control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": fmt.Sprint(to)}})
-					cancel()
-					if err == nil && !res.OK {
-						err = fmt.Errorf("%s", res.Text)
-					}
+				time.Sleep(o.scaleAt) // the benchmark's schedule, not a synchronisation
+				if !o.baseline {
+					fail(scale(d))
+					return
 				}
-				if err != nil {
-					mu.Lock()
-					sr.err = err
-					mu.Unlock()
-				}
+				fail(act(d, control.Action{Verb: "interval", Target: "all", Args: map[string]string{"interval": "1h"}}))
+				time.Sleep(o.killAt - o.scaleAt)
+				mu.Lock()
+				defer mu.Unlock()
+				killHost("count#0", 0)
 			}()
+		case events.RecoveryDone:
+			if o.baseline && !redone && e.Instance == "count#0" {
+				redone = true
+				d := dir
+				go func() { // the scaling redone, once no recovery is in flight
+					for range 200 {
+						err := scale(d)
+						if err == nil || !strings.Contains(err.Error(), "in flight") {
+							fail(err)
+							return
+						}
+						time.Sleep(50 * time.Millisecond) // polling the coordinator's answer
+					}
+					fail(errors.New("the redo of the scaling was refused for 10 s: a recovery stayed in flight"))
+				}()
+			}
+		case events.RescaleRerouted:
+			sr.routedMs = e.Time.Sub(started).Milliseconds()
 		case events.RescaleDone:
 			sr.doneMs = e.Time.Sub(started).Milliseconds()
 			if f, ok := e.Fields.(events.RescaleDoneFields); ok {
 				sr.pauseMs = float64(f.PauseMs)
 			}
-			if kill && sr.killAtMs < 0 {
-				if pid := pids[hosts["count#2"]]; pid > 0 {
-					sent := time.Since(started)
-					sr.killAtMs = 0 // taken: the moment of the death is set once the run is over
-					go func() {
-						took, err := killNode(pid)
-						sr.r.setKill(sent.Milliseconds(), took, err)
-					}()
-				}
+			if o.kill > 0 && sr.killAtMs < 0 {
+				killHost("count#2", o.kill)
 			}
 		}
 	}
@@ -152,13 +220,14 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	// restart of the whole job handle in ~0.1 s: no test of stopping the
 	// world. At 100k records/s over 1M keys with 5 s windows, scaled 3 s
 	// into a window, it holds about 150k keys (2.3 MB raw per instance).
-	dur := fs.Duration("duration", 24*time.Second, "run time of the pause and recovery runs")
+	dur := fs.Duration("duration", 30*time.Second, "run time of the pause and recovery runs")
 	tput := fs.Duration("tput", 20*time.Second, "run time of the throughput runs (the ratio is taken from a second after the rescale to a second before the end)")
 	scaleAtF := fs.Duration("scale", 13*time.Second, "when count scales 2→4, after the job started")
 	keys := fs.Int("keys", 1_000_000, "distinct keys")
 	rate := fs.Float64("rate", 100_000, "records/s of the pause and recovery runs")
 	window := fs.Duration("window", 5*time.Second, "tumbling window size: count's state is the keys of its open windows, about rate × window records' worth")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
+	killAfter := fs.Duration("kill-after", 3*time.Second, "how long after the rescale is done eds's kill comes: long enough for every instance to checkpoint its post-scaling status (3 intervals by default), so that eds recovers from that, not from the pre-copy's bases")
 	only := fs.String("only", "", "run only these of eds,restart,checkpoint,overhead (comma-separated; for a diagnosis: the medians then miss the others)")
 	s := newSession("scaling", fs, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -215,7 +284,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		if runs["eds"] {
 			// eds: live scale-out, then the new instance's node killed.
 			s.step("round %d of %d: eds, count 2→4 live at %v, then the new instance's node killed", i+1, *rounds, scaleAt)
-			sr, err := scalingRun(s.ctx, base("eds", i, "spate"), scaleAt, 4, true)
+			sr, err := scalingRun(s.ctx, base("eds", i, "spate"), scaleOpts{scaleAt: scaleAt, to: 4, kill: *killAfter})
 			if s.interrupted() {
 				return exitInterrupted
 			}
@@ -230,6 +299,8 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			res.add("pause_eds", lagBump(sr.r.info, scaleAt.Milliseconds(), sr.killAtMs, 2*time.Second))
 			res.add("pause_ms_eds", sr.pauseMs)
 			res.add("recovery_eds", t)
+			res.add("kill_after_eds", float64(sr.killAtMs-sr.doneMs)/1000)
+			res.add("replayed_eds", float64(replayedAfter(sr.r, sr.killAtMs)))
 			edsKill = sr.killAtMs
 		}
 		if runs["restart"] {
@@ -237,7 +308,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			cfg := base("restart", i, "spate")
 			cfg.Rescale = "restart"
 			s.step("round %d of %d: restart, count 2→4 by --rescale restart at %v", i+1, *rounds, scaleAt)
-			sr, err := scalingRun(s.ctx, cfg, scaleAt, 4, false)
+			sr, err := scalingRun(s.ctx, cfg, scaleOpts{scaleAt: scaleAt, to: 4})
 			if s.interrupted() {
 				return exitInterrupted
 			}
@@ -249,29 +320,38 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 			res.add("pause_ms_restart", sr.pauseMs)
 		}
 		if runs["checkpoint"] {
-			// checkpoint: a kill at the same time, the whole job rolled back.
-			killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+500)) * time.Millisecond
-			s.step("round %d of %d: checkpoint, --ft global with count#0's node killed at %v", i+1, *rounds, killAt)
-			r, err := clusterRun(s.ctx, base("ckpt", i, "global"), killAt, "count#0", true)
+			// checkpoint: no status after the scaling; count#0's node
+			// killed when eds's was, the last pre-scaling checkpoint
+			// restored, then the scaling redone.
+			killAt := time.Duration(max(edsKill, scaleAt.Milliseconds()+2000+killAfter.Milliseconds())) * time.Millisecond
+			s.step("round %d of %d: checkpoint, no checkpoint from %v on, count#0's node killed at %v, then count 2→4 again", i+1, *rounds, scaleAt, killAt)
+			sr, err := scalingRun(s.ctx, base("ckpt", i, "spate"), scaleOpts{scaleAt: scaleAt, to: 4, baseline: true, killAt: killAt})
 			if s.interrupted() {
 				return exitInterrupted
 			}
 			if err != nil {
 				return fail("checkpoint run", err)
 			}
-			res.Verified = res.Verified && r.verified
-			t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second, lagGap(coord.DefaultConfig().Heartbeat))
-			if !ok {
-				t = (*dur - killAt).Seconds()
+			res.Verified = res.Verified && sr.r.verified
+			t, ok := recoveryTime(sr.r.info, sr.killAtMs, 2*time.Second, lagGap(coord.DefaultConfig().Heartbeat))
+			switch {
+			case !ok || sr.killAtMs <= 0 || sr.routedMs <= sr.killAtMs:
+				t = (*dur).Seconds() - float64(max(sr.killAtMs, 0))/1000 // never back, or the scaling never redone
+			default:
+				// Back, and scaled again: the redo has re-routed, its new
+				// owners run (its done waits for their first checkpoints
+				// too, which eds's recovery is not charged for).
+				t = max(t, float64(sr.routedMs-sr.killAtMs)/1000)
 			}
 			res.add("recovery_checkpoint", t)
+			res.add("replayed_checkpoint", float64(replayedAfter(sr.r, sr.killAtMs)))
 		}
 		if runs["overhead"] {
 			// overhead: throughput with count scaled live 2→4 against fixed at 4.
 			cfg := base("sliced", i, "spate")
 			cfg.Rate, cfg.Duration = 0, *tput
 			s.step("round %d of %d: overhead, count scaled live 2→4 at 1s (--rate 0, %v)", i+1, *rounds, *tput)
-			sr, err := scalingRun(s.ctx, cfg, time.Second, 4, false)
+			sr, err := scalingRun(s.ctx, cfg, scaleOpts{scaleAt: time.Second, to: 4})
 			if s.interrupted() {
 				return exitInterrupted
 			}
@@ -300,7 +380,7 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		}
 		if !*asJSON {
 			fmt.Fprintf(stdout, "round %d:", i+1)
-			for _, k := range []string{"pause_eds", "pause_restart", "recovery_eds", "recovery_checkpoint", "overhead"} {
+			for _, k := range []string{"pause_eds", "pause_restart", "recovery_eds", "kill_after_eds", "recovery_checkpoint", "replayed_eds", "replayed_checkpoint", "overhead"} {
 				if xs := res.Rounds[k]; len(xs) > i {
 					fmt.Fprintf(stdout, " %s %.3f", k, xs[i])
 				}
@@ -318,9 +398,9 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 		pp := panel{Title: "pause: rise of the output lag during the rescale, s", Format: sec}
 		pp.add("eds", res.Rounds["pause_eds"])
 		pp.add("restart", res.Rounds["pause_restart"])
-		pr := panel{Title: "recovery after a kill right after the rescale, s", Format: sec}
+		pr := panel{Title: "recovery after a kill --kill-after the rescale, s", Format: sec}
 		pr.add("eds (post-scaling status)", res.Rounds["recovery_eds"])
-		pr.add("checkpoint (--ft global)", res.Rounds["recovery_checkpoint"])
+		pr.add("checkpoint (pre-scaling checkpoint, scaling redone)", res.Rounds["recovery_checkpoint"])
 		po := panel{Title: "steady throughput, sliced over fixed", Format: func(v float64) string { return fmt.Sprintf("%.3f", v) }}
 		po.add("sliced/fixed", res.Rounds["overhead"])
 		if err := writeHTML(*s.html, "spate bench scaling", s.meta, []panel{pp, pr, po}); err != nil {
@@ -333,7 +413,9 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	} else {
 		fmt.Fprintf(stdout, "scaling (4 nodes, count 2→4 at %v, %s records/s, %d keys, %d rounds, medians):\n", scaleAt, si(*rate), *keys, *rounds)
 		fmt.Fprintf(stdout, "  pause     eds %.3fs   restart %.3fs   (restart/eds %.1fx)\n", res.PauseS["eds"], res.PauseS["restart"], res.PauseS["restart"]/max(res.PauseS["eds"], 1e-3))
-		fmt.Fprintf(stdout, "  recovery  eds %.2fs   checkpoint %.2fs   (checkpoint/eds %.1fx)\n", res.RecoveryS["eds"], res.RecoveryS["checkpoint"], res.RecoveryS["checkpoint"]/max(res.RecoveryS["eds"], 1e-3))
+		fmt.Fprintf(stdout, "  recovery  eds %.2fs   checkpoint %.2fs   (checkpoint/eds %.1fx; killed %.1fs after the rescale; replayed eds %s, checkpoint %s)\n",
+			res.RecoveryS["eds"], res.RecoveryS["checkpoint"], res.RecoveryS["checkpoint"]/max(res.RecoveryS["eds"], 1e-3),
+			median(res.Rounds["kill_after_eds"]), si(median(res.Rounds["replayed_eds"])), si(median(res.Rounds["replayed_checkpoint"])))
 		fmt.Fprintf(stdout, "  overhead  throughput sliced/fixed %.3f\n", res.OverheadRatio)
 	}
 	if !res.Verified {
@@ -399,4 +481,26 @@ func steadyRate(r *run, from, to int64) float64 {
 		return 0
 	}
 	return (n1 - n0) * 1000 / float64(t1-t0)
+}
+
+// replayedAfter is the records replayed from ms after the job started on.
+func replayedAfter(r *run, ms int64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.info == nil || r.info.JobStart == nil {
+		return 0
+	}
+	var n uint64
+	for _, e := range r.evs {
+		if e.Time.Sub(*r.info.JobStart).Milliseconds() < ms {
+			continue
+		}
+		switch f := e.Fields.(type) {
+		case events.ReplayFields:
+			n += f.Records
+		case events.RecoveryPlacedFields:
+			n += f.Records
+		}
+	}
+	return n
 }

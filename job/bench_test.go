@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
+	"spate/internal/benchutil"
 	"spate/state"
 )
 
@@ -238,9 +238,9 @@ func BenchmarkCountPersist(b *testing.B) {
 					c.Process(kgs[k], Record{Key: keys[k], Time: t, Value: 1}, &out)
 				}
 				c.Advance(t, &out)
-				evict()
+				benchutil.Evict()
 				b.StartTimer()
-				c0 := cpuTime()
+				c0 := benchutil.CPUTime()
 				s := &state.Snapshot{Instance: "count#0", ID: 2, Full: kind == "full", Base: 1, Parent: 1}
 				if s.Full {
 					s.Base, s.Parent = 2, 0
@@ -251,7 +251,7 @@ func BenchmarkCountPersist(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += benchutil.CPUTime() - c0
 				keysN = 0
 				for _, g := range s.Groups {
 					keysN += g.Len()
@@ -264,23 +264,4 @@ func BenchmarkCountPersist(b *testing.B) {
 			b.ReportMetric(float64(keysN), "keys")
 		})
 	}
-}
-
-// evictBuf is larger than the caches.
-var evictBuf = make([]byte, 128<<20)
-
-// evict reads and writes evictBuf: what the caches held is gone.
-func evict() {
-	var x byte
-	for i := 0; i < len(evictBuf); i += 64 {
-		x += evictBuf[i]
-		evictBuf[i] = x
-	}
-}
-
-// cpuTime is the CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
+
+	"spate/internal/benchutil"
 )
 
 // bval is a benchmark value shaped like count's: a few integers and a
@@ -206,9 +207,9 @@ func BenchmarkPersist(b *testing.B) {
 				for _, i := range dirty {
 					ents[i].Mut().total++
 				}
-				evict()
+				benchutil.Evict()
 				b.StartTimer()
-				c0 := cpuTime()
+				c0 := benchutil.CPUTime()
 				s := &Snapshot{Instance: "count#0", ID: 2, Full: kind == "full", Base: 1, Parent: 1}
 				if s.Full {
 					s.Base, s.Parent = 2, 0
@@ -218,7 +219,7 @@ func BenchmarkPersist(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += benchutil.CPUTime() - c0
 				h, _ := ReadHeader(parts[0])
 				raw, stored = int(h.Raw), int(h.Stored)
 			}
@@ -227,28 +228,6 @@ func BenchmarkPersist(b *testing.B) {
 			b.ReportMetric(float64(raw)/float64(stored), "ratio")
 		})
 	}
-}
-
-// evictBuf is larger than the caches.
-var evictBuf = make([]byte, 128<<20)
-
-// evict reads evictBuf: what the caches held is gone, as it is in a
-// worker between the writes of a second and its checkpoint, which the
-// rest of its work runs between.
-func evict() {
-	var x byte
-	for i := 0; i < len(evictBuf); i += 64 {
-		x += evictBuf[i]
-		evictBuf[i] = x
-	}
-}
-
-// cpuTime is the CPU time the process has used: on a shared machine a
-// benchmark's wall time counts the time others took.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkDirStorePut is the write of a checkpoint of 10 MiB in the
@@ -274,11 +253,11 @@ func BenchmarkDirStorePut(b *testing.B) {
 			b.SetBytes(int64(len(whole)))
 			var cpu time.Duration
 			for range b.N {
-				c0 := cpuTime()
+				c0 := benchutil.CPUTime()
 				if err := st.Put("count#0/x.ckpt", bc.parts...); err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += benchutil.CPUTime() - c0
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})

@@ -326,19 +326,11 @@ func (in *instance) reroute(ctx context.Context, q wire.Placement) {
 	}
 	for pi, pt := range in.ports {
 		for _, l := range pt.links {
-			if l.place.ID == q.ID && q.Node == "" && l.place.Gen <= q.Gen {
-				// Unplaced: its node is lost; nothing is routed to it until
-				// a reroute places it again (with its recovery's generation).
-				in.endReplay(l, false)
-				if l.st != nil {
-					l.st.Close()
-				}
-				l.place = q
-				l.local, l.st, l.w, l.err = nil, nil, nil, errUnplaced
-				l.b.Reset()
-				continue
-			}
-			if l.place.ID != q.ID || l.place.Gen > q.Gen || (l.place.Gen == q.Gen && l.err == nil) {
+			// A link up to the same placement stays. One to the same
+			// generation on another node is moved too: a rescale's new
+			// instance lost with its node while staged is rerouted to no
+			// node, and its connect then dials nothing (errUnplaced).
+			if l.place.ID != q.ID || l.place.Gen > q.Gen || (l.place.Gen == q.Gen && l.place.Node == q.Node && l.err == nil) {
 				continue
 			}
 			if l.st != nil {

@@ -180,3 +180,30 @@ func TestSettleKillBoundsTheDeathByTheDetection(t *testing.T) {
 		}
 	}
 }
+
+func TestAlignedKillIsTimedByTheVictimsCheckpoint(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	from := t0.Add(8 * time.Second)
+	ck := func(at time.Duration, inst string, f events.CheckpointFields) events.Event {
+		return events.Event{Kind: events.Checkpoint, Time: t0.Add(at), Instance: inst, Fields: f}
+	}
+	cases := []struct {
+		name string
+		e    events.Event
+		want time.Duration // after t0; 0: not the one
+	}{
+		{"before --kill", ck(7900*time.Millisecond, "count#0", events.CheckpointFields{TotalUs: 40_000}), 0},
+		{"another instance", ck(8100*time.Millisecond, "count#1", events.CheckpointFields{TotalUs: 40_000}), 0},
+		{"not a checkpoint", events.Event{Kind: events.Replay, Time: t0.Add(9 * time.Second), Instance: "count#0"}, 0},
+		// captured at 8.06 s: the kill is 1.25 s after the capture
+		{"the victim's, from its capture", ck(8100*time.Millisecond, "count#0", events.CheckpointFields{TotalUs: 40_000}), 9310 * time.Millisecond},
+		// triggered at 8.2 s, complete 650 ms later
+		{"a global one, from its trigger", ck(8850*time.Millisecond, "", events.CheckpointFields{Global: true, TookMs: 650}), 9450 * time.Millisecond},
+	}
+	for _, c := range cases {
+		got, ok := alignedKill(c.e, "count#0", from, 1250*time.Millisecond)
+		if ok != (c.want > 0) || ok && !got.Equal(t0.Add(c.want)) {
+			t.Errorf("%s: got %v %v, want %v", c.name, got.Sub(t0), ok, c.want)
+		}
+	}
+}

@@ -95,10 +95,25 @@ func (r *run) settleKill() {
 	}
 }
 
+// alignedKill is when an aligned kill (runOpts.age) is due, if e is the
+// checkpoint that times it: the first of victim (or a global one)
+// complete from "from" on, taken at T; the kill is due at T + after.
+func alignedKill(e events.Event, victim string, from time.Time, after time.Duration) (time.Time, bool) {
+	f, _ := e.Fields.(events.CheckpointFields)
+	if e.Kind != events.Checkpoint || e.Time.Before(from) || !(f.Global || e.Instance == victim) {
+		return time.Time{}, false
+	}
+	taken := e.Time.Add(-time.Duration(f.TotalUs) * time.Microsecond) // an instance's: its capture
+	if f.Global {
+		taken = e.Time.Add(-time.Duration(f.TookMs) * time.Millisecond) // the barrier's trigger
+	}
+	return taken.Add(after), true
+}
+
 // clusterRun runs cfg; with kill > 0 it SIGKILLs the node hosting victim
 // kill after the job started.
 func clusterRun(ctx context.Context, cfg coord.Config, kill time.Duration, victim string, verify bool) (*run, error) {
-	return clusterRunOpts(ctx, cfg, runOpts{kill: kill, victim: victim, verify: verify})
+	return clusterRunOpts(ctx, cfg, runOpts{kill: kill, victim: victim, verify: verify, age: -1})
 }
 
 // runOpts are what a cluster run does beside running: a kill, the
@@ -107,6 +122,17 @@ type runOpts struct {
 	kill   time.Duration // > 0: SIGKILL the node hosting victim this long after the job started
 	victim string
 	verify bool
+	// age >= 0 with interval > 0 times the kill by the victim's
+	// checkpoints instead: the first checkpoint of victim (under --ft
+	// global, the first global one) that completes kill after the job
+	// started was taken at T (its capture, or the barrier's trigger); the
+	// node dies at T + interval + age, when the state a recovery can
+	// restore is the same age in every configuration, unless one's
+	// checkpoint taken at T + interval is not complete yet (it then
+	// restores the one before: a cost of that configuration). With no
+	// such checkpoint the kill comes at kill + 3 intervals + age.
+	age      time.Duration
+	interval time.Duration
 	// tail > 0 reads the sinks' files every tail while the run goes on
 	// (run.output).
 	tail time.Duration
@@ -129,6 +155,33 @@ func clusterRunOpts(ctx context.Context, cfg coord.Config, o runOpts) (*run, err
 	pids := map[string]int{}
 	hosts := map[string]string{}
 	var started time.Time
+	aligned, armed := kill > 0 && o.age >= 0 && o.interval > 0, false
+	var once sync.Once
+	over := make(chan struct{})
+	defer close(over)
+	// killAt SIGKILLs victim's node at t; the first call of a run that
+	// fires is the kill, the others do nothing.
+	killAt := func(t time.Time) {
+		go func() {
+			select {
+			case <-time.After(time.Until(t)): // the benchmark's schedule, not a synchronisation
+			case <-over:
+				return // the run ended first: its pids may be another's now
+			}
+			once.Do(func() {
+				mu.Lock()
+				pid := pids[hosts[victim]]
+				mu.Unlock()
+				if pid <= 0 {
+					r.setKill(0, 0, fmt.Errorf("no node process is known to host %s", victim))
+					return
+				}
+				sent := time.Since(started)
+				took, err := killNode(pid)
+				r.setKill(sent.Milliseconds(), took, err)
+			})
+		}()
+	}
 	obs := func(e events.Event) {
 		r.observe(e)
 		mu.Lock()
@@ -149,20 +202,19 @@ func clusterRunOpts(ctx context.Context, cfg coord.Config, o runOpts) (*run, err
 			}
 		case events.JobStarted:
 			started = e.Time
-			if kill > 0 {
-				go func() {
-					time.Sleep(kill) // the benchmark's schedule, not a synchronisation
-					mu.Lock()
-					pid := pids[hosts[victim]]
-					mu.Unlock()
-					if pid <= 0 {
-						r.setKill(0, 0, fmt.Errorf("no node process is known to host %s", victim))
-						return
-					}
-					sent := time.Since(started)
-					took, err := killNode(pid)
-					r.setKill(sent.Milliseconds(), took, err)
-				}()
+			switch {
+			case kill > 0 && aligned:
+				killAt(started.Add(kill + 3*o.interval + o.age))
+			case kill > 0:
+				killAt(started.Add(kill))
+			}
+		case events.Checkpoint:
+			if !aligned || armed || started.IsZero() {
+				break
+			}
+			if t, ok := alignedKill(e, victim, started.Add(kill), o.interval+o.age); ok {
+				armed = true
+				killAt(t)
 			}
 		}
 	}

@@ -246,6 +246,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	rounds := fs.Int("rounds", 3, "rounds; each runs every shape under every configuration")
 	dur := fs.Duration("duration", 20*time.Second, "run time of each run")
 	killAt := fs.Duration("kill", 8*time.Second, "when the worker is killed, after the job started, plus a phase that spreads the rounds' kills evenly over one interval")
+	align := fs.Bool("align", true, "time each kill by the victim's checkpoints, not the clock: the phase is the age of the victim's latest checkpoint at the kill, the same in every configuration of a round (else, with --align=false, each configuration's timers fall where they fall against a kill at --kill plus the phase, and the state they restore differs in age from run to run)")
 	keys := fs.Int("keys", 100_000, "distinct keys (state size)")
 	rate := fs.Float64("rate", 0, "records/s for every shape (0: --load times each shape's capacity, measured first)")
 	load := fs.Float64("load", 0.5, "with --rate 0, the offered load as a fraction of the measured capacity (--ft none's: spate and global have less)")
@@ -268,8 +269,12 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
-	if *rounds < 1 || *dur <= *killAt+*interval {
-		fmt.Fprintln(stderr, "spate bench recovery: --rounds must be positive and --duration longer than --kill plus --interval")
+	latest, why := *killAt+*interval, "an interval"
+	if *align {
+		latest, why = *killAt+3**interval, "3 intervals, the latest an aligned kill comes"
+	}
+	if *rounds < 1 || *dur <= latest {
+		fmt.Fprintf(stderr, "spate bench recovery: --rounds must be positive and --duration longer than %v (--kill plus %s)\n", latest, why)
 		return 2
 	}
 	if *recov != "single" && *recov != "parallel" {
@@ -355,7 +360,8 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// the job: a fixed moment would favour whichever one's phase it
 		// happens to suit. The rounds' kills are spread evenly over one
 		// interval instead, the same moment for every run of a round.
-		at := *killAt + time.Duration((float64(i)+0.5)/float64(*rounds)*float64(*interval))
+		phase := time.Duration((float64(i) + 0.5) / float64(*rounds) * float64(*interval))
+		at := *killAt + phase
 		order := slices.Clone(confs)
 		if i%2 == 1 {
 			slices.Reverse(order) // which runs first alternates
@@ -379,8 +385,14 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 				if st.label != "" {
 					what += " --store " + st.label
 				}
-				s.step("round %d of %d, %v: %s, %s's node killed at %v (%s records/s, %v)", i+1, *rounds, sh, what, *victim, at, si(shr.Rate), *dur)
-				r, err := clusterRunOpts(s.ctx, cfg, runOpts{kill: at, victim: *victim, verify: true, tail: *tail})
+				o := runOpts{kill: at, victim: *victim, verify: true, tail: *tail, age: -1}
+				when := fmt.Sprintf("at %v", at)
+				if *align {
+					o.kill, o.age, o.interval = *killAt, phase, *interval
+					when = fmt.Sprintf("after %v, %v after a checkpoint of its", *killAt, *interval+phase)
+				}
+				s.step("round %d of %d, %v: %s, %s's node killed %s (%s records/s, %v)", i+1, *rounds, sh, what, *victim, when, si(shr.Rate), *dur)
+				r, err := clusterRunOpts(s.ctx, cfg, o)
 				if s.interrupted() {
 					return exitInterrupted
 				}
@@ -416,7 +428,11 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(text, "recovery (%d keys, interval %v, window %v, node of %s killed at %v + phases over an interval, %d rounds, medians):\n", *keys, *interval, window, *victim, *killAt, *rounds)
+	killed := fmt.Sprintf("killed at %v + phases over an interval", *killAt)
+	if *align {
+		killed = fmt.Sprintf("killed after %v when its latest checkpoint is a phase old, the phases over an interval", *killAt)
+	}
+	fmt.Fprintf(text, "recovery (%d keys, interval %v, window %v, node of %s %s, %d rounds, medians):\n", *keys, *interval, window, *victim, killed, *rounds)
 	for _, shr := range res.Shapes {
 		printShape(text, shr, names, *load)
 	}
@@ -430,6 +446,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 
 // recoveryRun reads one run's figures from what it observed.
 func recoveryRun(r *run, round int, ft string, at, dur, heartbeat, window time.Duration, groups int) RecoveryRun {
+	if r.killSent > 0 {
+		at = time.Duration(r.killSent) * time.Millisecond // an aligned kill's moment is the run's own
+	}
 	rr := RecoveryRun{Round: round, FT: ft, KillAtS: at.Seconds(), KillTookMs: float64(r.killTook.Microseconds()) / 1000,
 		Replayed: float64(r.replayed), Verified: r.verified}
 	t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second, lagGap(heartbeat))

@@ -207,3 +207,23 @@ func TestAlignedKillIsTimedByTheVictimsCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayedBetweenLeavesOutTheMergeBack(t *testing.T) {
+	start := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	at := func(ms int64, f events.Payload) events.Event {
+		return events.Event{Time: start.Add(time.Duration(ms) * time.Millisecond), Fields: f}
+	}
+	r := &run{info: &coord.RunInfo{JobStart: &start}, evs: []events.Event{
+		at(500, events.ReplayFields{Records: 1}),               // before the kill
+		at(10_040, events.RecoveryPlacedFields{Records: 1000}), // a rollback's
+		at(10_300, events.ReplayFields{Records: 200}),
+		at(10_700, events.ReplayFields{Records: 30}),  // the last moment of the recovery
+		at(12_100, events.ReplayFields{Records: 400}), // the merge back
+	}}
+	if got := replayedBetween(r, 10_000, 10_700); got != 1230 {
+		t.Errorf("during the recovery: %d, want 1230", got)
+	}
+	if got := replayedAfter(r, 10_701); got != 400 {
+		t.Errorf("after it: %d, want 400", got)
+	}
+}

@@ -26,8 +26,7 @@ type run struct {
 	killTook  time.Duration // from the signal to the death
 	killSent  int64         // ms after the job started that the signal was sent
 	killErr   error
-	cpuPerRec float64 // CPU µs the node processes spent per record read
-	replayed  uint64
+	cpuPerRec float64               // CPU µs the node processes spent per record read
 	lastFull  map[string][2]float64 // per instance: bytes and keys of its latest full checkpoint
 	deltaFull []float64             // a delta's bytes / its instance's latest full's bytes
 	keyFrac   []float64             // a delta's keys / its instance's latest full's keys
@@ -39,12 +38,6 @@ func (r *run) observe(e events.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {
-	case events.Replay:
-		f, _ := e.Fields.(events.ReplayFields)
-		r.replayed += f.Records
-	case events.RecoveryPlaced:
-		f, _ := e.Fields.(events.RecoveryPlacedFields)
-		r.replayed += f.Records // a global rollback's; 0 for an instance's
 	case events.Checkpoint:
 		f, _ := e.Fields.(events.CheckpointFields)
 		b, k := float64(f.Bytes), float64(f.Keys)

@@ -80,7 +80,10 @@ type RecoveryRun struct {
 	KillTookMs float64 `json:"kill_took_ms"`    // from the signal to the death
 	RecoveryS  float64 `json:"recovery_s"`      // from the death to normal output lag; the rest of the run if never
 	Recovered  bool    `json:"recovered"`
-	Replayed   float64 `json:"replayed"` // records replayed
+	Replayed   float64 `json:"replayed"` // records replayed from the kill until the output lag was normal again
+	// ReplayedLater is the records replayed after that: the merge back
+	// of a parallel recovery (a live rescale), no part of the recovery.
+	ReplayedLater float64 `json:"replayed_later"`
 	// Lost is what the killed node hosted, Restarted what the recovery
 	// restarted (every instance, under global), of Instances.
 	Lost      []string        `json:"lost"`
@@ -450,11 +453,13 @@ func recoveryRun(r *run, round int, ft string, at, dur, heartbeat, window time.D
 		at = time.Duration(r.killSent) * time.Millisecond // an aligned kill's moment is the run's own
 	}
 	rr := RecoveryRun{Round: round, FT: ft, KillAtS: at.Seconds(), KillTookMs: float64(r.killTook.Microseconds()) / 1000,
-		Replayed: float64(r.replayed), Verified: r.verified}
+		Verified: r.verified}
 	t, ok := recoveryTime(r.info, r.killAtMs, 2*time.Second, lagGap(heartbeat))
 	if !ok {
 		t = (dur - at).Seconds() // never back to normal within the run
 	}
+	end := r.killAtMs + int64(math.Ceil(t*1000))
+	rr.Replayed, rr.ReplayedLater = float64(replayedBetween(r, r.killSent, end)), float64(replayedAfter(r, end+1))
 	rr.RecoveryS, rr.Recovered = t, ok
 	rr.Lost, rr.Restarted, rr.Restored, rr.Losses, rr.Instances = recoveryActs(r)
 	rr.Phases = phases(r)
@@ -563,8 +568,12 @@ func printRun(w io.Writer, sh recShape, rr RecoveryRun, width int) {
 	if !rr.Recovered {
 		back = fmt.Sprintf("NOT back to normal in the %.2fs left", rr.RecoveryS)
 	}
-	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed; restarted %s from %s; %v\n",
-		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), rr.restartedText(), rr.restoredText(), rr.Output)
+	later := ""
+	if rr.ReplayedLater > 0 {
+		later = fmt.Sprintf(" (and %s after it, by the merge back)", si(rr.ReplayedLater))
+	}
+	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed%s; restarted %s from %s; %v\n",
+		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), later, rr.restartedText(), rr.restoredText(), rr.Output)
 	if rr.Store != "" {
 		fmt.Fprintf(w, "%v round %d %-*s %v\n", sh, rr.Round, width, k, rr.Figures)
 	}

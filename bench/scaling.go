@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -484,7 +485,11 @@ func steadyRate(r *run, from, to int64) float64 {
 }
 
 // replayedAfter is the records replayed from ms after the job started on.
-func replayedAfter(r *run, ms int64) uint64 {
+func replayedAfter(r *run, ms int64) uint64 { return replayedBetween(r, ms, math.MaxInt64) }
+
+// replayedBetween is the records replayed from ms after the job started
+// until (and not after) to ms.
+func replayedBetween(r *run, ms, to int64) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.info == nil || r.info.JobStart == nil {
@@ -492,7 +497,7 @@ func replayedAfter(r *run, ms int64) uint64 {
 	}
 	var n uint64
 	for _, e := range r.evs {
-		if e.Time.Sub(*r.info.JobStart).Milliseconds() < ms {
+		if at := e.Time.Sub(*r.info.JobStart).Milliseconds(); at < ms || at > to {
 			continue
 		}
 		switch f := e.Fields.(type) {

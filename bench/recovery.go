@@ -76,7 +76,7 @@ type RecoveryRun struct {
 	Round      int     `json:"round"` // from 1
 	FT         string  `json:"ft"`
 	Store      string  `json:"store,omitempty"` // with --store: dir, coord, s3
-	KillAtS    float64 `json:"kill_at_s"`       // when the kill was due, after the job started
+	KillAtS    float64 `json:"kill_at_s"`       // when the kill signal was sent (due, if none was), after the job started
 	KillTookMs float64 `json:"kill_took_ms"`    // from the signal to the death
 	RecoveryS  float64 `json:"recovery_s"`      // from the death to normal output lag; the rest of the run if never
 	Recovered  bool    `json:"recovered"`

@@ -123,7 +123,9 @@ type runOpts struct {
 	// restore is the same age in every configuration, unless one's
 	// checkpoint taken at T + interval is not complete yet (it then
 	// restores the one before: a cost of that configuration). With no
-	// such checkpoint the kill comes at kill + 3 intervals + age.
+	// such checkpoint the kill comes at kill + 3 intervals, the latest an
+	// aligned kill can come (the bound bench recovery's --duration is
+	// checked against).
 	age      time.Duration
 	interval time.Duration
 	// tail > 0 reads the sinks' files every tail while the run goes on
@@ -197,7 +199,7 @@ func clusterRunOpts(ctx context.Context, cfg coord.Config, o runOpts) (*run, err
 			started = e.Time
 			switch {
 			case kill > 0 && aligned:
-				killAt(started.Add(kill + 3*o.interval + o.age))
+				killAt(started.Add(kill + 3*o.interval))
 			case kill > 0:
 				killAt(started.Add(kill))
 			}

@@ -453,6 +453,7 @@ func TestDriveRefusesToKillItsOwnCoordinator(t *testing.T) {
 	go func() { wait(); close(done) }()
 	clock := newStepClock()
 	logs, err := Drive(context.Background(), dir, sc, done, RunOptions{Now: clock.Now, After: clock.After})
+	<-done // the fake cluster writes its run into dir once healed: before the test's cleanup removes dir
 	if err != nil {
 		t.Fatal(err)
 	}

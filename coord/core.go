@@ -43,9 +43,11 @@ type core struct {
 	started  bool
 	draining bool
 	// A drain asked for while a rescale is in flight waits for it to
-	// commit (drainWait): why it was asked, and when.
+	// commit (drainWait): why it was asked, and when; drainOverdue once
+	// it has waited past drainWaitLimit for a rescale that released.
 	drainAsked   time.Time
 	drainPending string
+	drainOverdue bool
 	names        int // nodes named so far: n1 .. n(names)
 
 	lastIn, lastOut uint64

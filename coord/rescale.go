@@ -1009,7 +1009,8 @@ func (c *core) edsCheckpointed(cp *wire.Checkpoint) {
 	c.rescaleSettled()
 }
 
-// drainWaitLimit bounds how long a drain waits for a rescale in flight.
+// drainWaitLimit bounds how long a drain waits for a rescale in flight
+// that has released nothing yet.
 const drainWaitLimit = 10 * time.Second
 
 // drainWait reports whether the drain asked for now must wait: while a
@@ -1017,8 +1018,17 @@ const drainWaitLimit = 10 * time.Second
 // old owners have not released, and an old owner that ends its streams
 // can never release, so the drain waited for ever (seed 129: count 2→1
 // with the receiver's node isolated when the duration was up). The drain
-// starts once the rescale has re-routed (its watermarks move again), or
-// after drainWaitLimit whatever it does.
+// starts once the rescale has re-routed (its watermarks move again).
+//
+// Before the release phase no old owner has dropped anything, so the
+// drain starts after drainWaitLimit whatever the rescale does: the old
+// owners still own their ranges and fire them. From the release on it
+// waits for the re-route however long that takes: an old owner may have
+// dropped a range whose capture is not durable yet (a failing store is
+// retried), and a drain then lost every window of it
+// (sim.TestDrainForcedPastAStalledRescale: 2→1 with the old owner's store
+// failing, 6,111 windows lost). The wait says so once drainWaitLimit has
+// passed.
 func (c *core) drainWait(why string) bool {
 	now := c.now
 	r := c.eds.cur
@@ -1028,12 +1038,21 @@ func (c *core) drainWait(why string) bool {
 		return false
 	}
 	if c.drainPending == "" {
-		c.drainPending, c.drainAsked = why, now
+		c.drainPending, c.drainAsked, c.drainOverdue = why, now, false
 		c.emit(events.DrainWaiting, "", "", nil,
-			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v)", why, drainWaitLimit)
+			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v unless it has released)", why, drainWaitLimit)
 		return true
 	}
 	if now.Sub(c.drainAsked) < drainWaitLimit {
+		return true
+	}
+	if r != nil && (r.phase == phaseRelease || r.phase == phaseCommit) {
+		if !c.drainOverdue {
+			c.drainOverdue = true
+			c.emit(events.DrainWaiting, "", "", nil,
+				"drain (%s) still waits after %v: rescale %d of %s is in its %s phase, and an old owner may have dropped key groups not durably captured yet",
+				c.drainPending, drainWaitLimit, r.id, r.op, r.phase)
+		}
 		return true
 	}
 	c.drainPending = ""

@@ -285,3 +285,81 @@ func simRoot(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(root) })
 	return root
 }
+
+// TestDrainPastAStalledRescale: a rescale that cannot finish for a while
+// (the old owner's store fails for 14 s, longer than the drain waits for
+// a rescale) is in flight when the duration is up, and the drain waits
+// for it (drain_waiting).
+//
+//   - scale-out 2→4: the pre-copy's fresh base never completes, so no old
+//     owner has released anything; the drain starts after drainWaitLimit
+//     (10 s) with the key groups on their old owners, which fire them.
+//   - scale-in 2→1: the old owner has released [64,128) (dropped it, its
+//     capture retried while the store fails). A drain forced then lost
+//     every window of those key groups (6,111 windows, seed 1); the drain
+//     waits instead until the store is back and the rescale re-routes.
+//
+// Either way nothing is lost or counted twice.
+func TestDrainPastAStalledRescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 simulated runs")
+	}
+	const storeFails = 14 * time.Second
+	shapes := []struct {
+		name   string
+		n      string // count's new parallelism (from 2)
+		victim string // whose store fails
+		forced bool   // the drain starts after 10 s, before the store is back
+	}{
+		{"scale-out", "4", "count/0", true},
+		{"scale-in", "1", "count/1", false},
+	}
+	root := simRoot(t)
+	for _, sh := range shapes {
+		cfg := DefaultConfig()
+		at := cfg.Duration - 400*time.Millisecond
+		cfg.Schedule = []Step{
+			{At: at - 100*time.Millisecond, Action: control.Action{Verb: "store", Target: sh.victim,
+				Args: map[string]string{"fail": "true", "for": storeFails.String()}}},
+			{At: at, Action: control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": sh.n}}},
+			{At: cfg.Duration, Action: control.Action{Verb: "drain"}},
+		}
+		back := at - 100*time.Millisecond + storeFails // job time the store works again
+		for run := range 3 {
+			runtime.GC()
+			runtime.GC()
+			synctest.Test(t, func(t *testing.T) {
+				seed := uint64(run + 1)
+				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, sh.name), seed))
+				if r.Failed() {
+					t.Fatalf("%s run %d: %s", sh.name, run, r.Verdict())
+				}
+				evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var start, waiting, started time.Time
+				for _, e := range evs {
+					switch {
+					case e.Kind == events.RunStarted:
+						start = e.Time
+					case e.Kind == events.DrainWaiting && waiting.IsZero():
+						waiting = e.Time
+					case e.Kind == events.DrainStarted:
+						started = e.Time
+					}
+				}
+				if waiting.IsZero() || started.IsZero() {
+					t.Fatalf("%s run %d: drain waiting at %v, started at %v: want both", sh.name, run, waiting, started)
+				}
+				waited, at := started.Sub(waiting), started.Sub(start)
+				if sh.forced && (waited < 9*time.Second || at >= back) {
+					t.Fatalf("%s run %d: the drain waited %v and started at %v: want it forced after about 10s, before the store is back at %v", sh.name, run, waited, at, back)
+				}
+				if !sh.forced && at < back {
+					t.Fatalf("%s run %d: the drain started at %v: want it to wait for the rescale until the store is back at %v", sh.name, run, at, back)
+				}
+			})
+		}
+	}
+}

@@ -363,3 +363,71 @@ func TestDrainPastAStalledRescale(t *testing.T) {
 		}
 	}
 }
+
+// TestCompoundFaultsAcrossARescale pins compound faults that cross a
+// live rescale of count and the drain, each shape in a few seeds: a
+// loss of the old owner after it released, with its store failing; the
+// coordinator crashed in the release; a damaged checkpoint between a
+// loss and a scale-out; the receiver isolated past the detection timeout
+// as the drain is asked; a kill during the drain of a rescaled job.
+func TestCompoundFaultsAcrossARescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("15 simulated runs")
+	}
+	act := func(verb, target string, args ...string) control.Action {
+		a := control.Action{Verb: verb, Target: target, Args: map[string]string{}}
+		for i := 0; i+1 < len(args); i += 2 {
+			a.Args[args[i]] = args[i+1]
+		}
+		return a
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	shapes := []struct {
+		name  string
+		steps []Step
+	}{
+		{"old owner lost after its release, store failing", []Step{
+			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "3s")},
+			{At: ms(5000), Action: act("scale", "count", "n", "1")},
+			{At: ms(5600), Action: act("kill", "count/1")},
+		}},
+		{"coordinator crashed in the release, store failing", []Step{
+			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "2s")},
+			{At: ms(5000), Action: act("scale", "count", "n", "1")},
+			{At: ms(5400), Action: act("crash", "coord", "resume_after", "600ms")},
+		}},
+		{"damaged checkpoint between a loss and a scale-out", []Step{
+			{At: ms(3000), Action: act("store", "count/0", "corrupt", "true")},
+			{At: ms(3100), Action: act("kill", "count/0")},
+			{At: ms(3300), Action: act("scale", "count", "n", "4")},
+			{At: ms(3500), Action: act("kill", "count/1")},
+		}},
+		{"receiver isolated in the release as the drain is asked", []Step{
+			{At: ms(7500), Action: act("store", "count/1", "fail", "true", "for", "1500ms")},
+			{At: ms(7600), Action: act("scale", "count", "n", "1")},
+			{At: ms(7800), Action: act("partition", "count/0", "for", "2500ms")},
+		}},
+		{"kill in the drain of a rescaled job", []Step{
+			{At: ms(5000), Action: act("scale", "count", "n", "3")},
+			{At: ms(7900), Action: act("store", "count/0", "fail", "true", "for", "1s")},
+			{At: ms(7990), Action: act("drain", "")},
+			{At: ms(7990), Action: act("kill", "count/2")},
+		}},
+	}
+	root := simRoot(t)
+	for si, sh := range shapes {
+		cfg := DefaultConfig()
+		cfg.Schedule = append(append([]Step(nil), sh.steps...), Step{At: cfg.Duration, Action: control.Action{Verb: "drain"}})
+		for run := range 3 {
+			runtime.GC()
+			runtime.GC()
+			synctest.Test(t, func(t *testing.T) {
+				seed := uint64(run + 1)
+				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, fmt.Sprint(si)), seed))
+				if r.Failed() {
+					t.Errorf("%s, run %d: %s (steps: %q)", sh.name, run, r.Verdict(), r.Steps)
+				}
+			})
+		}
+	}
+}

@@ -21,11 +21,12 @@ import (
 )
 
 var (
-	seeds = flag.Int("sim.seeds", 0, "seeds to run (default: 12, 3 with -short)")
-	from  = flag.Uint64("sim.from", 1, "first seed")
-	keep  = flag.String("sim.dir", "", "keep the run directories under this directory")
-	known = flag.Bool("sim.known", false, "run the seeds known to fail too (knownFailing)")
-	recov = flag.String("sim.recover", "", "coord's --recover for TestSeeds (single, parallel)")
+	seeds  = flag.Int("sim.seeds", 0, "seeds to run (default: 12, 3 with -short)")
+	from   = flag.Uint64("sim.from", 1, "first seed")
+	keep   = flag.String("sim.dir", "", "keep the run directories under this directory")
+	known  = flag.Bool("sim.known", false, "run the seeds known to fail too (knownFailing)")
+	recov  = flag.String("sim.recover", "", "coord's --recover for TestSeeds (single, parallel)")
+	runsOf = flag.Int("sim.shape-runs", 3, "seeds each pinned shape of the TestCompoundFaults tests runs in")
 )
 
 // knownFailing are seeds that find bugs not fixed yet, with what they
@@ -364,28 +365,56 @@ func TestDrainPastAStalledRescale(t *testing.T) {
 	}
 }
 
+// act is a control action from its verb, target and argument pairs.
+func act(verb, target string, args ...string) control.Action {
+	a := control.Action{Verb: verb, Target: target, Args: map[string]string{}}
+	for i := 0; i+1 < len(args); i += 2 {
+		a.Args[args[i]] = args[i+1]
+	}
+	return a
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// shape is a compound fault schedule pinned by hand.
+type shape struct {
+	name  string
+	steps []Step
+}
+
+// runShapes runs each shape, followed by the drain at the duration, in
+// seeds 1..-sim.shape-runs, and fails on any run the oracle does not pass.
+func runShapes(t *testing.T, cfg Config, shapes []shape) {
+	t.Helper()
+	root := simRoot(t)
+	for si, sh := range shapes {
+		cfg := cfg
+		cfg.Schedule = append(append([]Step(nil), sh.steps...), Step{At: cfg.Duration, Action: control.Action{Verb: "drain"}})
+		for run := range *runsOf {
+			runtime.GC()
+			runtime.GC()
+			synctest.Test(t, func(t *testing.T) {
+				seed := uint64(run + 1)
+				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, fmt.Sprint(si)), seed))
+				if r.Failed() {
+					t.Errorf("%s, seed %d: %s (steps: %q)", sh.name, seed, r.Verdict(), r.Steps)
+				}
+			})
+		}
+	}
+}
+
 // TestCompoundFaultsAcrossARescale pins compound faults that cross a
-// live rescale of count and the drain, each shape in a few seeds: a
-// loss of the old owner after it released, with its store failing; the
-// coordinator crashed in the release; a damaged checkpoint between a
-// loss and a scale-out; the receiver isolated past the detection timeout
-// as the drain is asked; a kill during the drain of a rescaled job.
+// live rescale of count and the drain: a loss of the old owner after it
+// released, with its store failing; the coordinator crashed in the
+// release; a damaged checkpoint between a loss and a scale-out; the
+// receiver isolated in the release as the drain is asked; a kill during
+// the drain of a rescaled job.
 func TestCompoundFaultsAcrossARescale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("15 simulated runs")
 	}
-	act := func(verb, target string, args ...string) control.Action {
-		a := control.Action{Verb: verb, Target: target, Args: map[string]string{}}
-		for i := 0; i+1 < len(args); i += 2 {
-			a.Args[args[i]] = args[i+1]
-		}
-		return a
-	}
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	shapes := []struct {
-		name  string
-		steps []Step
-	}{
+	runShapes(t, DefaultConfig(), []shape{
 		{"old owner lost after its release, store failing", []Step{
 			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "3s")},
 			{At: ms(5000), Action: act("scale", "count", "n", "1")},
@@ -413,21 +442,46 @@ func TestCompoundFaultsAcrossARescale(t *testing.T) {
 			{At: ms(7990), Action: act("drain", "")},
 			{At: ms(7990), Action: act("kill", "count/2")},
 		}},
+	})
+}
+
+// TestCompoundFaultsBetweenLosses pins two losses close together, with
+// and without a damaged or missing checkpoint between them, under single
+// and parallel recovery.
+func TestCompoundFaultsBetweenLosses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30 simulated runs")
 	}
-	root := simRoot(t)
-	for si, sh := range shapes {
-		cfg := DefaultConfig()
-		cfg.Schedule = append(append([]Step(nil), sh.steps...), Step{At: cfg.Duration, Action: control.Action{Verb: "drain"}})
-		for run := range 3 {
-			runtime.GC()
-			runtime.GC()
-			synctest.Test(t, func(t *testing.T) {
-				seed := uint64(run + 1)
-				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, fmt.Sprint(si)), seed))
-				if r.Failed() {
-					t.Errorf("%s, run %d: %s (steps: %q)", sh.name, run, r.Verdict(), r.Steps)
-				}
-			})
-		}
+	shapes := []shape{
+		{"damaged checkpoint, a loss, its restored instance lost again", []Step{
+			{At: ms(3000), Action: act("store", "count/0", "corrupt", "true")},
+			{At: ms(3050), Action: act("kill", "count/0")},
+			{At: ms(3150), Action: act("store", "count/0", "corrupt", "true")},
+			{At: ms(3250), Action: act("kill", "count/0")},
+		}},
+		{"an instance and its downstream lost together, the downstream's checkpoint damaged", []Step{
+			{At: ms(3000), Action: act("store", "rollup/0", "corrupt", "true")},
+			{At: ms(3100), Action: act("kill", "count/0")},
+			{At: ms(3100), Action: act("kill", "rollup/0")},
+		}},
+		{"the upstream lost while it replays", []Step{
+			{At: ms(3000), Action: act("kill", "count/0")},
+			{At: ms(3050), Action: act("kill", "source/0")},
+		}},
+		{"checkpoints failing for a second, then the loss", []Step{
+			{At: ms(3000), Action: act("store", "count/0", "fail", "true", "for", "1s")},
+			{At: ms(3900), Action: act("kill", "count/0")},
+		}},
+		{"a zombie back while its successor is lost", []Step{
+			{At: ms(3000), Action: act("partition", "count/0", "for", "1500ms")},
+			{At: ms(4450), Action: act("kill", "count/0")},
+		}},
+	}
+	for _, rec := range []string{"single", "parallel"} {
+		t.Run(rec, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Recover = rec
+			runShapes(t, cfg, shapes)
+		})
 	}
 }

@@ -593,15 +593,15 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 			}
 		}
 	}
-	what := "from the start"
+	what := "with no checkpoint (it starts empty)"
 	if rs.ID > 0 {
-		what = fmt.Sprintf("checkpoint %d", rs.ID)
+		what = fmt.Sprintf("from checkpoint %d", rs.ID)
 		if rs.Fellback {
 			what += " (the fallback: the latest was unusable)"
 		}
 	}
 	c.emit(events.RecoveryRestored, ns.name, string(p.ID), events.RecoveryRestoredFields{Gen: p.Gen, Checkpoint: rs.ID, Fellback: rs.Fellback},
-		"%s restored on %s from %s; upstreams replay to it", p.ID, ns.name, what)
+		"%s restored on %s %s; upstreams replay to it", p.ID, ns.name, what)
 	// The upstreams route to it what it was restored with and still owns:
 	// a move into it committed since it was placed reaches it by the
 	// rescale's re-route, which reconnects the links that gain the range

@@ -38,6 +38,7 @@ type Config struct {
 	Heartbeat time.Duration
 	FT        string // spate or global
 	Recover   string // single (the default) or parallel (coord's --recover)
+	Rescale   string // live (the default) or restart (coord's --rescale)
 	// NoCrash keeps the coordinator alive: the nemesis's schedules as
 	// they were before it crashed the coordinator (the regressions found
 	// then run so).
@@ -100,6 +101,9 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	ccfg.FT, ccfg.Seed, ccfg.Data, ccfg.Listen = cfg.FT, int64(seed), dir, "coord:0"
 	if cfg.Recover != "" {
 		ccfg.Recover = cfg.Recover
+	}
+	if cfg.Rescale != "" {
+		ccfg.Rescale = cfg.Rescale
 	}
 	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, not 5: a quarter of the frames, the same interleavings of faults
 	ccfg.CheckInvariants = true

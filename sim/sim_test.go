@@ -485,3 +485,41 @@ func TestCompoundFaultsBetweenLosses(t *testing.T) {
 		})
 	}
 }
+
+// TestCompoundFaultsInARestartRescale pins faults during a --rescale
+// restart (every instance checkpoints, the job stops and restarts with
+// the new parallelism): a node lost while the full checkpoints are
+// awaited, one lost before the restarted job has caught up, a new
+// instance lost right after the restart with its checkpoint damaged, a
+// store failing as the checkpoints are taken, and the drain asked in the
+// middle.
+func TestCompoundFaultsInARestartRescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("15 simulated runs")
+	}
+	cfg := DefaultConfig()
+	cfg.Rescale = "restart"
+	runShapes(t, cfg, []shape{
+		{"lost while the checkpoints are awaited", []Step{
+			{At: ms(4000), Action: act("scale", "count", "n", "3")},
+			{At: ms(4010), Action: act("kill", "count/1")},
+		}},
+		{"lost before the restarted job has caught up", []Step{
+			{At: ms(4000), Action: act("scale", "count", "n", "1")},
+			{At: ms(4150), Action: act("kill", "rollup/0")},
+		}},
+		{"lost right after the restart, its checkpoint damaged", []Step{
+			{At: ms(4000), Action: act("scale", "count", "n", "4")},
+			{At: ms(4400), Action: act("store", "count/3", "corrupt", "true")},
+			{At: ms(4500), Action: act("kill", "count/3")},
+		}},
+		{"a store failing as the checkpoints are taken", []Step{
+			{At: ms(3950), Action: act("store", "count/0", "fail", "true", "for", "1500ms")},
+			{At: ms(4000), Action: act("scale", "count", "n", "3")},
+		}},
+		{"the drain asked in the middle", []Step{
+			{At: ms(7850), Action: act("store", "count/0", "fail", "true", "for", "500ms")},
+			{At: ms(7900), Action: act("scale", "count", "n", "3")},
+		}},
+	})
+}

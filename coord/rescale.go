@@ -1028,7 +1028,8 @@ const drainWaitLimit = 10 * time.Second
 // retried), and a drain then lost every window of it
 // (sim.TestDrainForcedPastAStalledRescale: 2→1 with the old owner's store
 // failing, 6,111 windows lost). The wait says so once drainWaitLimit has
-// passed.
+// passed; the driver's drainLimit still ends a run whose store never
+// comes back, with an error.
 func (c *core) drainWait(why string) bool {
 	now := c.now
 	r := c.eds.cur

@@ -117,7 +117,7 @@ type sliceRef struct {
 	load  wire.SliceLoad
 	owner job.InstanceID // whose checkpoint the capture is
 	ckpt  uint64
-	prev  uint64 // a pre-copy's: the owner's checkpoint before ckpt, its fallback (0: none)
+	prev  uint64 // the owner's checkpoint before ckpt (a pre-copy's base or a capture), its fallback (0: none)
 	done  int    // complete checkpoints of the new owner holding it
 }
 
@@ -649,7 +649,8 @@ func (c *core) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		place = &cp
 		r.created[mv.to] = true
 	}
-	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.ckpt}
+	mv.slice = &sliceRef{load: wire.SliceLoad{File: mv.file, Ranges: []job.Range{mv.r}, After: math.MaxUint64}, owner: mv.from, ckpt: mv.ckpt,
+		prev: c.captureFallback(mv.from, mv.ckpt, mv.r)}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
 	c.emit(events.RescaleCaptured, ns.name, string(mv.from), r.capturedFields(mv),
 		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
@@ -662,6 +663,31 @@ func (c *core) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		c.recover(q.Node, []job.InstanceID{mv.to}, "")
 	}
 	// else: the owner's node is lost; its recovery restores it with the slice.
+}
+
+// captureFallback is the fallback of a slice captured from id in
+// checkpoint ckpt: id's newest restorable checkpoint before the capture,
+// if it holds r (0: none). The capture's completion trimmed id's
+// upstreams to that checkpoint's positions and no later checkpoint of
+// id trims r, so the upstreams' backup of r is whole from them, as for a
+// pre-copy's base (PROTOCOL.md, "Restorable margin"). It does not hold r
+// if id itself absorbed part of r from a slice after it.
+func (c *core) captureFallback(id job.InstanceID, ckpt uint64, r job.Range) uint64 {
+	_, cps := c.manifest.restorable(id)
+	prev := uint64(0)
+	for _, cp := range cps {
+		if cp.ID < ckpt {
+			prev = max(prev, cp.ID)
+		}
+	}
+	for _, s := range c.eds.slices[id] {
+		for _, sr := range s.load.Ranges {
+			if sr.Lo < r.Hi && r.Lo < sr.Hi && s.load.After >= prev {
+				return 0
+			}
+		}
+	}
+	return prev
 }
 
 // capturedFields is the rescale_captured event of move mv's capture.
@@ -1095,10 +1121,12 @@ func (c *core) edsRestore(id job.InstanceID) (sl []wire.SliceLoad, hold bool, fr
 					l.Chain = files
 				}
 			}
-			if cp, ok := c.manifest.byID[s.owner][s.prev]; ok && s.prev > 0 {
-				if files, ok := c.manifest.chain(cp); ok {
-					l.Fallback = files
-				}
+		}
+		// A pre-copy's base or a capture, damaged: the owner's checkpoint
+		// before it.
+		if cp, ok := c.manifest.byID[s.owner][s.prev]; ok && s.prev > 0 {
+			if files, ok := c.manifest.chain(cp); ok {
+				l.Fallback = files
 			}
 		}
 		sl = append(sl, l)

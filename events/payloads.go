@@ -249,8 +249,8 @@ type CheckpointCompactedFields struct {
 }
 
 // CheckpointFallbackFields: a damaged checkpoint; recovery uses the one
-// before. From a node: Error, and Ranges for the pre-copy base of a
-// moving slice; from the coordinator under --ft global: Checkpoint, Error
+// before. From a node: Error, and Ranges for a moved slice (a pre-copy base
+// or a capture); from the coordinator under --ft global: Checkpoint, Error
 // and Fallback. Checkpoint tells the two apart.
 type CheckpointFallbackFields struct {
 	Checkpoint uint64  `json:"checkpoint"` // the unusable one

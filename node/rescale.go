@@ -1216,13 +1216,13 @@ func (in *instance) restoreSlices(r *wire.Restore, restored uint64) error {
 		}
 		err := in.loadSliceChain(chain, s.Ranges, fresh)
 		if err != nil && len(s.Fallback) > 0 {
-			// The old owner's checkpoint before the base: the upstreams'
-			// backup of the range is whole from its positions (no trim of
-			// it was ordered past them before the pin), and what the old
-			// owner emitted after them is regenerated with the same
-			// numbers, dropped downstream as duplicates.
+			// The old owner's checkpoint before the base (a pre-copy's)
+			// or the capture: the upstreams' backup of the range is whole
+			// from its positions (no trim of it was ordered past them),
+			// and what the old owner emitted after them is regenerated
+			// with the same numbers, dropped downstream as duplicates.
 			in.n.event(events.CheckpointFallback, in.id, events.CheckpointFallbackFields{Error: err.Error(), Ranges: events.Ranges(s.Ranges)},
-				"the pre-copy base of %v is unusable (%v); falling back to its owner's checkpoint before it", s.Ranges, err)
+				"the slice %v is unusable (%v); falling back to its owner's checkpoint before it", s.Ranges, err)
 			err = in.loadSliceChain(s.Fallback, s.Ranges, fresh)
 		}
 		if err != nil {

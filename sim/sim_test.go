@@ -34,6 +34,15 @@ var (
 // open bug, not a passing seed.
 var knownFailing = map[uint64]string{}
 
+// knownFailingParallel are the same under --recover parallel only (the
+// seed passes under single recovery, and runs so).
+var knownFailingParallel = map[uint64]string{
+	216: "1 run in 2 under load: count#0's node isolated, then killed; source#1, restored meanwhile on another node, " +
+		"dials count#0 at the isolated node and waits the whole 30 s resume deadline (the stream sees neither the kill nor the heal), " +
+		"with the parallel recovery of rollup#0 and the drain behind it; rollup's windows of 3.6-5.6 s are lost (cause not found yet); " +
+		"closing the dial when a reroute came first did not unblock it",
+}
+
 func TestPlanIsAPureFunctionOfTheSeed(t *testing.T) {
 	cfg := DefaultConfig()
 	for seed := uint64(1); seed <= 50; seed++ {
@@ -152,6 +161,9 @@ func TestSeeds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if why, ok := knownFailing[seed]; ok && !*known {
 				t.Skipf("seed %d is known to fail (-sim.known runs it): %s", seed, why)
+			}
+			if why, ok := knownFailingParallel[seed]; ok && rn.recover == "parallel" && !*known {
+				t.Skipf("seed %d is known to fail under --recover parallel (-sim.known runs it): %s", seed, why)
 			}
 			// One bubble at a time, and nothing of one left for the next:
 			// yamux keeps timers in a sync.Pool, and a timer of another

@@ -1052,7 +1052,7 @@ const drainWaitLimit = 10 * time.Second
 // waits for the re-route however long that takes: an old owner may have
 // dropped a range whose capture is not durable yet (a failing store is
 // retried), and a drain then lost every window of it
-// (sim.TestDrainForcedPastAStalledRescale: 2→1 with the old owner's store
+// (sim.TestDrainPastAStalledRescale: 2→1 with the old owner's store
 // failing, 6,111 windows lost). The wait says so once drainWaitLimit has
 // passed; the driver's drainLimit still ends a run whose store never
 // comes back, with an error.

@@ -690,6 +690,22 @@ func (in *instance) isInputOp(op string) bool {
 	return false
 }
 
+// touches reports whether a rescale of op concerns this instance: one
+// of op's, an input of op's (its port toward op re-routes) or fed by op
+// (it takes op's new instances as inputs). From the spec alone, so any
+// goroutine may ask.
+func (in *instance) touches(op string) bool {
+	if in.spec.Ops[in.opIdx].Name == op || in.isInputOp(op) {
+		return true
+	}
+	for _, e := range in.spec.Ops[in.opIdx].Outputs {
+		if e.To == op {
+			return true
+		}
+	}
+	return false
+}
+
 // addInputs takes instances of an input operator as inputs (new ones get
 // the next input numbers, with no watermark yet) and adds their
 // producers to the ones this instance tracks and trims.
@@ -872,6 +888,15 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		}
 		holds := map[job.InstanceID]int64{}
 		for _, in := range n.instances() {
+			// Only the downstreams of the operator and its held
+			// receivers have anything to do. A call waits for the
+			// instance's goroutine, which may be inside a connect to a
+			// node cut off and lost, waiting for a resume frame until a
+			// reroute closes the stream: the reroute then waited here,
+			// behind the call, the whole 30 s (seed 216).
+			if !slices.Contains(r.Hold, in.id) && !in.isInputOp(r.Op) {
+				continue
+			}
 			in.call(ctx, func() {
 				in.addInputs(r.Plan)
 				if slices.Contains(r.Hold, in.id) {
@@ -921,6 +946,9 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 		}
 		var replays []<-chan struct{}
 		for _, in := range n.instances() {
+			if !in.touches(r.Op) {
+				continue // nothing to commit; a call could wait behind a connect (above)
+			}
 			in.call(ctx, func() {
 				delete(in.rs.kept, r.ID) // every move of it is loaded
 				in.commit(ctx, r.Op, r.Plan)

@@ -206,7 +206,11 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		// ours): a reroute of the downstream closes the stream meanwhile
 		// (Node.reroute), or the instance, waiting here, would not see it
 		// for the whole deadline.
-		in.dialing.Store(&dialAttempt{to: l.place.ID, node: l.place.Node, gen: l.place.Gen, st: st})
+		d := &dialAttempt{to: l.place.ID, node: l.place.Node, gen: l.place.Gen, st: st}
+		in.dialing.Store(d)
+		if in.n.supersededDial(d) {
+			_ = st.SetReadDeadline(time.Now()) // a reroute came before this connect waited
+		}
 		t, p, err := r.ReadFrame()
 		in.dialing.Store(nil)
 		if err == nil && t != wire.TResume {
@@ -246,13 +250,20 @@ type dialAttempt struct {
 	st   net.Conn
 }
 
-// abandonDial closes the stream of a connect still waiting for q's
-// answer at an older placement of q: the reroute to q's new one is
-// queued behind it.
+// abandonDial ends the wait of a connect still waiting for q's answer at
+// an older placement of q: the reroute to q's new one is queued behind
+// it. It sets the stream's read deadline to now (a close could wait on
+// the cut-off link); the connect then closes the stream.
 func (in *instance) abandonDial(q wire.Placement) {
-	if d := in.dialing.Load(); d != nil && d.to == q.ID && (d.node != q.Node || d.gen < q.Gen) {
-		d.st.Close()
+	if d := in.dialing.Load(); d != nil && supersedes(q, d) {
+		_ = d.st.SetReadDeadline(time.Now())
 	}
+}
+
+// supersedes reports whether q is a newer placement of d's target than
+// the one d dials.
+func supersedes(q wire.Placement, d *dialAttempt) bool {
+	return d.to == q.ID && (d.node != q.Node || d.gen < q.Gen)
 }
 
 // acceptInput runs on the receiving instance's goroutine when input i

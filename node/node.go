@@ -157,6 +157,11 @@ type Node struct {
 
 	ctl *ctlConn
 
+	// rerouted is the newest placement a reroute named for each instance
+	// (supersede).
+	reroutedMu sync.Mutex
+	rerouted   map[job.InstanceID]wire.Placement
+
 	mu        sync.Mutex
 	name      string
 	peers     map[string]*yamux.Session // by peer name
@@ -352,33 +357,108 @@ func (n *Node) rejoin(ctx context.Context, run, listen string) (*yamux.Session, 
 
 // serveControl acts on the coordinator's control messages until it says
 // stop (nil), ctx ends (nil) or the stream ends (errCoordLost).
+//
+// A reader goroutine reads the messages and hands them, in order, to this
+// one, which acts on them. A reroute takes effect at once in one respect:
+// the reader closes any connect still waiting for an answer from the
+// rerouted instance's old placement (supersede). Acting on a message may
+// wait for an instance's goroutine (a rescale's prepare and commit call
+// it), and that goroutine may be inside such a connect, to a node cut off
+// and lost: the reroute that ends the connect then waited behind the
+// call, the whole 30 s of the connect's deadline (seed 216).
 func (n *Node) serveControl(ctx context.Context, sess *yamux.Session, st net.Conn) error {
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
-	r := wire.NewReader(st, 0)
+	msgs := make(chan *wire.Control, 256)
+	errc := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		r := wire.NewReader(st, 0)
+		for {
+			t, p, err := r.ReadFrame()
+			if err != nil {
+				errc <- fmt.Errorf("%w: %w", errCoordLost, err)
+				return
+			}
+			if t != wire.TControl {
+				errc <- fmt.Errorf("coordinator sent a %v frame on the control stream", t)
+				return
+			}
+			m := new(wire.Control)
+			if err := wire.DecodeJSON(t, p, m); err != nil {
+				errc <- fmt.Errorf("coordinator: %w", err)
+				return
+			}
+			if m.Kind == wire.CtlReroute && m.Reroute != nil {
+				n.supersede(*m.Reroute)
+			}
+			select {
+			case msgs <- m:
+			case <-done:
+				return
+			}
+		}
+	}()
 	for {
-		t, p, err := r.ReadFrame()
-		if err != nil {
+		var m *wire.Control
+		select {
+		case m = <-msgs:
+		case err := <-errc:
+			// What was read before the error is acted on first.
+			for len(msgs) > 0 {
+				if n.act(ctx, <-msgs) {
+					return nil
+				}
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("%w: %w", errCoordLost, err)
+			return err
 		}
-		if t != wire.TControl {
-			return fmt.Errorf("coordinator sent a %v frame on the control stream", t)
-		}
-		var m wire.Control
-		if err := wire.DecodeJSON(t, p, &m); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
-		}
-		if stop := n.handle(ctx, &m); stop {
-			if m.Error != "" {
-				n.log.Printf("node %s: the coordinator stops this node: %s", n.nodeName(), m.Error)
-			}
-			n.stopAll()
+		if n.act(ctx, m) {
 			return nil
 		}
 	}
+}
+
+// act acts on one control message; it reports whether the node stops.
+func (n *Node) act(ctx context.Context, m *wire.Control) bool {
+	if !n.handle(ctx, m) {
+		return false
+	}
+	if m.Error != "" {
+		n.log.Printf("node %s: the coordinator stops this node: %s", n.nodeName(), m.Error)
+	}
+	n.stopAll()
+	return true
+}
+
+// supersede records q as the newest placement a reroute named for its
+// instance and ends every connect of a local instance still waiting for
+// an answer from an older one (abandonDial); a connect that starts waiting
+// after this looks here itself (supersededDial). Any goroutine may call it.
+func (n *Node) supersede(q wire.Placement) {
+	n.reroutedMu.Lock()
+	if old, ok := n.rerouted[q.ID]; !ok || q.Gen >= old.Gen {
+		if n.rerouted == nil {
+			n.rerouted = map[job.InstanceID]wire.Placement{}
+		}
+		n.rerouted[q.ID] = q
+	}
+	n.reroutedMu.Unlock()
+	for _, in := range n.instances() {
+		in.abandonDial(q)
+	}
+}
+
+// supersededDial reports whether a reroute has named a placement of d's
+// target newer than the one d dials.
+func (n *Node) supersededDial(d *dialAttempt) bool {
+	n.reroutedMu.Lock()
+	q, ok := n.rerouted[d.to]
+	n.reroutedMu.Unlock()
+	return ok && supersedes(q, d)
 }
 
 // closePeers closes the sessions to every peer: a node that stops leaves
@@ -560,7 +640,7 @@ func (n *Node) reroute(ctx context.Context, q wire.Placement) {
 		if in.id == q.ID {
 			continue
 		}
-		in.abandonDial(q)
+		in.abandonDial(q) // supersede did as the message was read; a connect may have begun since
 		in.do(func() { in.reroute(ctx, q) })
 	}
 }

@@ -360,8 +360,9 @@ func (n *Node) rejoin(ctx context.Context, run, listen string) (*yamux.Session, 
 //
 // A reader goroutine reads the messages and hands them, in order, to this
 // one, which acts on them. A reroute takes effect at once in one respect:
-// the reader closes any connect still waiting for an answer from the
-// rerouted instance's old placement (supersede). Acting on a message may
+// the reader ends the wait of any connect still waiting for an answer
+// from the rerouted instance's old placement (supersede). Acting on a
+// message may
 // wait for an instance's goroutine (a rescale's prepare and commit call
 // it), and that goroutine may be inside such a connect, to a node cut off
 // and lost: the reroute that ends the connect then waited behind the

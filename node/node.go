@@ -362,11 +362,10 @@ func (n *Node) rejoin(ctx context.Context, run, listen string) (*yamux.Session, 
 // one, which acts on them. A reroute takes effect at once in one respect:
 // the reader ends the wait of any connect still waiting for an answer
 // from the rerouted instance's old placement (supersede). Acting on a
-// message may
-// wait for an instance's goroutine (a rescale's prepare and commit call
-// it), and that goroutine may be inside such a connect, to a node cut off
-// and lost: the reroute that ends the connect then waited behind the
-// call, the whole 30 s of the connect's deadline (seed 216).
+// message may wait for an instance's goroutine (a rescale's prepare and
+// commit call it), and that goroutine may be inside such a connect, to a
+// node cut off and lost: the reroute that ends the connect then waited
+// behind the call, the whole 30 s of the connect's deadline (seed 216).
 func (n *Node) serveControl(ctx context.Context, sess *yamux.Session, st net.Conn) error {
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()

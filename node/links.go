@@ -203,8 +203,9 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
 		r := wire.NewReader(st, 0)
 		// The answer may never come (the downstream's node cut off from
-		// ours): a reroute of the downstream closes the stream meanwhile
-		// (Node.reroute), or the instance, waiting here, would not see it
+		// ours): a reroute of the downstream ends the wait as the node's
+		// control reader reads it (Node.supersede), before or after the
+		// wait begins, or the instance, waiting here, would not see it
 		// for the whole deadline.
 		d := &dialAttempt{to: l.place.ID, node: l.place.Node, gen: l.place.Gen, st: st}
 		in.dialing.Store(d)

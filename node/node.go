@@ -640,8 +640,7 @@ func (n *Node) reroute(ctx context.Context, q wire.Placement) {
 		if in.id == q.ID {
 			continue
 		}
-		in.abandonDial(q) // supersede did as the message was read; a connect may have begun since
-		in.do(func() { in.reroute(ctx, q) })
+		in.do(func() { in.reroute(ctx, q) }) // its waiting connects were ended as the message was read (supersede)
 	}
 }
 

@@ -892,7 +892,7 @@ func (n *Node) rescale(ctx context.Context, r *wire.Rescale) {
 			// receivers have anything to do. A call waits for the
 			// instance's goroutine, which may be inside a connect to a
 			// node cut off and lost, waiting for a resume frame until a
-			// reroute closes the stream: the reroute then waited here,
+			// reroute ends the wait: the reroute then waited here,
 			// behind the call, the whole 30 s (seed 216).
 			if !slices.Contains(r.Hold, in.id) && !in.isInputOp(r.Op) {
 				continue

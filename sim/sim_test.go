@@ -325,7 +325,11 @@ func TestDrainPastAStalledRescale(t *testing.T) {
 		t.Skip("6 simulated runs")
 	}
 	const storeFails = 14 * time.Second
-	shapes := []struct {
+	cfg := DefaultConfig()
+	at := cfg.Duration - 400*time.Millisecond
+	back := at - 100*time.Millisecond + storeFails // job time the store works again
+	var shapes []shape
+	for _, sh := range []struct {
 		name   string
 		n      string // count's new parallelism (from 2)
 		victim string // whose store fails
@@ -333,55 +337,39 @@ func TestDrainPastAStalledRescale(t *testing.T) {
 	}{
 		{"scale-out", "4", "count/0", true},
 		{"scale-in", "1", "count/1", false},
+	} {
+		shapes = append(shapes, shape{name: sh.name, steps: []Step{
+			{At: at - 100*time.Millisecond, Action: act("store", sh.victim, "fail", "true", "for", storeFails.String())},
+			{At: at, Action: act("scale", "count", "n", sh.n)},
+		}, check: func(t *testing.T, r Result) {
+			evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var start, waiting, started time.Time
+			for _, e := range evs {
+				switch {
+				case e.Kind == events.RunStarted:
+					start = e.Time
+				case e.Kind == events.DrainWaiting && waiting.IsZero():
+					waiting = e.Time
+				case e.Kind == events.DrainStarted:
+					started = e.Time
+				}
+			}
+			if waiting.IsZero() || started.IsZero() {
+				t.Fatalf("%s, seed %d: drain waiting at %v, started at %v: want both", sh.name, r.Seed, waiting, started)
+			}
+			waited, at := started.Sub(waiting), started.Sub(start)
+			if sh.forced && (waited < 9*time.Second || at >= back) {
+				t.Fatalf("%s, seed %d: the drain waited %v and started at %v: want it forced after about 10s, before the store is back at %v", sh.name, r.Seed, waited, at, back)
+			}
+			if !sh.forced && at < back {
+				t.Fatalf("%s, seed %d: the drain started at %v: want it to wait for the rescale until the store is back at %v", sh.name, r.Seed, at, back)
+			}
+		}})
 	}
-	root := simRoot(t)
-	for _, sh := range shapes {
-		cfg := DefaultConfig()
-		at := cfg.Duration - 400*time.Millisecond
-		cfg.Schedule = []Step{
-			{At: at - 100*time.Millisecond, Action: control.Action{Verb: "store", Target: sh.victim,
-				Args: map[string]string{"fail": "true", "for": storeFails.String()}}},
-			{At: at, Action: control.Action{Verb: "scale", Target: "count", Args: map[string]string{"n": sh.n}}},
-			{At: cfg.Duration, Action: control.Action{Verb: "drain"}},
-		}
-		back := at - 100*time.Millisecond + storeFails // job time the store works again
-		for run := range 3 {
-			runtime.GC()
-			runtime.GC()
-			synctest.Test(t, func(t *testing.T) {
-				seed := uint64(run + 1)
-				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, sh.name), seed))
-				if r.Failed() {
-					t.Fatalf("%s run %d: %s", sh.name, run, r.Verdict())
-				}
-				evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var start, waiting, started time.Time
-				for _, e := range evs {
-					switch {
-					case e.Kind == events.RunStarted:
-						start = e.Time
-					case e.Kind == events.DrainWaiting && waiting.IsZero():
-						waiting = e.Time
-					case e.Kind == events.DrainStarted:
-						started = e.Time
-					}
-				}
-				if waiting.IsZero() || started.IsZero() {
-					t.Fatalf("%s run %d: drain waiting at %v, started at %v: want both", sh.name, run, waiting, started)
-				}
-				waited, at := started.Sub(waiting), started.Sub(start)
-				if sh.forced && (waited < 9*time.Second || at >= back) {
-					t.Fatalf("%s run %d: the drain waited %v and started at %v: want it forced after about 10s, before the store is back at %v", sh.name, run, waited, at, back)
-				}
-				if !sh.forced && at < back {
-					t.Fatalf("%s run %d: the drain started at %v: want it to wait for the rescale until the store is back at %v", sh.name, run, at, back)
-				}
-			})
-		}
-	}
+	runShapes(t, cfg, shapes)
 }
 
 // act is a control action from its verb, target and argument pairs.
@@ -395,14 +383,17 @@ func act(verb, target string, args ...string) control.Action {
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// shape is a compound fault schedule pinned by hand.
+// shape is a compound fault schedule pinned by hand, and what else a
+// run that verified must show (check, if set).
 type shape struct {
 	name  string
 	steps []Step
+	check func(t *testing.T, r Result)
 }
 
 // runShapes runs each shape, followed by the drain at the duration, in
-// seeds 1..-sim.shape-runs, and fails on any run the oracle does not pass.
+// seeds 1..-sim.shape-runs, and fails on any run the oracle does not pass
+// or its check refuses.
 func runShapes(t *testing.T, cfg Config, shapes []shape) {
 	t.Helper()
 	root := simRoot(t)
@@ -417,6 +408,8 @@ func runShapes(t *testing.T, cfg Config, shapes []shape) {
 				r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, fmt.Sprint(si)), seed))
 				if r.Failed() {
 					t.Errorf("%s, seed %d: %s (steps: %q)", sh.name, seed, r.Verdict(), r.Steps)
+				} else if sh.check != nil {
+					sh.check(t, r)
 				}
 			})
 		}
@@ -434,28 +427,28 @@ func TestCompoundFaultsAcrossARescale(t *testing.T) {
 		t.Skip("15 simulated runs")
 	}
 	runShapes(t, DefaultConfig(), []shape{
-		{"old owner lost after its release, store failing", []Step{
+		{name: "old owner lost after its release, store failing", steps: []Step{
 			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "3s")},
 			{At: ms(5000), Action: act("scale", "count", "n", "1")},
 			{At: ms(5600), Action: act("kill", "count/1")},
 		}},
-		{"coordinator crashed in the release, store failing", []Step{
+		{name: "coordinator crashed in the release, store failing", steps: []Step{
 			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "2s")},
 			{At: ms(5000), Action: act("scale", "count", "n", "1")},
 			{At: ms(5400), Action: act("crash", "coord", "resume_after", "600ms")},
 		}},
-		{"damaged checkpoint between a loss and a scale-out", []Step{
+		{name: "damaged checkpoint between a loss and a scale-out", steps: []Step{
 			{At: ms(3000), Action: act("store", "count/0", "corrupt", "true")},
 			{At: ms(3100), Action: act("kill", "count/0")},
 			{At: ms(3300), Action: act("scale", "count", "n", "4")},
 			{At: ms(3500), Action: act("kill", "count/1")},
 		}},
-		{"receiver isolated in the release as the drain is asked", []Step{
+		{name: "receiver isolated in the release as the drain is asked", steps: []Step{
 			{At: ms(7500), Action: act("store", "count/1", "fail", "true", "for", "1500ms")},
 			{At: ms(7600), Action: act("scale", "count", "n", "1")},
 			{At: ms(7800), Action: act("partition", "count/0", "for", "2500ms")},
 		}},
-		{"kill in the drain of a rescaled job", []Step{
+		{name: "kill in the drain of a rescaled job", steps: []Step{
 			{At: ms(5000), Action: act("scale", "count", "n", "3")},
 			{At: ms(7900), Action: act("store", "count/0", "fail", "true", "for", "1s")},
 			{At: ms(7990), Action: act("drain", "")},
@@ -472,26 +465,26 @@ func TestCompoundFaultsBetweenLosses(t *testing.T) {
 		t.Skip("30 simulated runs")
 	}
 	shapes := []shape{
-		{"damaged checkpoint, a loss, its restored instance lost again", []Step{
+		{name: "damaged checkpoint, a loss, its restored instance lost again", steps: []Step{
 			{At: ms(3000), Action: act("store", "count/0", "corrupt", "true")},
 			{At: ms(3050), Action: act("kill", "count/0")},
 			{At: ms(3150), Action: act("store", "count/0", "corrupt", "true")},
 			{At: ms(3250), Action: act("kill", "count/0")},
 		}},
-		{"an instance and its downstream lost together, the downstream's checkpoint damaged", []Step{
+		{name: "an instance and its downstream lost together, the downstream's checkpoint damaged", steps: []Step{
 			{At: ms(3000), Action: act("store", "rollup/0", "corrupt", "true")},
 			{At: ms(3100), Action: act("kill", "count/0")},
 			{At: ms(3100), Action: act("kill", "rollup/0")},
 		}},
-		{"the upstream lost while it replays", []Step{
+		{name: "the upstream lost while it replays", steps: []Step{
 			{At: ms(3000), Action: act("kill", "count/0")},
 			{At: ms(3050), Action: act("kill", "source/0")},
 		}},
-		{"checkpoints failing for a second, then the loss", []Step{
+		{name: "checkpoints failing for a second, then the loss", steps: []Step{
 			{At: ms(3000), Action: act("store", "count/0", "fail", "true", "for", "1s")},
 			{At: ms(3900), Action: act("kill", "count/0")},
 		}},
-		{"a zombie back while its successor is lost", []Step{
+		{name: "a zombie back while its successor is lost", steps: []Step{
 			{At: ms(3000), Action: act("partition", "count/0", "for", "1500ms")},
 			{At: ms(4450), Action: act("kill", "count/0")},
 		}},
@@ -519,24 +512,24 @@ func TestCompoundFaultsInARestartRescale(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Rescale = "restart"
 	runShapes(t, cfg, []shape{
-		{"lost while the checkpoints are awaited", []Step{
+		{name: "lost while the checkpoints are awaited", steps: []Step{
 			{At: ms(4000), Action: act("scale", "count", "n", "3")},
 			{At: ms(4010), Action: act("kill", "count/1")},
 		}},
-		{"lost before the restarted job has caught up", []Step{
+		{name: "lost before the restarted job has caught up", steps: []Step{
 			{At: ms(4000), Action: act("scale", "count", "n", "1")},
 			{At: ms(4150), Action: act("kill", "rollup/0")},
 		}},
-		{"lost right after the restart, its checkpoint damaged", []Step{
+		{name: "lost right after the restart, its checkpoint damaged", steps: []Step{
 			{At: ms(4000), Action: act("scale", "count", "n", "4")},
 			{At: ms(4400), Action: act("store", "count/3", "corrupt", "true")},
 			{At: ms(4500), Action: act("kill", "count/3")},
 		}},
-		{"a store failing as the checkpoints are taken", []Step{
+		{name: "a store failing as the checkpoints are taken", steps: []Step{
 			{At: ms(3950), Action: act("store", "count/0", "fail", "true", "for", "1500ms")},
 			{At: ms(4000), Action: act("scale", "count", "n", "3")},
 		}},
-		{"the drain asked in the middle", []Step{
+		{name: "the drain asked in the middle", steps: []Step{
 			{At: ms(7850), Action: act("store", "count/0", "fail", "true", "for", "500ms")},
 			{At: ms(7900), Action: act("scale", "count", "n", "3")},
 		}},

@@ -40,20 +40,29 @@ func (c *core) splitRecovery(ids []job.InstanceID) {
 		return
 	}
 	c.eds.init()
-	// One operator per rescale: the one that lost the most key groups.
+	// One operator per rescale: the one whose lost instances took the
+	// most input (heaviest).
 	lost := map[string][]job.InstanceID{}
-	best := ""
+	var ops []string
 	for _, id := range ids {
 		p := c.placeOf[id]
 		oi := c.spec.Op(p.Op)
 		if oi < 0 || (c.spec.Ops[oi].Kind != job.KindCount && c.spec.Ops[oi].Kind != job.KindRollup) || c.lost[id] || !c.splittable(id) {
 			continue
 		}
+		if lost[p.Op] == nil {
+			ops = append(ops, p.Op)
+		}
 		lost[p.Op] = append(lost[p.Op], id)
-		if best == "" || groupsOf(c, lost[p.Op]) > groupsOf(c, lost[best]) {
-			best = p.Op
+	}
+	cands := make([]splitCandidate, len(ops))
+	for i, op := range ops {
+		cands[i] = splitCandidate{op: op, groups: groupsOf(c, lost[op])}
+		for _, id := range lost[op] {
+			cands[i].rate += c.eds.rates[id]
 		}
 	}
+	best := heaviest(cands)
 	live := c.liveNodes()
 	k := min(len(live), maxSplit)
 	if best == "" || k < 2 {
@@ -98,6 +107,37 @@ func (c *core) splitRecovery(ids []job.InstanceID) {
 	if r != nil && !c.cfg.Autoscale {
 		c.eds.merge = &mergeDue{op: best, to: old.N()}
 	}
+}
+
+// splitCandidate is an operator that lost instances a parallel recovery
+// could split: their input rate (records/s, as last sampled) and their
+// key groups.
+type splitCandidate struct {
+	op     string
+	rate   float64
+	groups int
+}
+
+// heaviest is the candidate whose lost instances took the most input,
+// where the catch-up is longest and splitting it gains the most (count
+// over rollup, whose input is count's few results); by key groups if no
+// rate was sampled yet. The first of equals wins; "" if none.
+func heaviest(cands []splitCandidate) string {
+	best := -1
+	for i, x := range cands {
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := cands[best]
+		if x.rate > b.rate || x.rate == b.rate && x.groups > b.groups {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return cands[best].op
 }
 
 // splittable reports whether lost instance id can be split: its latest

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -225,5 +226,39 @@ func TestReplayedBetweenLeavesOutTheMergeBack(t *testing.T) {
 	}
 	if got := replayedAfter(r, 10_701); got != 400 {
 		t.Errorf("after it: %d, want 400", got)
+	}
+}
+
+// TestBusyBeforeSumsTheNodes: the nodes' CPU before the kill is each
+// node's mean over the 3 s before it, summed over the nodes; instances'
+// metrics, samples outside the window and a run without a kill do not
+// count.
+func TestBusyBeforeSumsTheNodes(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	node := func(ms int, name string, cpu float64) events.Event {
+		return events.Event{Time: at(ms), Kind: events.Metrics, Node: name, Fields: events.MetricsFields{CPU: cpu}}
+	}
+	r := &run{info: &coord.RunInfo{JobStart: &start}, killAtMs: 10_000}
+	for _, e := range []events.Event{
+		node(6_500, "n1", 400), // before the window
+		node(7_500, "n1", 50),
+		node(8_500, "n1", 70),
+		node(9_500, "n1", 60),
+		node(8_500, "n2", 30),
+		node(9_500, "n2", 40),
+		{Time: at(9_500), Kind: events.Metrics, Node: "n2", Instance: "count#1", Fields: events.MetricsFields{InRate: 1e6}},
+		node(10_500, "n2", 200), // after the kill
+	} {
+		r.observe(e)
+	}
+	if got, want := busyBefore(r), 0.60+0.35; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("busyBefore = %v, want %v (n1 0.60 and n2 0.35 of a core)", got, want)
+	}
+	if got := busyBefore(&run{}); got != -1 {
+		t.Fatalf("busyBefore of a run without a kill = %v, want -1", got)
+	}
+	if got := busyText(-1, 2); got != "" {
+		t.Fatalf("busyText(-1) = %q, want nothing", got)
 	}
 }

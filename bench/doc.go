@@ -22,7 +22,9 @@
 // checkpoint each restored (its chain of files, how old its state was at
 // the kill, whether it was the latest), the records replayed, the nodes
 // lost from the kill on, and the time from the death to normal output
-// lag with its phases. Per shape: medians, global/spate of the medians
+// lag with its phases, and the cores the nodes kept busy in the 3 s
+// before the kill (their CPU metrics: what the machine has beyond it is
+// all a catch-up can use). Per shape: medians, global/spate of the medians
 // and by round with a 95 % interval of the rounds' mean, and the runs
 // that differ in more than the recovery (a second node taken for lost,
 // a fallback, no return to normal lag, a failed verification).

@@ -514,3 +514,38 @@ func spanOf(recoveryS float64, killMs, runMs, windowMs int64) int64 {
 	}
 	return span
 }
+
+// busyWindow is how long before the kill busyBefore averages over.
+const busyWindow = 3 * time.Second
+
+// busyBefore is how many cores the nodes kept busy in the busyWindow
+// before the kill: per node the mean of its CPU samples there (the
+// coordinator's once-a-second metrics), summed over the nodes. What the
+// machine has beyond it is the spare capacity a catch-up can use. -1 if
+// no node reported there.
+func busyBefore(r *run) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.info == nil || r.info.JobStart == nil || r.killAtMs <= 0 {
+		return -1
+	}
+	kill := r.info.JobStart.Add(time.Duration(r.killAtMs) * time.Millisecond)
+	from := kill.Add(-busyWindow)
+	sum, n := map[string]float64{}, map[string]int{}
+	for _, e := range r.evs {
+		f, ok := e.Fields.(events.MetricsFields)
+		if !ok || e.Kind != events.Metrics || e.Node == "" || e.Instance != "" || e.Time.Before(from) || !e.Time.Before(kill) {
+			continue
+		}
+		sum[e.Node] += f.CPU
+		n[e.Node]++
+	}
+	if len(n) == 0 {
+		return -1
+	}
+	cores := 0.0
+	for node, k := range n {
+		cores += sum[node] / float64(k) / 100
+	}
+	return cores
+}

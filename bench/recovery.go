@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type RecoveryShape struct {
 	Parallelism map[string]int `json:"parallelism"`
 	Rate        float64        `json:"rate"`         // the offered load, records/s
 	CapacityRPS float64        `json:"capacity_rps"` // --ft none's steady rate, measured first when --rate 0
+	Cores       int            `json:"cores"`        // the machine's, that the nodes share
 	// Runs is every run, round by round, a round's configurations in the
 	// order they ran (it alternates).
 	Runs []RecoveryRun `json:"runs"`
@@ -45,6 +47,7 @@ type RecoveryShape struct {
 	RestoredAge map[string]float64         `json:"restored_age_s"`
 	PhasesMs    map[string]Phases          `json:"phases_ms"`
 	Output      map[string]UntouchedOutput `json:"untouched_output"`
+	BusyCores   map[string]float64         `json:"busy_cores"` // the nodes' CPU before the kill, in cores (-1: not known)
 	// Ratio is global/spate of the medians; RatioRounds each round's
 	// global/spate, and RatioCI the 95 % interval of their mean.
 	Ratio       float64 `json:"ratio"`
@@ -96,7 +99,11 @@ type RecoveryRun struct {
 	// InputMinRate is the lowest input rate of an instance not
 	// restarted, against its rate before the kill (-1: none left).
 	InputMinRate float64 `json:"input_min_rate"`
-	Verified     bool    `json:"verified"`
+	// BusyCores is how many cores the nodes kept busy in the 3 s before
+	// the kill (busyBefore; -1: not known): of the shape's Cores, what a
+	// catch-up could not use.
+	BusyCores float64 `json:"busy_cores"`
+	Verified  bool    `json:"verified"`
 	// Figures: restore time, checkpoint cost and rate, and the store's
 	// network traffic (storebench.go).
 	Figures StoreRun `json:"store_figures"`
@@ -327,7 +334,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	}
 	res := Recovery{Verified: true}
 	for _, sh := range shapes {
-		res.Shapes = append(res.Shapes, RecoveryShape{Name: sh.String(), Nodes: sh.nodes, Parallelism: sh.par, Rate: *rate})
+		res.Shapes = append(res.Shapes, RecoveryShape{Name: sh.String(), Nodes: sh.nodes, Parallelism: sh.par, Rate: *rate, Cores: runtime.NumCPU()})
 	}
 	if *rate <= 0 {
 		// Recovery time depends on the spare capacity left for catching
@@ -464,6 +471,7 @@ func recoveryRun(r *run, round int, ft string, at, dur, heartbeat, window time.D
 	rr.Lost, rr.Restarted, rr.Restored, rr.Losses, rr.Instances = recoveryActs(r)
 	rr.Phases = phases(r)
 	rr.InputMinRate = untouched(r, t).MinRate
+	rr.BusyCores = busyBefore(r)
 	wms := window.Milliseconds()
 	span := spanOf(t, r.killAtMs, dur.Milliseconds(), wms)
 	var start time.Time
@@ -478,7 +486,7 @@ func recoveryRun(r *run, round int, ft string, at, dur, heartbeat, window time.D
 // its configurations (RecoveryRun.key).
 func summarise(shr *RecoveryShape, keys []string, rounds int) {
 	shr.RecoveryS, shr.Replayed, shr.Restarted, shr.RestoredAge = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
-	shr.PhasesMs, shr.Output = map[string]Phases{}, map[string]UntouchedOutput{}
+	shr.PhasesMs, shr.Output, shr.BusyCores = map[string]Phases{}, map[string]UntouchedOutput{}, map[string]float64{}
 	shr.Stores = map[string]StoreFigures{}
 	byRound := map[string][]float64{} // key -> recovery_s per round, NaN where missing
 	for _, k := range keys {
@@ -486,7 +494,7 @@ func summarise(shr *RecoveryShape, keys []string, rounds int) {
 		for i := range byRound[k] {
 			byRound[k][i] = math.NaN()
 		}
-		var rec, rep, rst, age []float64
+		var rec, rep, rst, age, busy []float64
 		var phs []Phases
 		var outs []UntouchedOutput
 		var runs []RecoveryRun
@@ -499,6 +507,9 @@ func summarise(shr *RecoveryShape, keys []string, rounds int) {
 			if a := rr.oldest(); a >= 0 {
 				age = append(age, a)
 			}
+			if rr.BusyCores >= 0 {
+				busy = append(busy, rr.BusyCores)
+			}
 			phs, outs = append(phs, rr.Phases), append(outs, rr.Output)
 			if rr.Round >= 1 && rr.Round <= rounds {
 				byRound[k][rr.Round-1] = rr.RecoveryS
@@ -510,6 +521,10 @@ func summarise(shr *RecoveryShape, keys []string, rounds int) {
 			shr.RestoredAge[k] = median(age)
 		}
 		shr.PhasesMs[k], shr.Output[k] = medianPhases(phs), medianOutput(outs)
+		shr.BusyCores[k] = -1
+		if len(busy) > 0 {
+			shr.BusyCores[k] = median(busy)
+		}
 		shr.Stores[k] = storeFigures(runs)
 	}
 	ref := refStore(keys)
@@ -572,14 +587,24 @@ func printRun(w io.Writer, sh recShape, rr RecoveryRun, width int) {
 	if rr.ReplayedLater > 0 {
 		later = fmt.Sprintf(" (and %s after it, by the merge back)", si(rr.ReplayedLater))
 	}
-	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed%s; restarted %s from %s; %v\n",
-		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), later, rr.restartedText(), rr.restoredText(), rr.Output)
+	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed%s; restarted %s from %s; %v%s\n",
+		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), later, rr.restartedText(), rr.restoredText(), rr.Output,
+		busyText(rr.BusyCores, runtime.NumCPU()))
 	if rr.Store != "" {
 		fmt.Fprintf(w, "%v round %d %-*s %v\n", sh, rr.Round, width, k, rr.Figures)
 	}
 	if u := rr.unlike(); u != "" {
 		fmt.Fprintf(w, "%v round %d %-*s NOT LIKE FOR LIKE: %s\n", sh, rr.Round, width, k, u)
 	}
+}
+
+// busyText says how busy the nodes kept the machine before the kill: ""
+// if not known.
+func busyText(busy float64, cores int) string {
+	if busy < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the nodes busy %.2f of %d cores before the kill", busy, cores)
 }
 
 func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
@@ -602,8 +627,12 @@ func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
 		if a := shr.RestoredAge[k]; a >= 0 {
 			age = fmt.Sprintf("restored state %.2fs old at the kill (the oldest restored, median)", a)
 		}
-		fmt.Fprintf(w, "    %-*s %.2fs to normal output lag (rounds %s); %s records replayed; %s; %s; %v; %v\n",
-			width, k, shr.RecoveryS[k], ratios(rounds), si(shr.Replayed[k]), what, age, shr.PhasesMs[k], shr.Output[k])
+		busy := busyText(shr.BusyCores[k], shr.Cores)
+		if busy != "" {
+			busy += " (median)"
+		}
+		fmt.Fprintf(w, "    %-*s %.2fs to normal output lag (rounds %s); %s records replayed; %s; %s; %v; %v%s\n",
+			width, k, shr.RecoveryS[k], ratios(rounds), si(shr.Replayed[k]), what, age, shr.PhasesMs[k], shr.Output[k], busy)
 		if sf, ok := shr.Stores[k]; ok {
 			fmt.Fprintf(w, "    %-*s %v\n", width, "", sf)
 		}

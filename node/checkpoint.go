@@ -133,6 +133,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 	pc := in.capture(id, full)
 	in.noteEmpty(id)
 	in.ck.inflight = true
+	pc.async = true
 	go func() {
 		err := in.persist(pc)
 		in.do(func() { in.persisted(pc, err) })
@@ -167,10 +168,14 @@ type pendingCheckpoint struct {
 	damaged     string
 	damagedID   uint64
 	damagedBase bool
-	t0          time.Time
-	capture     time.Duration
-	in          uint64              // records processed at the capture
-	marks       []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
+	// async: persist runs off the instance's goroutine, which forgets a
+	// damaged checkpoint (forgetDamaged) when persist queues it, before
+	// the checkpoint is reported; else persisted forgets it.
+	async   bool
+	t0      time.Time
+	capture time.Duration
+	in      uint64              // records processed at the capture
+	marks   []*backup.MarkParts // the backup marks in snap.Pieces, pinning their chunks until release
 }
 
 // release lets the backups reuse the chunks the checkpoint's marks point
@@ -297,7 +302,7 @@ var errChainBroken = errors.New("the chain's newest file is damaged")
 func (in *instance) persisted(pc *pendingCheckpoint, err error) {
 	in.ck.inflight = false
 	pc.release()
-	if pc.damaged != "" {
+	if pc.damaged != "" && !pc.async {
 		in.forgetDamaged(pc)
 	}
 	if err != nil {
@@ -376,6 +381,17 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 	}
 	if pc.damaged != "" {
 		in.reportDamaged(pc, err)
+		if pc.async {
+			// Queued before the report below: the coordinator's answer
+			// to it (onCompleted, queued the same way) must find the
+			// damaged checkpoint forgotten, or its trims go to the damaged
+			// one's positions, past what the fallback needs (seed 2750:
+			// sink#1's full checkpoint completed before persisted ran, the
+			// upstreams trimmed to the damaged delta before it, the full
+			// one was damaged at rest too, and the fallback's records were
+			// gone: 3,643 windows lost).
+			in.do(func() { in.forgetDamaged(pc) })
+		}
 	}
 	t1 := time.Now()
 	var parts [][]byte

@@ -440,6 +440,50 @@ func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
 	}
 }
 
+// The coordinator's answer to a full checkpoint that found the one
+// before it damaged can reach the instance before persisted runs (seed
+// 2750). persist, off the instance's goroutine, queues the forgetting
+// before it reports the checkpoint, so the completion queued after it
+// trims to what the checkpoint before the damaged one needs.
+func TestACompletionBeforePersistedTrimsPastNoDamagedCheckpoint(t *testing.T) {
+	f := newChain(t, 300, nil)
+	in := f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	r.feed(0, 100, 42_000)
+	r.checkpoint(2, false)
+	in.onCompleted(2)
+	r.feed(100, 200, 43_000)
+	r.checkpoint(3, false)
+	in.onCompleted(3)
+	second := in.ck.done[0].pos
+	damaged := f.files[len(f.files)-1]
+	if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(200, 300, 44_000)
+	pc := in.capture(4, true)
+	pc.async = true // as the checkpoint's own goroutine persists it
+	if err := in.persist(pc); err != nil {
+		t.Fatal(err)
+	}
+	// What persist queued runs first, then the completion (both on the
+	// instance's queue, in order), and only then persisted.
+	for len(in.ctlc) > 0 {
+		(<-in.ctlc)()
+	}
+	if !slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+		t.Fatal("the completion of checkpoint 4 would trim to what the damaged checkpoint 3 needed, not checkpoint 2")
+	}
+	in.onCompleted(4)
+	in.persisted(pc, nil)
+	if n := len(in.ck.done); n != 2 || in.ck.done[0].id != 2 || in.ck.done[1].id != 4 {
+		t.Fatalf("complete checkpoints remembered %v, want 2 and 4", in.ck.done)
+	}
+}
+
 // The backups' jumps (streams another instance numbered for a while) go
 // into every checkpoint and come back at its restore: without them a new
 // owner restored after a move refused a downstream restored from before

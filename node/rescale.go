@@ -310,7 +310,7 @@ func (in *instance) tryRelease(ctx context.Context) {
 	in.fireGiven(r, in)
 	id := in.ck.lastID + 1
 	pc := in.capture(id, true)
-	pc.keep = true
+	pc.keep, pc.async = true, true
 	in.ck.inflight = true
 	at := time.Now()
 	in.giveUp(r.Ranges)

@@ -123,21 +123,16 @@ type splitCandidate struct {
 // over rollup, whose input is count's few results); by key groups if no
 // rate was sampled yet. The first of equals wins; "" if none.
 func heaviest(cands []splitCandidate) string {
-	best := -1
-	for i, x := range cands {
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := cands[best]
-		if x.rate > b.rate || x.rate == b.rate && x.groups > b.groups {
-			best = i
-		}
-	}
-	if best < 0 {
+	if len(cands) == 0 {
 		return ""
 	}
-	return cands[best].op
+	best := cands[0]
+	for _, x := range cands[1:] {
+		if x.rate > best.rate || x.rate == best.rate && x.groups > best.groups {
+			best = x
+		}
+	}
+	return best.op
 }
 
 // splittable reports whether lost instance id can be split: its latest

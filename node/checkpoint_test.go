@@ -393,6 +393,39 @@ func TestDeltaScrubsTheCompactedFileItBuildsOn(t *testing.T) {
 	}
 }
 
+// newestDamaged is an instance restored from a chain that then took
+// checkpoints 2 and 3, both complete, and read on; the file of 3 is
+// damaged where it lies. second is checkpoint 2's positions: what the
+// trims must keep once 3 is known damaged.
+func newestDamaged(t *testing.T) (in *instance, second [][]wire.Position, damaged string) {
+	t.Helper()
+	f := newChain(t, 300, nil)
+	in = f.instance(t)
+	if _, err := in.restore(f.files); err != nil {
+		t.Fatal(err)
+	}
+	r := f.drive(t, in)
+	r.feed(0, 100, 42_000)
+	r.checkpoint(2, false)
+	in.onCompleted(2)
+	r.feed(100, 200, 43_000)
+	r.checkpoint(3, false)
+	in.onCompleted(3)
+	if len(in.ck.done) != 2 {
+		t.Fatalf("%d complete checkpoints remembered, want 2", len(in.ck.done))
+	}
+	second = in.ck.done[0].pos
+	if slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+		t.Fatal("the fixture's two checkpoints have the same positions")
+	}
+	damaged = f.files[len(f.files)-1]
+	if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(200, 300, 44_000)
+	return in, second, damaged
+}
+
 // A scrub that finds the newest complete checkpoint's file damaged, under
 // a delta (which is not taken) or beside a full one (which is), forgets
 // that checkpoint for the trims: the next trims keep what the one before
@@ -401,30 +434,7 @@ func TestDeltaScrubsTheCompactedFileItBuildsOn(t *testing.T) {
 // damaged, the trims gone past what the older of them needed.
 func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
 	for _, full := range []bool{false, true} {
-		f := newChain(t, 300, nil)
-		in := f.instance(t)
-		if _, err := in.restore(f.files); err != nil {
-			t.Fatal(err)
-		}
-		r := f.drive(t, in)
-		r.feed(0, 100, 42_000)
-		r.checkpoint(2, false)
-		in.onCompleted(2)
-		r.feed(100, 200, 43_000)
-		r.checkpoint(3, false)
-		in.onCompleted(3)
-		if len(in.ck.done) != 2 {
-			t.Fatalf("%d complete checkpoints remembered, want 2", len(in.ck.done))
-		}
-		second := in.ck.done[0].pos
-		if slices.EqualFunc(second, in.ck.prev, slices.Equal) {
-			t.Fatal("the fixture's two checkpoints have the same positions")
-		}
-		damaged := f.files[len(f.files)-1]
-		if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
-			t.Fatal(err)
-		}
-		r.feed(200, 300, 44_000)
+		in, second, damaged := newestDamaged(t)
 		pc := in.capture(4, full)
 		err := in.persist(pc)
 		in.persisted(pc, err)
@@ -446,24 +456,7 @@ func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
 // before it reports the checkpoint, so the completion queued after it
 // trims to what the checkpoint before the damaged one needs.
 func TestACompletionBeforePersistedTrimsPastNoDamagedCheckpoint(t *testing.T) {
-	f := newChain(t, 300, nil)
-	in := f.instance(t)
-	if _, err := in.restore(f.files); err != nil {
-		t.Fatal(err)
-	}
-	r := f.drive(t, in)
-	r.feed(0, 100, 42_000)
-	r.checkpoint(2, false)
-	in.onCompleted(2)
-	r.feed(100, 200, 43_000)
-	r.checkpoint(3, false)
-	in.onCompleted(3)
-	second := in.ck.done[0].pos
-	damaged := f.files[len(f.files)-1]
-	if err := f.n.store.Put(damaged, []byte("damaged")); err != nil {
-		t.Fatal(err)
-	}
-	r.feed(200, 300, 44_000)
+	in, second, _ := newestDamaged(t)
 	pc := in.capture(4, true)
 	pc.async = true // as the checkpoint's own goroutine persists it
 	if err := in.persist(pc); err != nil {

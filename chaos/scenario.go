@@ -659,7 +659,7 @@ const (
 var clusterFlags = map[string]clusterFlag{
 	"nodes": flagInt, "local": flagInt, "keys": flagInt, "seed": flagInt,
 	"rate": flagNumber, "speedup": flagNumber,
-	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration, "coord-timeout": flagDuration,
+	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration, "flush": flagDuration, "coord-timeout": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString, "recover": flagString,
 	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,

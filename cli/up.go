@@ -73,6 +73,7 @@ var upValues = map[string][]string{
 	"recover-on":  {"survivors", "respawned"},
 	"recover":     {"single", "parallel"},
 	"backup-full": {"spill", "block"},
+	"flush":       {"5ms", "20ms", "100ms"},
 	"store":       {"dir", "coord", "s3://"},
 	"job":         {"windowcount"},
 	"show":        kindNames(),

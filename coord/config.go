@@ -90,7 +90,7 @@ func DefaultConfig() Config {
 		Keys: traces.DefaultKeys, FT: "spate", Interval: "auto", Seed: 1,
 		Parallelism: map[string]int{"source": 2, "count": 2, "rollup": 2, "sink": 2},
 		Window:      time.Second, Timeout: time.Second, Heartbeat: 100 * time.Millisecond,
-		Listen: "127.0.0.1:0", FlushMs: 5, Respawn: true, RecoverOn: "survivors", Recover: "single", Rescale: "eds",
+		Listen: "127.0.0.1:0", FlushMs: 20, Respawn: true, RecoverOn: "survivors", Recover: "single", Rescale: "eds",
 		CoordTimeout: 30 * time.Second,
 	}
 }
@@ -126,6 +126,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Lateness, "lateness", c.Lateness, "allowed out-of-orderness of a source partition")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "failure-detection timeout")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", c.Heartbeat, "heartbeat period")
+	flush := fs.Duration("flush", time.Duration(c.FlushMs)*time.Millisecond, "how long an instance gathers records into a batch, and moves of its watermark, before it sends them: longer costs less CPU per record at a paced rate (fewer frames, wake-ups and cold starts), shorter adds less to the output's latency (up to this much per hop)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "coordinator address for nodes")
 	fs.BoolVar(&c.TLS, "tls", c.TLS, "TLS 1.3 on every link (coordinator, peers, the coordinator store) with certificates of a CA made for the run, even on loopback; always on when --listen is off loopback")
 	fs.BoolVar(&c.Respawn, "respawn", c.Respawn, "replace a lost local node with a fresh process, which hosts later recoveries")
@@ -157,6 +158,10 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 		}
 		return c, nil
 	}
+	if *flush%time.Millisecond != 0 || *flush < time.Millisecond || *flush > time.Second {
+		return c, fmt.Errorf("%w: --flush: %v: want whole milliseconds from 1ms to 1s", ErrUsage, *flush)
+	}
+	c.FlushMs = int(*flush / time.Millisecond)
 	if err := ParseParallelism(*par, c.Parallelism); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -216,6 +221,8 @@ func (c *Config) Validate() error {
 		return bad("timeout", "must be at least 10ms")
 	case c.CoordTimeout < 0:
 		return bad("coord-timeout", "must not be negative")
+	case c.FlushMs < 1 || c.FlushMs > 1000:
+		return bad("flush", "%dms: want 1ms to 1s", c.FlushMs)
 	case c.Heartbeat <= 0 || c.Heartbeat >= c.Timeout:
 		return bad("heartbeat", "must be positive and shorter than --timeout")
 	case c.BackupMem < 0 || (c.BackupMem > 0 && c.BackupMem < 1<<20):

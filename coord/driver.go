@@ -540,7 +540,7 @@ func (c *Coordinator) accept(ctx context.Context, conn net.Conn) {
 	}
 	conn = c.layer.Wrap(conn, netfault.Coord, name)
 	netfault.Framed(conn)
-	sess, err := yamux.Server(conn, wire.YamuxConfig())
+	sess, err := yamux.Server(wire.Coalesce(conn), wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
 		return

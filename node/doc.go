@@ -60,9 +60,10 @@
 // reaches the upstream through yamux flow control; a keyed instance whose
 // upstream backup is full stops taking input until trims make room, see
 // backpressure.go), drop sequence numbers they have already applied,
-// forward the minimum watermark of their inputs and flush output batches
-// by size and by time. A paced source sends, with its watermark, what a
-// flush period (5 ms) brought, as one batch per link. A malformed frame
+// forward the minimum watermark of their inputs, at most once a flush
+// period (up --flush, 20 ms by default), and flush output batches by
+// size and by time. A paced source sends, with its watermark, what a
+// flush period brought, as one batch per link, in one write. A malformed frame
 // closes the one stream that carried it and is reported as an event; it
 // never stops the process.
 //

@@ -64,6 +64,8 @@ type instance struct {
 	wms       []int64
 	ended     []bool
 	wm        int64
+	wmSent    time.Time // when wm was last sent downstream (forwardWatermark)
+	wmDue     bool      // wm moved since: sent at the next tick
 	op        job.Keyed
 	stateful  job.Stateful
 	sink      *job.Sink
@@ -335,6 +337,7 @@ func (in *instance) runKeyed(ctx context.Context) {
 		case f := <-in.ctlc:
 			f()
 		case now := <-tick.C:
+			in.flushWatermark(now)
 			in.flushAll()
 			if in.sink != nil {
 				_ = in.sink.Flush()
@@ -409,7 +412,33 @@ func (in *instance) advance() {
 	}
 	in.curWM.Store(low)
 	if low != job.MaxWatermark {
-		in.sendWatermark(low)
+		in.forwardWatermark(time.Now())
+	}
+}
+
+// forwardWatermark sends the instance's watermark downstream, at most
+// once a flush period: it moves with every input watermark (each
+// source's, every flush period, arriving at different moments), and a
+// frame for each move on every output link cost more frames, syscalls
+// and wake-ups downstream than the records themselves at a paced rate.
+// A move held back is sent at the next tick (runKeyed), so a watermark
+// is at most a flush period late; the watermarks a downstream sees stay
+// monotonic, and the records before each are sent before it.
+func (in *instance) forwardWatermark(now time.Time) {
+	if now.Sub(in.wmSent) < time.Duration(max(in.plan.FlushMs, 1))*time.Millisecond {
+		in.wmDue = true
+		return
+	}
+	in.wmDue, in.wmSent = false, now
+	in.sendWatermark(in.wm)
+}
+
+// flushWatermark sends a move of the watermark that forwardWatermark
+// held back (the final watermark goes with the end of the outputs).
+func (in *instance) flushWatermark(now time.Time) {
+	if in.wmDue && in.wm != job.MaxWatermark {
+		in.wmDue, in.wmSent = false, now
+		in.sendWatermark(in.wm)
 	}
 }
 

@@ -554,25 +554,38 @@ const peerWait = 5 * time.Second
 const batchBytes = 64 << 10
 
 func (in *instance) flushLink(l *link) {
+	if in.writeBatch(l) {
+		in.flushStream(l)
+	}
+}
+
+// writeBatch writes the batch of l into its stream's buffer, or hands it
+// to a local instance; it reports whether the stream has bytes to flush.
+func (in *instance) writeBatch(l *link) bool {
 	if l.b.Len() == 0 || l.replay != nil {
-		return
+		return false
 	}
 	if l.err != nil {
 		l.b.Reset() // the records are in the backup; the link is down
-		return
+		return false
 	}
 	if l.local != nil {
 		payload := l.b.Encode(nil)
 		l.b.Reset()
 		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
-		return
+		return false
 	}
 	l.buf = l.b.Encode(l.buf[:0])
 	l.b.Reset()
 	if err := l.w.WriteFrame(wire.TBatch, l.buf); err != nil {
 		in.linkFailed(l, err)
-		return
+		return false
 	}
+	return true
+}
+
+// flushStream sends what the stream of l has buffered.
+func (in *instance) flushStream(l *link) {
 	if err := l.w.Flush(); err != nil {
 		in.linkFailed(l, err)
 	}
@@ -600,8 +613,11 @@ func (in *instance) sendWatermark(wm int64) {
 }
 
 func (in *instance) sendWatermarkTo(l *link, wm int64) {
-	in.flushLink(l)
+	pending := in.writeBatch(l) // the batch and the watermark go in one write
 	if wm <= l.lastWM || l.err != nil || l.replay != nil {
+		if pending {
+			in.flushStream(l)
+		}
 		return
 	}
 	l.lastWM = wm
@@ -613,9 +629,7 @@ func (in *instance) sendWatermarkTo(l *link, wm int64) {
 		in.linkFailed(l, err)
 		return
 	}
-	if err := l.w.Flush(); err != nil {
-		in.linkFailed(l, err)
-	}
+	in.flushStream(l)
 }
 
 func (in *instance) flushAll() {

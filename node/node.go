@@ -303,7 +303,7 @@ func (n *Node) open(conn net.Conn, listen string) (*yamux.Session, net.Conn, wir
 		conn.Close()
 		return nil, nil, w, err
 	}
-	sess, err := yamux.Client(conn, wire.YamuxConfig())
+	sess, err := yamux.Client(wire.Coalesce(conn), wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
 		return nil, nil, w, err
@@ -821,7 +821,7 @@ func (n *Node) dialPeer(ctx context.Context, name, addr string) error {
 		return fmt.Errorf("peer %s: %w", name, err)
 	}
 	netfault.Framed(conn)
-	sess, err := yamux.Client(conn, wire.YamuxConfig())
+	sess, err := yamux.Client(wire.Coalesce(conn), wire.YamuxConfig())
 	if err != nil {
 		conn.Close()
 		return err
@@ -926,7 +926,7 @@ func (n *Node) acceptPeers(ctx context.Context, ln net.Listener) {
 			}
 			c = n.layer.Wrap(c, n.nodeName(), h.Node)
 			netfault.Framed(c)
-			sess, err := yamux.Server(c, wire.YamuxConfig())
+			sess, err := yamux.Server(wire.Coalesce(c), wire.YamuxConfig())
 			if err != nil {
 				c.Close()
 				return

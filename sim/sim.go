@@ -105,7 +105,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	if cfg.Rescale != "" {
 		ccfg.Rescale = cfg.Rescale
 	}
-	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, not 5: a quarter of the frames, the same interleavings of faults
+	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, whatever up's default: the seeds' schedules stay as they were
 	ccfg.CheckInvariants = true
 	if err := ccfg.Validate(); err != nil {
 		res.Err = err.Error()

@@ -158,8 +158,8 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 		}
 		return c, nil
 	}
-	if *flush%time.Millisecond != 0 || *flush < time.Millisecond || *flush > time.Second {
-		return c, fmt.Errorf("%w: --flush: %v: want whole milliseconds from 1ms to 1s", ErrUsage, *flush)
+	if *flush%time.Millisecond != 0 {
+		return c, fmt.Errorf("%w: --flush: %v: want whole milliseconds", ErrUsage, *flush)
 	}
 	c.FlushMs = int(*flush / time.Millisecond)
 	if err := ParseParallelism(*par, c.Parallelism); err != nil {

@@ -187,3 +187,21 @@ func TestStoreFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// --flush sets the flush period in whole milliseconds, from 1ms to 1s; a
+// mistake is one usage line naming the flag.
+func TestFlushFlag(t *testing.T) {
+	c, err := ParseUp([]string{"--flush", "50ms"}, nil)
+	if err != nil || c.FlushMs != 50 {
+		t.Fatalf("up --flush 50ms: FlushMs %d, %v; want 50", c.FlushMs, err)
+	}
+	if c, _ := ParseUp(nil, nil); c.FlushMs != DefaultConfig().FlushMs {
+		t.Fatalf("up without --flush: FlushMs %d, want the default %d", c.FlushMs, DefaultConfig().FlushMs)
+	}
+	for _, v := range []string{"0s", "1500us", "2s", "-5ms", "soon"} {
+		_, err := ParseUp([]string{"--flush", v}, nil)
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "flush") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("up --flush %s: %v; want one usage line naming --flush", v, err)
+		}
+	}
+}

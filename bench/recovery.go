@@ -263,6 +263,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	interval := fs.Duration("interval", time.Second, "checkpoint interval")
 	victim := fs.String("victim", "count#0", "the instance whose node is killed")
 	heartbeat := fs.Duration("heartbeat", 20*time.Millisecond, "heartbeat period: the resolution of the output-lag samples")
+	flush := fs.Duration("flush", time.Duration(coord.DefaultConfig().FlushMs)*time.Millisecond, "up's --flush in every run, the capacity's included: how long an instance gathers records and watermark moves before it sends them (a shorter one costs the untouched instances more CPU, which is what a local catch-up has to spare)")
 	source := fs.String("source", "gen:constant", "input: a steady load, so that the output lag before the kill is a baseline")
 	nodes := fs.String("nodes", "4", "N,...: the node counts to run at (each is a shape)")
 	par := fs.String("parallelism", "", "N,... and OP=N,...: each bare N is a shape with count at parallelism N; OP=N sets an operator's parallelism in every shape (over the job's defaults)")
@@ -289,6 +290,10 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	}
 	if *recov != "single" && *recov != "parallel" {
 		fmt.Fprintf(stderr, "spate bench recovery: --recover %q: want single or parallel\n", *recov)
+		return 2
+	}
+	if *flush%time.Millisecond != 0 || *flush < time.Millisecond || *flush > time.Second {
+		fmt.Fprintf(stderr, "spate bench recovery: --flush %v: want whole milliseconds from 1ms to 1s\n", *flush)
 		return 2
 	}
 	storeSet, err := parseStores(*storeList)
@@ -343,6 +348,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// seconds, with little state yet, run far faster.
 		for j, sh := range shapes {
 			cfg := benchConfig(root, "capacity-"+sh.tag(), 0, "none")
+			cfg.FlushMs = int(*flush / time.Millisecond)
 			cfg.Nodes, cfg.Local = sh.nodes, sh.nodes
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Source, cfg.Parallelism, cfg.Window = 0, 10*time.Second, *keys, *source, sh.par, window
 			s.step("capacity at %v: --ft none at --rate 0 for 10s", sh)
@@ -381,6 +387,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 			for _, conf := range order {
 				ft, st := conf.ft, conf.store
 				cfg := benchConfig(root, name(sh), i, ft)
+				cfg.FlushMs = int(*flush / time.Millisecond)
 				if st.label != "" {
 					cfg.Data = filepath.Join(root, fmt.Sprintf("%s-%s-%s-%d", name(sh), ft, st.label, i))
 					cfg.Store = st.spec

@@ -205,3 +205,16 @@ func TestStoreRatioWithoutAValueIsNull(t *testing.T) {
 		t.Fatalf("%s %v", b, err)
 	}
 }
+
+// A --flush bench recovery cannot pass to up is refused before any run:
+// exit 2, one line naming the flag.
+func TestBadFlushIsOneLineNamingTheFlag(t *testing.T) {
+	for _, v := range []string{"0s", "1500us", "2s"} {
+		var stdout, stderr bytes.Buffer
+		rc := recoveryMain([]string{"--flush", v}, &stdout, &stderr)
+		msg := strings.TrimSpace(stderr.String())
+		if rc != 2 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "--flush") {
+			t.Fatalf("--flush %s: exit %d, stderr %q; want 2 and one line naming --flush", v, rc, msg)
+		}
+	}
+}

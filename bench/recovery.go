@@ -292,8 +292,9 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintf(stderr, "spate bench recovery: --recover %q: want single or parallel\n", *recov)
 		return 2
 	}
-	if *flush%time.Millisecond != 0 || *flush < time.Millisecond || *flush > time.Second {
-		fmt.Fprintf(stderr, "spate bench recovery: --flush %v: want whole milliseconds from 1ms to 1s\n", *flush)
+	flushMs, err := coord.FlushMs(*flush)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
 	storeSet, err := parseStores(*storeList)
@@ -348,7 +349,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// seconds, with little state yet, run far faster.
 		for j, sh := range shapes {
 			cfg := benchConfig(root, "capacity-"+sh.tag(), 0, "none")
-			cfg.FlushMs = int(*flush / time.Millisecond)
+			cfg.FlushMs = flushMs
 			cfg.Nodes, cfg.Local = sh.nodes, sh.nodes
 			cfg.Rate, cfg.Duration, cfg.Keys, cfg.Source, cfg.Parallelism, cfg.Window = 0, 10*time.Second, *keys, *source, sh.par, window
 			s.step("capacity at %v: --ft none at --rate 0 for 10s", sh)
@@ -387,7 +388,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 			for _, conf := range order {
 				ft, st := conf.ft, conf.store
 				cfg := benchConfig(root, name(sh), i, ft)
-				cfg.FlushMs = int(*flush / time.Millisecond)
+				cfg.FlushMs = flushMs
 				if st.label != "" {
 					cfg.Data = filepath.Join(root, fmt.Sprintf("%s-%s-%s-%d", name(sh), ft, st.label, i))
 					cfg.Store = st.spec

@@ -158,10 +158,10 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 		}
 		return c, nil
 	}
-	if *flush%time.Millisecond != 0 {
-		return c, fmt.Errorf("%w: --flush: %v: want whole milliseconds", ErrUsage, *flush)
+	var err error
+	if c.FlushMs, err = FlushMs(*flush); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	c.FlushMs = int(*flush / time.Millisecond)
 	if err := ParseParallelism(*par, c.Parallelism); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -187,6 +187,18 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 		c.Local = c.Nodes
 	}
 	return c, c.Validate()
+}
+
+// maxFlushMs bounds --flush: a second.
+const maxFlushMs = 1000
+
+// FlushMs is a --flush period as the configuration holds it, in whole
+// milliseconds from 1 to a second; an error names the flag.
+func FlushMs(d time.Duration) (int, error) {
+	if d%time.Millisecond != 0 || d < time.Millisecond || d > maxFlushMs*time.Millisecond {
+		return 0, fmt.Errorf("--flush: %v: want whole milliseconds from 1ms to 1s", d)
+	}
+	return int(d / time.Millisecond), nil
 }
 
 // Validate checks the configuration; errors name the flag.
@@ -221,7 +233,7 @@ func (c *Config) Validate() error {
 		return bad("timeout", "must be at least 10ms")
 	case c.CoordTimeout < 0:
 		return bad("coord-timeout", "must not be negative")
-	case c.FlushMs < 1 || c.FlushMs > 1000:
+	case c.FlushMs < 1 || c.FlushMs > maxFlushMs:
 		return bad("flush", "%dms: want 1ms to 1s", c.FlushMs)
 	case c.Heartbeat <= 0 || c.Heartbeat >= c.Timeout:
 		return bad("heartbeat", "must be positive and shorter than --timeout")

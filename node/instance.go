@@ -317,7 +317,7 @@ func (in *instance) stats() wire.InstanceStats {
 
 // runKeyed is the loop of a keyed operator instance.
 func (in *instance) runKeyed(ctx context.Context) {
-	tick := time.NewTicker(time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond)
+	tick := time.NewTicker(in.flushEvery())
 	defer tick.Stop()
 	for {
 		select {
@@ -425,12 +425,17 @@ func (in *instance) advance() {
 // is at most a flush period late; the watermarks a downstream sees stay
 // monotonic, and the records before each are sent before it.
 func (in *instance) forwardWatermark(now time.Time) {
-	if now.Sub(in.wmSent) < time.Duration(max(in.plan.FlushMs, 1))*time.Millisecond {
+	if now.Sub(in.wmSent) < in.flushEvery() {
 		in.wmDue = true
 		return
 	}
 	in.wmDue, in.wmSent = false, now
 	in.sendWatermark(in.wm)
+}
+
+// flushEvery is the plan's flush period (up --flush).
+func (in *instance) flushEvery() time.Duration {
+	return time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond
 }
 
 // flushWatermark sends a move of the watermark that forwardWatermark

@@ -262,7 +262,7 @@ func (in *instance) runSource(ctx context.Context) {
 	if speed <= 0 {
 		speed = 1
 	}
-	flushEvery := time.Duration(max(in.plan.FlushMs, 1)) * time.Millisecond
+	flushEvery := in.flushEvery()
 	lastFlush := time.Now()
 	const chunk = 1024
 

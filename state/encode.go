@@ -278,9 +278,16 @@ func EncodeCapture[V any](c *Capture[V], enc func(dst []byte, v *V) []byte, sc *
 	if sc == nil {
 		sc = &Scratch{}
 	}
-	// What the previous capture took, and a quarter more, is room for
-	// this one's entries unless the state grew much.
-	buf, offs, spans := grow(sc.visit[:0], len(sc.visit)+len(sc.visit)/4), sc.offs[:0], sc.spans[:0]
+	// Room for what the previous capture took and a quarter more, or for
+	// this one's entries at the previous one's bytes per entry if that is
+	// more: a state that grows (every run starts empty) would otherwise
+	// move the encoding into a new, zeroed array several times a capture
+	// as appending outgrew it.
+	need := len(sc.visit) + len(sc.visit)/4
+	if n := len(sc.offs) - 1; n > 0 {
+		need = max(need, c.Len()*(len(sc.visit)/n+1))
+	}
+	buf, offs, spans := grow(sc.visit[:0], need), slices.Grow(sc.offs[:0], c.Len()+1), sc.spans[:0]
 	c.Each(func(kg int, key string, v *V, deleted bool) {
 		if len(spans) == 0 || spans[len(spans)-1].kg != kg {
 			spans = append(spans, span{kg: kg, from: len(offs)})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -898,5 +899,41 @@ func TestEncodeCaptureReusesScratch(t *testing.T) {
 		} else if &got[0].raw[0] != first {
 			t.Fatalf("round %d: the entries are in new storage, not the scratch's", round)
 		}
+	}
+}
+
+// TestEncodeCaptureOfAGrowingStateSizesItsStorageOnce: a capture of a
+// state eight times the size of the previous one (every run starts
+// empty and grows) is encoded into storage sized once from the previous
+// capture's bytes per entry, not into arrays that appending outgrows
+// again and again, each new one zeroed and copied into.
+func TestEncodeCaptureOfAGrowingStateSizesItsStorageOnce(t *testing.T) {
+	tab := NewTable(cloneT)
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			e, _ := tab.Upsert(i%7, fmt.Appendf(nil, "key-%06d", i))
+			bump(e, int64(i))
+		}
+	}
+	add(0, 1000)
+	sc := &Scratch{}
+	EncodeCapture(tab.Capture(true), encT, sc)
+	add(1000, 8000)
+	c := tab.Capture(true)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	gd := EncodeCapture(c, encT, sc)
+	runtime.ReadMemStats(&after)
+	n := 0
+	for _, g := range gd {
+		n += g.Len()
+	}
+	if n != 8000 {
+		t.Fatalf("%d entries encoded, want 8000", n)
+	}
+	// The entries, their offsets, the sorted copy, the sort's handles
+	// (two arrays), the groups' spans and the result: each once.
+	if m := after.Mallocs - before.Mallocs; m > 10 {
+		t.Fatalf("encoding a capture 8x the previous one allocated %d times, want at most 10", m)
 	}
 }

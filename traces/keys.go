@@ -192,12 +192,16 @@ func buildAlias(n int, s float64) ([]aliasEntry, uint64) {
 		})
 	}
 	wg.Wait()
+	out := make([]aliasEntry, n)
 	if n <= splitAt {
-		return vose(p, 0), 0
+		vose(p, 0, out)
+		return out, 0
 	}
 	head, all := sum(p[:headKeys]), sum(p)
 	share := min(max(uint64(float64(head/all)*4294967296.0), 1), 1<<32-1)
-	return append(vose(p[:headKeys], 0), vose(p[headKeys:], headKeys)...), share
+	vose(p[:headKeys], 0, out[:headKeys])
+	vose(p[headKeys:], headKeys, out[headKeys:])
+	return out, share
 }
 
 func sum(p []float64) float64 {
@@ -208,40 +212,48 @@ func sum(p []float64) float64 {
 	return s
 }
 
-// vose builds Vose's alias table for weights p (changing p) of the keys
-// off, off+1, ...
-func vose(p []float64, off int) []aliasEntry {
+// vose writes to out Vose's alias table for weights p (changing p) of
+// the keys off, off+1, ... Its two work lists, the keys below their
+// share and those at or above it, are stacks kept in one array, one
+// growing from each end: a key is in at most one of them, so they never
+// meet, and the table is what two growing lists gave, bit for bit
+// (TestGenGolden), without the copies of their growth (most of a
+// restored source's time building the table of a million keys).
+func vose(p []float64, off int, out []aliasEntry) {
 	n := len(p)
 	total := sum(p)
 	for j := range p {
 		p[j] = float64(p[j]*float64(n)) / total
 	}
-	out := make([]aliasEntry, n)
-	var small, large []int
-	for j := n - 1; j >= 0; j-- {
+	st := make([]int32, n)
+	small, large := 0, 0 // small: st[:small]; large: st[n-large:], its top at n-large
+	push := func(j int) {
 		if p[j] < 1 {
-			small = append(small, j)
+			st[small] = int32(j)
+			small++
 		} else {
-			large = append(large, j)
+			large++
+			st[n-large] = int32(j)
 		}
 	}
-	for len(small) > 0 && len(large) > 0 {
-		sj := small[len(small)-1]
-		small = small[:len(small)-1]
-		lj := large[len(large)-1]
-		large = large[:len(large)-1]
+	for j := n - 1; j >= 0; j-- {
+		push(j)
+	}
+	for small > 0 && large > 0 {
+		small--
+		sj := int(st[small])
+		lj := int(st[n-large])
+		large--
 		out[sj] = aliasEntry{th: threshold(p[sj]), alias: uint32(off + lj)}
 		p[lj] = (p[lj] + p[sj]) - 1
-		if p[lj] < 1 {
-			small = append(small, lj)
-		} else {
-			large = append(large, lj)
-		}
+		push(lj)
 	}
-	for _, j := range append(small, large...) {
-		out[j] = aliasEntry{th: ^uint32(0), alias: uint32(off + j)}
+	for _, j := range st[:small] {
+		out[j] = aliasEntry{th: ^uint32(0), alias: uint32(off + int(j))}
 	}
-	return out
+	for _, j := range st[n-large:] {
+		out[j] = aliasEntry{th: ^uint32(0), alias: uint32(off + int(j))}
+	}
 }
 
 func threshold(p float64) uint32 {

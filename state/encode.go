@@ -138,7 +138,7 @@ func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
 		}
 	}
 	if n := s2.MaxEncodedLen(len(raw)); cap(sc.body) < n {
-		sc.body = make([]byte, n)
+		sc.body = make([]byte, n+n/4) // a quarter more, as grow gives
 	}
 	sc.body = s2.Encode(sc.body[:cap(sc.body)], raw)
 	parts = append(parts, sc.body)

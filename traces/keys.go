@@ -217,8 +217,8 @@ func sum(p []float64) float64 {
 // share and those at or above it, are stacks kept in one array, one
 // growing from each end: a key is in at most one of them, so they never
 // meet, and the table is what two growing lists gave, bit for bit
-// (TestGenGolden), without the copies of their growth (most of a
-// restored source's time building the table of a million keys).
+// (TestGenGolden), without the copies of their growth (a restored
+// source builds the table before it reads). Keys fit an int32 (MaxKeys).
 func vose(p []float64, off int, out []aliasEntry) {
 	n := len(p)
 	total := sum(p)

@@ -381,7 +381,7 @@ checks: [exactly_once]
 		})
 	}
 	for _, k := range []events.Kind{events.RescalePlanned, events.RescaleCaptured, events.RescaleDone, events.NodeLost,
-		events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryDone, events.FaultStarted, events.FaultEnded,
+		events.RecoveryPlaced, events.RecoveryRestored, events.RecoveryLoaded, events.RecoveryDone, events.FaultStarted, events.FaultEnded,
 		events.Partition, events.Interval, events.Metrics, events.TunerSummary, events.CheckpointCorrupted} {
 		if seen[k] == 0 {
 			t.Errorf("no %s event in the runs", k)

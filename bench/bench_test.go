@@ -86,6 +86,8 @@ func TestPhasesOfARecovery(t *testing.T) {
 		{Time: at(1030), Kind: events.NodeLost},         // detected
 		{Time: at(1100), Kind: events.RecoveryRestored}, // one lost instance
 		{Time: at(1150), Kind: events.RecoveryRestored}, // the last one
+		{Time: at(1200), Kind: events.RecoveryLoaded},   // one instance's state whole
+		{Time: at(1350), Kind: events.RecoveryLoaded},   // the last one
 		{Time: at(1400), Kind: events.RecoveryDone},
 		{Time: at(1600), Kind: events.RecoveryDone}, // caught up
 		{Time: at(3000), Kind: events.NodeLost},     // another recovery
@@ -94,15 +96,18 @@ func TestPhasesOfARecovery(t *testing.T) {
 		r.observe(e)
 	}
 	got := phases(r)
-	if want := (Phases{Detected: 30, Restored: 150, CaughtUp: 600}); got != want {
+	if want := (Phases{Detected: 30, Restored: 150, Loaded: 350, CaughtUp: 600}); got != want {
 		t.Fatalf("phases = %+v, want %+v", got, want)
 	}
-	if got := phases(&run{}); got != (Phases{-1, -1, -1}) {
+	if got := phases(&run{}); got != (Phases{-1, -1, -1, -1}) {
 		t.Fatalf("phases of a run without a kill = %+v", got)
 	}
-	m := medianPhases([]Phases{{10, 100, -1}, {20, 300, -1}, {30, 200, -1}})
-	if m != (Phases{20, 200, -1}) || m.String() != "detected 20ms, restored 200ms, caught up -" {
+	m := medianPhases([]Phases{{10, 100, -1, -1}, {20, 300, -1, -1}, {30, 200, -1, -1}})
+	if m != (Phases{20, 200, -1, -1}) || m.String() != "detected 20ms, restored 200ms, caught up -" {
 		t.Fatalf("medianPhases = %+v (%v)", m, m)
+	}
+	if s := (Phases{20, 200, 350, 600}).String(); s != "detected 20ms, restored 200ms, state whole 350ms, caught up 600ms" {
+		t.Fatalf("phases with the state built: %q", s)
 	}
 }
 

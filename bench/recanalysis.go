@@ -83,14 +83,16 @@ func (u Untouched) String() string {
 type Phases struct {
 	Detected float64 `json:"detected"`
 	Restored float64 `json:"restored"`
+	Loaded   float64 `json:"loaded"` // an early restore's state whole (recovery_loaded); -1 under global
 	CaughtUp float64 `json:"caught_up"`
 }
 
 // phases finds, in a run's events, the moments of the recovery from its
-// kill: the first node_lost after it, the last recovery_restored and the
-// last recovery_done of that recovery (before anything is lost again).
+// kill: the first node_lost after it, the last recovery_restored, the
+// last recovery_loaded (spate's early restores) and the last
+// recovery_done of that recovery (before anything is lost again).
 func phases(r *run) Phases {
-	ph := Phases{Detected: -1, Restored: -1, CaughtUp: -1}
+	ph := Phases{Detected: -1, Restored: -1, Loaded: -1, CaughtUp: -1}
 	if r.info == nil || r.info.JobStart == nil || r.killAtMs <= 0 {
 		return ph
 	}
@@ -111,6 +113,10 @@ func phases(r *run) Phases {
 		case events.RecoveryRestored:
 			if ph.Detected >= 0 {
 				ph.Restored = ms(e.Time)
+			}
+		case events.RecoveryLoaded:
+			if ph.Detected >= 0 {
+				ph.Loaded = ms(e.Time)
 			}
 		case events.RecoveryDone:
 			if ph.Detected >= 0 {
@@ -138,6 +144,7 @@ func medianPhases(ps []Phases) Phases {
 	return Phases{
 		Detected: pick(func(p Phases) float64 { return p.Detected }),
 		Restored: pick(func(p Phases) float64 { return p.Restored }),
+		Loaded:   pick(func(p Phases) float64 { return p.Loaded }),
 		CaughtUp: pick(func(p Phases) float64 { return p.CaughtUp }),
 	}
 }
@@ -166,7 +173,10 @@ func (p Phases) String() string {
 		}
 		return fmt.Sprintf("%.0fms", v)
 	}
-	return fmt.Sprintf("detected %s, restored %s, caught up %s", at(p.Detected), at(p.Restored), at(p.CaughtUp))
+	if p.Loaded < 0 {
+		return fmt.Sprintf("detected %s, restored %s, caught up %s", at(p.Detected), at(p.Restored), at(p.CaughtUp))
+	}
+	return fmt.Sprintf("detected %s, restored %s, state whole %s, caught up %s", at(p.Detected), at(p.Restored), at(p.Loaded), at(p.CaughtUp))
 }
 
 // Restored is a checkpoint a recovery restored.

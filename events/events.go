@@ -36,6 +36,7 @@ const (
 	RecoveryPlaced      Kind = "recovery_placed"
 	RecoverySplit       Kind = "recovery_split" // --recover parallel: how a lost instance's key groups are split
 	RecoveryRestored    Kind = "recovery_restored"
+	RecoveryLoaded      Kind = "recovery_loaded" // an early restore's key groups are all built: the state is whole
 	RecoveryDone        Kind = "recovery_done"
 	RunFinished         Kind = "run_finished"
 	FaultStarted        Kind = "fault_started"

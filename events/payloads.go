@@ -179,6 +179,17 @@ type RecoveryRestoredFields struct {
 	Gen        uint64 `json:"gen"`
 }
 
+// RecoveryLoadedFields: an instance restored early (restored before its
+// key groups' state was built) has built and attached every key group:
+// Groups of them, LoadMs after the load began (about when it answered
+// restored). Until then its watermark stood still, and the records of
+// groups still loading were held: HeldMax at most at once.
+type RecoveryLoadedFields struct {
+	Groups  int   `json:"groups"`
+	HeldMax int   `json:"held_max"`
+	LoadMs  int64 `json:"load_ms"`
+}
+
 // RecoveryDoneFields: a restored instance caught up.
 type RecoveryDoneFields struct {
 	CatchUpMs        int64 `json:"catch_up_ms"`
@@ -585,6 +596,7 @@ func (CheckpointFields) Kind() Kind            { return Checkpoint }
 func (FencedFields) Kind() Kind                { return Fenced }
 func (RecoveryPlacedFields) Kind() Kind        { return RecoveryPlaced }
 func (RecoveryRestoredFields) Kind() Kind      { return RecoveryRestored }
+func (RecoveryLoadedFields) Kind() Kind        { return RecoveryLoaded }
 func (RecoverySplitFields) Kind() Kind         { return RecoverySplit }
 func (RecoveryDoneFields) Kind() Kind          { return RecoveryDone }
 func (RunFinishedFields) Kind() Kind           { return RunFinished }
@@ -627,7 +639,7 @@ var payloads = []Payload{
 	NodeLostFields{}, NodeExitedFields{}, InstancePlacedFields{}, JobStartedFields{}, WindowFiredFields{},
 	ThroughputFields{}, SourceEndedFields{}, DrainStartedFields{}, DrainWaitingFields{}, InstanceDoneFields{},
 	FrameErrorFields{}, CheckpointFields{}, FencedFields{}, RecoveryPlacedFields{}, RecoveryRestoredFields{}, RecoverySplitFields{},
-	RecoveryDoneFields{}, RunFinishedFields{}, FaultStartedFields{}, FaultEndedFields{}, HealedFields{},
+	RecoveryLoadedFields{}, RecoveryDoneFields{}, RunFinishedFields{}, FaultStartedFields{}, FaultEndedFields{}, HealedFields{},
 	PartitionFields{}, MetricsFields{}, CheckpointRequestedFields{}, CheckpointCompactedFields{},
 	CheckpointFallbackFields{}, CheckpointsForgottenFields{}, ErrorFields{}, IntervalFields{},
 	TunerSummaryFields{}, AutoscaleFields{}, RescalePlannedFields{}, RescaleStagedFields{},

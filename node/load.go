@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"spate/events"
 	"spate/job"
@@ -48,13 +49,16 @@ import (
 // earlyLoad is an early restore in progress. The instance goroutine owns
 // it; the loader goroutines read groups (each its own) and gl.
 type earlyLoad struct {
+	began     time.Time // when the chain was merged: about when restored went out
 	gl        job.GroupLoader
 	groups    []state.MergedGroup // still to build, by the loaders
 	snaps     []*state.Snapshot   // the chain the groups alias, kept alive
 	loading   []bool              // by key group: its state is not attached yet
 	pending   int                 // groups not attached yet
+	groupsN   int                 // groups to attach in all
 	held      map[job.KeyGroup][]loadHeld
 	nheld     int
+	maxHeld   int // the most records held at once (recovery_loaded)
 	heldBytes int
 	after     []func()     // what waits for the end of the load, in order
 	finish    bool         // every input ended during the load
@@ -90,13 +94,14 @@ func (in *instance) earlyLoader(early bool, groups []state.MergedGroup) job.Grou
 }
 
 func newEarlyLoad(gl job.GroupLoader, groups []state.MergedGroup, snaps []*state.Snapshot, ngroups int) *earlyLoad {
-	ld := &earlyLoad{gl: gl, groups: groups, snaps: snaps, loading: make([]bool, ngroups), held: map[job.KeyGroup][]loadHeld{}}
+	ld := &earlyLoad{began: time.Now(), gl: gl, groups: groups, snaps: snaps, loading: make([]bool, ngroups), held: map[job.KeyGroup][]loadHeld{}}
 	for _, g := range groups {
 		if !ld.loading[g.KG] {
 			ld.loading[g.KG] = true
 			ld.pending++
 		}
 	}
+	ld.groupsN = ld.pending
 	return ld
 }
 
@@ -106,6 +111,7 @@ func (ld *earlyLoad) hold(p job.Producer, kg job.KeyGroup, seq uint64, rec job.R
 	rec.Data = append([]byte(nil), rec.Data...)
 	ld.held[kg] = append(ld.held[kg], loadHeld{p: p, seq: seq, rec: rec})
 	ld.nheld++
+	ld.maxHeld = max(ld.maxHeld, ld.nheld)
 	ld.heldBytes += heldSize(rec)
 }
 
@@ -171,6 +177,9 @@ func (in *instance) attachLoaded(ld *earlyLoad, kg job.KeyGroup, b job.BuiltGrou
 	if ld.pending > 0 {
 		return
 	}
+	took := time.Since(ld.began)
+	in.n.event(events.RecoveryLoaded, in.id, events.RecoveryLoadedFields{Groups: ld.groupsN, LoadMs: took.Round(time.Millisecond).Milliseconds(), HeldMax: ld.maxHeld},
+		"%s's state is whole: %d key groups built %v after the load began, %d records held at most meanwhile", in.id, ld.groupsN, took.Round(time.Millisecond), ld.maxHeld)
 	in.ld = nil
 	for _, f := range ld.after {
 		f()

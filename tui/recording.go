@@ -73,7 +73,7 @@ func classOf(k []byte) uint8 {
 		return classFaultEnd
 	case string(events.Checkpoint), string(events.CheckpointFallback):
 		return classCheckpoint
-	case string(events.RecoveryPlaced), string(events.RecoveryRestored), string(events.RecoveryDone):
+	case string(events.RecoveryPlaced), string(events.RecoveryRestored), string(events.RecoveryLoaded), string(events.RecoveryDone):
 		return classRecovery
 	}
 	return classOther

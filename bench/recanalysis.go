@@ -173,10 +173,11 @@ func (p Phases) String() string {
 		}
 		return fmt.Sprintf("%.0fms", v)
 	}
-	if p.Loaded < 0 {
-		return fmt.Sprintf("detected %s, restored %s, caught up %s", at(p.Detected), at(p.Restored), at(p.CaughtUp))
+	whole := ""
+	if p.Loaded >= 0 {
+		whole = ", state whole " + at(p.Loaded)
 	}
-	return fmt.Sprintf("detected %s, restored %s, state whole %s, caught up %s", at(p.Detected), at(p.Restored), at(p.Loaded), at(p.CaughtUp))
+	return fmt.Sprintf("detected %s, restored %s%s, caught up %s", at(p.Detected), at(p.Restored), whole, at(p.CaughtUp))
 }
 
 // Restored is a checkpoint a recovery restored.

@@ -55,7 +55,6 @@ type earlyLoad struct {
 	snaps     []*state.Snapshot   // the chain the groups alias, kept alive
 	loading   []bool              // by key group: its state is not attached yet
 	pending   int                 // groups not attached yet
-	groupsN   int                 // groups to attach in all
 	held      map[job.KeyGroup][]loadHeld
 	nheld     int
 	maxHeld   int // the most records held at once (recovery_loaded)
@@ -101,7 +100,6 @@ func newEarlyLoad(gl job.GroupLoader, groups []state.MergedGroup, snaps []*state
 			ld.pending++
 		}
 	}
-	ld.groupsN = ld.pending
 	return ld
 }
 
@@ -177,9 +175,9 @@ func (in *instance) attachLoaded(ld *earlyLoad, kg job.KeyGroup, b job.BuiltGrou
 	if ld.pending > 0 {
 		return
 	}
-	took := time.Since(ld.began)
-	in.n.event(events.RecoveryLoaded, in.id, events.RecoveryLoadedFields{Groups: ld.groupsN, LoadMs: took.Round(time.Millisecond).Milliseconds(), HeldMax: ld.maxHeld},
-		"%s's state is whole: %d key groups built %v after the load began, %d records held at most meanwhile", in.id, ld.groupsN, took.Round(time.Millisecond), ld.maxHeld)
+	took := time.Since(ld.began).Round(time.Millisecond)
+	in.n.event(events.RecoveryLoaded, in.id, events.RecoveryLoadedFields{Groups: len(ld.groups), LoadMs: took.Milliseconds(), HeldMax: ld.maxHeld},
+		"%s's state is whole: %d key groups built %v after the load began, %d records held at most meanwhile", in.id, len(ld.groups), took, ld.maxHeld)
 	in.ld = nil
 	for _, f := range ld.after {
 		f()

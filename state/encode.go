@@ -137,9 +137,7 @@ func EncodeParts(s *Snapshot, sc *Scratch) ([][]byte, error) {
 			parts = append(parts, s.Sections[name])
 		}
 	}
-	if n := s2.MaxEncodedLen(len(raw)); cap(sc.body) < n {
-		sc.body = make([]byte, n+n/4) // a quarter more, as grow gives
-	}
+	sc.body = grow(sc.body[:0], s2.MaxEncodedLen(len(raw)))
 	sc.body = s2.Encode(sc.body[:cap(sc.body)], raw)
 	parts = append(parts, sc.body)
 	sc.parts = parts

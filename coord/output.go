@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,18 +86,17 @@ func readOutputStore(st state.Store) (all []job.Result, torn int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		var r io.Reader = bytes.NewReader(data)
-		if limit, ok := om.Limits[f.name]; ok {
-			r = io.LimitReader(r, limit) // a recovered sink: only the committed prefix counts
+		if limit, ok := om.Limits[f.name]; ok && limit < int64(len(data)) {
+			data = data[:max(limit, 0)] // a recovered sink: only the committed prefix counts
 		}
-		rs, err := job.ReadResults(r, "output/"+f.name)
+		all = slices.Grow(all, bytes.Count(data, []byte{'\n'})+1) // a result a line
+		all, err = job.AppendResults(all, bytes.NewReader(data), "output/"+f.name)
 		if errors.Is(err, job.ErrTornLine) {
 			torn, err = torn+1, nil
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		all = append(all, rs...)
 	}
 	return all, torn, nil
 }

@@ -163,6 +163,17 @@ type Reader interface {
 	Next() (rec Record, ok bool, err error)
 }
 
+// NumberedReader is a Reader whose keys come from a fixed table (the
+// generator's): NextNumbered is Next that also returns the number of the
+// record's key in that table, in [0, Keys()). A number always comes with
+// the same key. The oracle looks up the key of each number once, not the
+// key of each record.
+type NumberedReader interface {
+	Reader
+	NextNumbered() (rec Record, key int, ok bool, err error)
+	Keys() int
+}
+
 // SourceClock decides lateness and the watermark of one source partition,
 // deterministically from the partition's own records: the watermark is the
 // largest event time seen minus the allowed lateness, and a record earlier

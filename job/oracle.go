@@ -27,20 +27,51 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 	}
 
 	// Keys are numbered in order of appearance, so that the lookup of a
-	// known key does not allocate.
-	keyIDs := map[string]int{}
+	// known key does not allocate. Each (key, window) is a cell. A key
+	// sums its records in its open cell's window until a record of another
+	// window comes, as most of a partition's records of a key fall in the
+	// window of the one before; the index finds the cell of the others (a
+	// late record, the next partition's first).
+	keyIDs := map[string]int32{}
 	var keys []string // raw key bytes, by number
+	type cell struct {
+		key        int32
+		window     int64
+		count, sum int64
+	}
+	var cells []cell
+	type open struct {
+		cell       int32 // -1: none yet
+		window     int64
+		count, sum int64 // not yet in the cell
+	}
+	var opens []open // by key
 	type keyWindow struct {
-		key    int
+		key    int32
 		window int64
 	}
-	type sums struct{ count, sum int64 }
-	perKey := map[keyWindow]*sums{}
+	index := map[keyWindow]int32{}
 
 	for p, r := range readers {
 		clock := SourceClock{Lateness: spec.Lateness}
+		nr, numbered := r.(NumberedReader)
+		var byNumber []int32 // a NumberedReader's key numbers: their keys' IDs
+		if numbered {
+			byNumber = make([]int32, nr.Keys())
+			for i := range byNumber {
+				byNumber[i] = -1
+			}
+		}
 		for n := uint64(0); limits == nil || n < limits[p]; n++ {
-			rec, ok, err := r.Next()
+			var rec Record
+			var ok bool
+			var err error
+			num := -1
+			if numbered {
+				rec, num, ok, err = nr.NextNumbered()
+			} else {
+				rec, ok, err = r.Next()
+			}
 			if err != nil {
 				return nil, fmt.Errorf("oracle: partition %d: record %d: %w", p, n, err)
 			}
@@ -50,44 +81,76 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 			if clock.Observe(rec.Time) {
 				continue
 			}
-			id, ok := keyIDs[string(rec.Key)]
-			if !ok {
-				id = len(keys)
-				keys = append(keys, string(rec.Key))
-				keyIDs[keys[id]] = id
+			w := WindowStart(rec.Time, spec.Window)
+			var id int32 = -1
+			if num >= 0 && num < len(byNumber) {
+				id = byNumber[num]
 			}
-			kw := keyWindow{id, WindowStart(rec.Time, spec.Window)}
-			s := perKey[kw]
-			if s == nil {
-				s = &sums{}
-				perKey[kw] = s
+			if id < 0 {
+				var known bool
+				if id, known = keyIDs[string(rec.Key)]; !known {
+					id = int32(len(keys))
+					keys = append(keys, string(rec.Key))
+					keyIDs[keys[id]] = id
+					opens = append(opens, open{cell: -1})
+				}
+				if num >= 0 && num < len(byNumber) {
+					byNumber[num] = id
+				}
 			}
-			s.count++
-			s.sum += rec.Value
+			o := &opens[id]
+			if o.cell < 0 || o.window != w {
+				if o.cell >= 0 {
+					cells[o.cell].count += o.count
+					cells[o.cell].sum += o.sum
+				}
+				kw := keyWindow{id, w}
+				c, found := index[kw]
+				if !found {
+					c = int32(len(cells))
+					cells = append(cells, cell{key: id, window: w})
+					index[kw] = c
+				}
+				*o = open{cell: c, window: w}
+			}
+			o.count++
+			o.sum += rec.Value
 		}
+	}
+	clear(index)
+	for _, o := range opens {
+		cells[o.cell].count += o.count
+		cells[o.cell].sum += o.sum
 	}
 
-	// count: every (key, window), with the running total of the key's
-	// windows in window order.
-	kws := make([]keyWindow, 0, len(perKey))
-	for kw := range perKey {
-		kws = append(kws, kw)
+	// The keys in byte order, then the cells by (key, window): a count of
+	// cells per key places them, so only the keys' strings are compared.
+	byName := make([]int32, len(keys))
+	for i := range byName {
+		byName[i] = int32(i)
 	}
-	slices.SortFunc(kws, func(a, b keyWindow) int {
-		return cmp.Or(strings.Compare(keys[a.key], keys[b.key]), cmp.Compare(a.window, b.window))
-	})
-	out := make([]Result, 0, len(kws))
-	var total int64
-	for i, kw := range kws {
-		if i == 0 || kws[i-1].key != kw.key {
-			total = 0
-		}
-		s := perKey[kw]
-		total += s.count
-		out = append(out, Result{
-			Op: KindCount, Key: ResultKey([]byte(keys[kw.key])), Window: kw.window,
-			Count: s.count, Sum: s.sum, Total: total,
-		})
+	slices.SortFunc(byName, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
+	start := make([]int32, len(keys)+1) // by rank: where its cells begin
+	rank := make([]int32, len(keys))
+	for r, id := range byName {
+		rank[id] = int32(r)
+	}
+	for _, c := range cells {
+		start[rank[c.key]+1]++
+	}
+	for r := range byName {
+		start[r+1] += start[r]
+	}
+	order := make([]int32, len(cells))
+	next := slices.Clone(start[:len(keys)])
+	for i, c := range cells {
+		r := rank[c.key]
+		order[next[r]] = int32(i)
+		next[r]++
+	}
+	for r := range byName {
+		run := order[start[r]:start[r+1]]
+		slices.SortFunc(run, func(a, b int32) int { return cmp.Compare(cells[a].window, cells[b].window) })
 	}
 
 	// rollup: per (group, window), the totals and the keys it holds.
@@ -103,18 +166,37 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 		count, sum int64
 		members    []member
 	}
+	groupOf := make([]string, len(keys))
+	for id, k := range keys {
+		groupOf[id] = GroupName([]byte(k), spec.Rollups)
+	}
 	perGroup := map[groupWindow]*rollup{}
-	for _, kw := range kws {
-		gw := groupWindow{GroupName([]byte(keys[kw.key]), spec.Rollups), kw.window}
+	for _, c := range cells {
+		gw := groupWindow{groupOf[c.key], c.window}
 		g := perGroup[gw]
 		if g == nil {
 			g = &rollup{}
 			perGroup[gw] = g
 		}
-		s := perKey[kw]
-		g.count += s.count
-		g.sum += s.sum
-		g.members = append(g.members, member{keys[kw.key], s.count})
+		g.count += c.count
+		g.sum += c.sum
+		g.members = append(g.members, member{keys[c.key], c.count})
+	}
+
+	// count: every (key, window), with the running total of the key's
+	// windows in window order.
+	out := make([]Result, 0, len(cells)+len(perGroup))
+	for r, id := range byName {
+		key := ResultKey([]byte(keys[id]))
+		var total int64
+		for _, i := range order[start[r]:start[r+1]] {
+			c := &cells[i]
+			total += c.count
+			out = append(out, Result{
+				Op: KindCount, Key: key, Window: c.window,
+				Count: c.count, Sum: c.sum, Total: total,
+			})
+		}
 	}
 	for gw, g := range perGroup {
 		slices.SortFunc(g.members, func(a, b member) int {

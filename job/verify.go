@@ -20,9 +20,12 @@ var ErrTornLine = errors.New("torn final line")
 // errors, which read "NAME:LINE: reason". A final line without a newline is
 // accepted if it is complete, and wraps ErrTornLine if not; an empty line
 // is an error.
-func ReadResults(r io.Reader, name string) ([]Result, error) {
+func ReadResults(r io.Reader, name string) ([]Result, error) { return AppendResults(nil, r, name) }
+
+// AppendResults is ReadResults appending to out, which may hold room for
+// what r holds already.
+func AppendResults(out []Result, r io.Reader, name string) ([]Result, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var out []Result
 	for line := 1; ; line++ {
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -127,11 +130,20 @@ func Compare(expected, actual []Result) Report { return CompareN(expected, actua
 // max is negative).
 func CompareN(expected, actual []Result, max int) Report {
 	rep := Report{Windows: len(expected), Diffs: []Diff{}}
-	want := make(map[ResultID]*Result, len(expected))
+	// Each expected ID's first place; an ID listed twice is seen as one.
+	want := make(map[ResultID]int32, len(expected))
+	first := make([]int32, len(expected))
 	for i := range expected {
-		want[expected[i].ID()] = &expected[i]
+		id := expected[i].ID()
+		f, ok := want[id]
+		if !ok {
+			f = int32(i)
+			want[id] = f
+		}
+		first[i] = f
 	}
-	seen := make(map[ResultID]bool, len(actual))
+	seen := make([]bool, len(expected))
+	var seenOther map[ResultID]bool // the unexpected IDs seen
 	note := func(kind string, id ResultID, w, g *Result) {
 		if max < 0 || len(rep.Diffs) < max {
 			rep.Diffs = append(rep.Diffs, Diff{Kind: kind, ID: id, Want: w, Got: g})
@@ -140,24 +152,33 @@ func CompareN(expected, actual []Result, max int) Report {
 	for i := range actual {
 		got := &actual[i]
 		id := got.ID()
-		w := want[id]
+		f, ok := want[id]
 		switch {
-		case seen[id]:
+		case !ok && seenOther[id]:
 			rep.Duplicated++
-			note(DiffDuplicated, id, w, got)
-		case w == nil:
+			note(DiffDuplicated, id, nil, got)
+		case !ok:
 			rep.Wrong++
 			note(DiffUnexpected, id, nil, got)
-		case !sameResult(w, got):
-			rep.Wrong++
-			note(DiffWrong, id, w, got)
+			if seenOther == nil {
+				seenOther = map[ResultID]bool{}
+			}
+			seenOther[id] = true
+		case seen[f]:
+			rep.Duplicated++
+			note(DiffDuplicated, id, &expected[f], got)
+		default:
+			seen[f] = true
+			if !sameResult(&expected[f], got) {
+				rep.Wrong++
+				note(DiffWrong, id, &expected[f], got)
+			}
 		}
-		seen[id] = true
 	}
 	for i := range expected {
-		if id := expected[i].ID(); !seen[id] {
+		if !seen[first[i]] {
 			rep.Missing++
-			note(DiffMissing, id, &expected[i], nil)
+			note(DiffMissing, expected[i].ID(), &expected[i], nil)
 		}
 	}
 	return rep

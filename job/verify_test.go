@@ -108,6 +108,13 @@ func TestCompare(t *testing.T) {
 			kinds:  []string{DiffUnexpected},
 		},
 		{
+			name:       "an unexpected result twice",
+			actual:     append(append([]Result(nil), expected...), r("count", "a", 10, 1), r("count", "a", 10, 2)),
+			duplicated: 1,
+			wrong:      1,
+			kinds:      []string{DiffUnexpected, DiffDuplicated},
+		},
+		{
 			name:       "a wrong copy after a right one is a duplicate",
 			actual:     append(append([]Result(nil), expected...), r("count", "a", 0, 9)),
 			duplicated: 1,

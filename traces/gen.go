@@ -247,6 +247,19 @@ func (r *genReader) Next() (job.Record, bool, error) {
 }
 
 // NextBatch implements BatchReader.
+// NextNumbered implements job.NumberedReader.
+func (r *genReader) NextNumbered() (job.Record, int, bool, error) {
+	if r.i >= r.hi {
+		r.advance()
+	}
+	j, v := r.d.draw(mix(r.base + r.i*golden))
+	r.i++
+	return job.Record{Key: r.d.key(j), Time: r.t, Value: v}, j, true, nil
+}
+
+// Keys implements job.NumberedReader.
+func (r *genReader) Keys() int { return r.d.n }
+
 func (r *genReader) NextBatch(buf []job.Record) (int, error) {
 	for n := range buf {
 		if r.i >= r.hi {

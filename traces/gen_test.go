@@ -578,3 +578,74 @@ func TestGroupsEqualBatchAndHash(t *testing.T) {
 		}
 	}
 }
+
+// plainReader hides every interface of a reader but job.Reader.
+type plainReader struct{ r job.Reader }
+
+func (p plainReader) Next() (job.Record, bool, error) { return p.r.Next() }
+
+// TestNumberedReaders: NextNumbered is Next with the key's number, a
+// number always names the same key, and the oracle, which takes the
+// numbers for the keys, computes over them what it computes from the keys.
+func TestNumberedReaders(t *testing.T) {
+	rate := write(t, "w.txt", []byte("5 0 3000 12 7"))
+	for _, spec := range []string{"gen:diurnal", "gen:constant", "rate:" + rate} {
+		src := mustOpen(t, spec, Options{Seed: 3, Rate: 2000, Keys: 500, Partitions: 2})
+		a, _ := src.Open(1, 10)
+		b, _ := src.Open(1, 10)
+		nr, ok := b.(job.NumberedReader)
+		if !ok {
+			t.Fatalf("%s: no NumberedReader", spec)
+		}
+		names := map[int]string{}
+		for i := range 3000 {
+			want, ok1, err1 := a.Next()
+			got, num, ok2, err2 := nr.NextNumbered()
+			if ok1 != ok2 || err1 != nil || err2 != nil {
+				t.Fatalf("%s: record %d: Next %v, %v; NextNumbered %v, %v", spec, i, ok1, err1, ok2, err2)
+			}
+			if !ok1 {
+				break
+			}
+			if string(got.Key) != string(want.Key) || got.Time != want.Time || got.Value != want.Value {
+				t.Fatalf("%s: record %d: %+v, want %+v", spec, i, got, want)
+			}
+			if num < 0 || num >= nr.Keys() {
+				t.Fatalf("%s: record %d: key number %d of %d", spec, i, num, nr.Keys())
+			}
+			if k, seen := names[num]; seen && k != string(got.Key) {
+				t.Fatalf("%s: key number %d names %s and %s", spec, num, k, got.Key)
+			}
+			names[num] = string(got.Key)
+		}
+
+		jspec := job.WindowCount(nil, 1000, 200)
+		limits := []uint64{4000, 3000}
+		open := func(plain bool) []job.Reader {
+			var rs []job.Reader
+			for p := range 2 {
+				r, err := src.Open(p, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if plain {
+					rs = append(rs, plainReader{r})
+				} else {
+					rs = append(rs, r)
+				}
+			}
+			return rs
+		}
+		want, err := job.Oracle(&jspec, open(true), limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := job.Oracle(&jspec, open(false), limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep := job.Compare(want, got); !rep.OK() || len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: the oracle over numbered readers: %v, %d results, want %d", spec, rep, len(got), len(want))
+		}
+	}
+}

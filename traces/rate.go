@@ -247,6 +247,15 @@ func (r *rateReader) Next() (job.Record, bool, error) {
 	return rec, ok, nil
 }
 
+// NextNumbered implements job.NumberedReader.
+func (r *rateReader) NextNumbered() (job.Record, int, bool, error) {
+	rec, j, ok := r.next()
+	return rec, j, ok, nil
+}
+
+// Keys implements job.NumberedReader.
+func (r *rateReader) Keys() int { return r.s.d.n }
+
 // next returns the next record and the index of its key.
 func (r *rateReader) next() (job.Record, int, bool) {
 	s := r.s

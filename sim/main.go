@@ -38,6 +38,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	par := fs.Int("parallel", 2, "seeds run at once")
 	keep := fs.String("data", "", "keep each seed's run directory under this directory (default: a temporary one, removed)")
+	quiet := fs.Bool("quiet", false, "no line on stderr as each seed finishes (its verdict, how many failed so far, about how long the rest takes)")
 	cfg := DefaultConfig()
 	fs.StringVar(&cfg.FT, "ft", cfg.FT, "fault tolerance: spate or global")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time of each seed until the drain")
@@ -88,7 +89,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	for i := range seeds {
 		seeds[i] = *from + uint64(i)
 	}
-	results := runAll(ctx, seeds, cfg, root, *par, func(r Result) {
+	failed := 0
+	results := runAll(ctx, seeds, cfg, root, *par, func(r Result, done int) {
+		if r.Failed() {
+			failed++
+		}
+		if !*quiet {
+			fmt.Fprintln(stderr, progress(len(seeds), r, failed, time.Since(t0), done))
+		}
 		if r.Failed() && !*asJSON {
 			fmt.Fprintln(stdout, r.Verdict())
 			for _, s := range r.Steps {
@@ -125,8 +133,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runAll runs seeds, par at a time, calling each as it finishes.
-func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par int, each func(Result)) []Result {
+// progress is the line said as a seed finishes: how far the batch is, the
+// seed's verdict, how many failed so far and about how long the rest takes
+// at the pace so far. done counts r itself.
+func progress(total int, r Result, failed int, elapsed time.Duration, done int) string {
+	left := ""
+	if done < total {
+		rest := time.Duration(float64(elapsed) / float64(done) * float64(total-done))
+		left = fmt.Sprintf("; about %v left", rest.Round(time.Second))
+	}
+	return fmt.Sprintf("[%d/%d] %s; %d failed so far%s", done, total, r.Verdict(), failed, left)
+}
+
+// runAll runs seeds, par at a time, calling each as it finishes with how
+// many have.
+func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par int, each func(r Result, done int)) []Result {
 	out := make([]Result, 0, len(seeds))
 	var mu sync.Mutex
 	work := make(chan uint64)
@@ -137,7 +158,7 @@ func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par in
 				r := Run(ctx, seed, cfg, Dir(root, seed))
 				mu.Lock()
 				out = append(out, r)
-				each(r)
+				each(r, len(out))
 				mu.Unlock()
 			}
 		})

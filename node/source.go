@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -29,15 +30,25 @@ type sourceState struct {
 
 // partState is one source partition being read.
 type partState struct {
-	p       int
-	r       traces.Reader
-	clock   job.SourceClock
-	pos     uint64
-	ended   bool
-	held    bool // rec is read but not yet emitted (pacing)
-	rec     job.Record
-	keyBuf  []byte
-	datBuf  []byte
+	p      int
+	r      traces.Reader
+	clock  job.SourceClock
+	pos    uint64
+	ended  bool
+	held   bool // rec is read but not yet emitted (pacing)
+	rec    job.Record
+	kg     job.KeyGroup // rec's
+	keyBuf []byte
+	datBuf []byte
+	// A traces.GroupReader is read a batch at a time, with the key groups
+	// of its records from the generator's table: no key copied or hashed
+	// here. Its records stay valid until the next batch is read, which is
+	// only once every one of them is emitted.
+	gr      traces.GroupReader
+	batch   []job.Record
+	kgs     []job.KeyGroup
+	next    int      // batch[next:] is not read yet
+	rerr    error    // what the read that filled batch returned: said once batch is all read
 	markers []marker // oldest first
 	endAt   uint64   // read no farther (a drained generation ended here; MaxUint64: no end)
 	grant   uint64   // read no farther for now (Deploy.Grants; MaxUint64 without)
@@ -116,13 +127,19 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 			return fmt.Errorf("open partition %d at %d: %w", p, ps.pos, err)
 		}
 		ps.r = r
+		if gr, ok := r.(traces.GroupReader); ok {
+			ps.gr = gr
+			ps.batch = make([]job.Record, sourceBatch)
+			ps.kgs = make([]job.KeyGroup, sourceBatch)
+			ps.next = sourceBatch
+		}
 		s.parts = append(s.parts, ps)
 	}
 	in.publishPositions()
-	if in.plan.FT != wire.FTNone && len(s.parts) > 0 {
-		// Replays filter by key group through the generator's table of
-		// key groups: build it now, beside the job, rather than in the
-		// first recovery's replay.
+	if len(s.parts) > 0 {
+		// The reads and the replays take key groups from the generator's
+		// table: build it now, beside the rest of the deploy, rather than
+		// in the first read.
 		if r, err := src.Open(s.parts[0].p, 0); err == nil {
 			go func() {
 				if gr, ok := r.(traces.GroupReader); ok {
@@ -330,23 +347,17 @@ func (in *instance) runSource(ctx context.Context) {
 					break
 				}
 				if !ps.held {
-					rec, ok, err := ps.r.Next()
-					if err != nil {
-						in.n.event(events.Error, in.id, events.ErrorFields{Partition: &ps.p}, "source partition %d: %v", ps.p, err)
+					if err := in.readNext(ps); err != nil {
+						if err != io.EOF {
+							in.n.event(events.Error, in.id, events.ErrorFields{Partition: &ps.p}, "source partition %d: %v", ps.p, err)
+						}
 						ps.ended = true
 						break
 					}
-					if !ok {
-						ps.ended = true
-						break
-					}
-					ps.keyBuf = append(ps.keyBuf[:0], rec.Key...)
-					ps.datBuf = append(ps.datBuf[:0], rec.Data...)
-					ps.rec = job.Record{Key: ps.keyBuf, Time: rec.Time, Value: rec.Value, Data: ps.datBuf}
 					ps.held = true
 					if s.origin == job.MaxWatermark {
-						s.origin, s.start = rec.Time, now
-						in.origin.Store(rec.Time)
+						s.origin, s.start = ps.rec.Time, now
+						in.origin.Store(ps.rec.Time)
 						in.startMs.Store(now.UnixMilli())
 						limit = allowed(now)
 					}
@@ -363,8 +374,7 @@ func (in *instance) runSource(ctx context.Context) {
 					in.nLate.Add(1)
 					continue
 				}
-				kg := job.GroupOf(ps.rec.Key, in.spec.Groups)
-				in.emitTo(pt, job.MakeProducer(in.opIdx, ps.p), kg, ps.rec)
+				in.emitTo(pt, job.MakeProducer(in.opIdx, ps.p), ps.kg, ps.rec)
 			}
 			if spate && ps.pos-ps.markers[len(ps.markers)-1].Pos >= markEvery {
 				s.markPart(in, ps)
@@ -414,6 +424,46 @@ func (in *instance) runSource(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// sourceBatch is how many records a source reads at a time from a
+// traces.GroupReader.
+const sourceBatch = 256
+
+// readNext reads ps's next record into rec and kg; io.EOF at the end of a
+// finite partition.
+func (in *instance) readNext(ps *partState) error {
+	if ps.gr != nil {
+		if ps.next == len(ps.batch) {
+			if ps.rerr != nil {
+				return ps.rerr
+			}
+			var n int
+			n, ps.rerr = ps.gr.NextGroups(ps.batch[:cap(ps.batch)], ps.kgs, in.spec.Groups)
+			ps.batch, ps.next = ps.batch[:n], 0
+			if n == 0 {
+				if ps.rerr == nil {
+					ps.rerr = io.EOF
+				}
+				return ps.rerr
+			}
+		}
+		ps.rec, ps.kg = ps.batch[ps.next], ps.kgs[ps.next]
+		ps.next++
+		return nil
+	}
+	rec, ok, err := ps.r.Next()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return io.EOF
+	}
+	ps.keyBuf = append(ps.keyBuf[:0], rec.Key...)
+	ps.datBuf = append(ps.datBuf[:0], rec.Data...)
+	ps.rec = job.Record{Key: ps.keyBuf, Time: rec.Time, Value: rec.Value, Data: ps.datBuf}
+	ps.kg = job.GroupOf(ps.rec.Key, in.spec.Groups)
+	return nil
 }
 
 // drainReached reports whether every partition has ended or reached

@@ -73,8 +73,9 @@ type BatchReader interface {
 // generator's key table (gen: and rate:). NextGroups is NextBatch that
 // also sets kgs[i] to job.GroupOf(buf[i].Key, groups), looked up in a table
 // computed once per number of groups instead of hashing each key; kgs is
-// at least as long as buf. A replay that wants a few key groups reads
-// every record but touches the keys of those groups only.
+// at least as long as buf. A source reads through it a batch at a time,
+// neither copying nor hashing a key; a replay that wants a few key groups
+// reads every record but touches the keys of those groups only.
 type GroupReader interface {
 	NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error)
 }

@@ -27,11 +27,10 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 	}
 
 	// Keys are numbered in order of appearance, so that the lookup of a
-	// known key does not allocate. Each (key, window) is a cell. A key
-	// sums its records in its open cell's window until a record of another
-	// window comes, as most of a partition's records of a key fall in the
-	// window of the one before; the index finds the cell of the others (a
-	// late record, the next partition's first).
+	// known key does not allocate. Each (key, window) is a cell. Most of a
+	// partition's records of a key fall in the window of the one before:
+	// they find their cell as the key's latest, and only the others (a
+	// late record, the next partition's first) look it up in the index.
 	keyIDs := map[string]int32{}
 	var keys []string // raw key bytes, by number
 	type cell struct {
@@ -40,12 +39,7 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 		count, sum int64
 	}
 	var cells []cell
-	type open struct {
-		cell       int32 // -1: none yet
-		window     int64
-		count, sum int64 // not yet in the cell
-	}
-	var opens []open // by key
+	var latest []int32 // by key: its latest cell
 	type keyWindow struct {
 		key    int32
 		window int64
@@ -82,8 +76,9 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 				continue
 			}
 			w := WindowStart(rec.Time, spec.Window)
+			hasNum := num >= 0 && num < len(byNumber)
 			var id int32 = -1
-			if num >= 0 && num < len(byNumber) {
+			if hasNum {
 				id = byNumber[num]
 			}
 			if id < 0 {
@@ -92,36 +87,28 @@ func Oracle(spec *Spec, readers []Reader, limits []uint64) ([]Result, error) {
 					id = int32(len(keys))
 					keys = append(keys, string(rec.Key))
 					keyIDs[keys[id]] = id
-					opens = append(opens, open{cell: -1})
+					latest = append(latest, -1)
 				}
-				if num >= 0 && num < len(byNumber) {
+				if hasNum {
 					byNumber[num] = id
 				}
 			}
-			o := &opens[id]
-			if o.cell < 0 || o.window != w {
-				if o.cell >= 0 {
-					cells[o.cell].count += o.count
-					cells[o.cell].sum += o.sum
-				}
+			c := latest[id]
+			if c < 0 || cells[c].window != w {
 				kw := keyWindow{id, w}
-				c, found := index[kw]
-				if !found {
+				var found bool
+				if c, found = index[kw]; !found {
 					c = int32(len(cells))
 					cells = append(cells, cell{key: id, window: w})
 					index[kw] = c
 				}
-				*o = open{cell: c, window: w}
+				latest[id] = c
 			}
-			o.count++
-			o.sum += rec.Value
+			cells[c].count++
+			cells[c].sum += rec.Value
 		}
 	}
 	clear(index)
-	for _, o := range opens {
-		cells[o.cell].count += o.count
-		cells[o.cell].sum += o.sum
-	}
 
 	// The keys in byte order, then the cells by (key, window): a count of
 	// cells per key places them, so only the keys' strings are compared.

@@ -247,7 +247,8 @@ func (r *genReader) Next() (job.Record, bool, error) {
 }
 
 // NextBatch implements BatchReader.
-// NextNumbered implements job.NumberedReader.
+// NextNumbered implements job.NumberedReader. Its body is Next's, written
+// out again for the reason NextGroups's is.
 func (r *genReader) NextNumbered() (job.Record, int, bool, error) {
 	if r.i >= r.hi {
 		r.advance()

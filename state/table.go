@@ -141,8 +141,9 @@ type Table[V any] struct {
 	seq     uint32      // the latest capture
 	epoch   uint32      // seq + 1
 	run     atomic.Uint32
-	cur     *Capture[V] // the latest capture; owner only
-	dropped []int       // groups dropped since the last capture
+	cur     *Capture[V]   // the latest capture; owner only
+	dropped []int         // groups dropped since the last capture
+	spare   [][]*Entry[V] // by key group: an ended capture's dirty list, emptied, for the next epoch's
 
 	mu sync.Mutex // guards Entry.old, Capture.secured and ended, and the reads of pinned values
 }
@@ -434,6 +435,7 @@ func (t *Table[V]) Capture(full bool) *Capture[V] {
 	if c := t.cur; c != nil {
 		<-c.done
 		t.cur = nil
+		t.keepSpare(c)
 	}
 	if t.seq >= math.MaxUint32-2 {
 		panic("state: too many captures of one table")
@@ -466,8 +468,12 @@ func (t *Table[V]) Capture(full bool) *Capture[V] {
 			c.parts = append(c.parts, part[V]{kg: kg, ents: g.dirty, deleted: g.deleted})
 			c.n += len(g.dirty) + len(g.deleted)
 		}
-		// Handed over (or not needed): the next epoch starts empty.
+		// Handed over (or not needed): the next epoch starts empty, on
+		// the array of an ended capture's list if there is one.
 		g.dirty, g.deleted, g.fresh = nil, nil, false
+		if kg < len(t.spare) {
+			g.dirty, t.spare[kg] = t.spare[kg], nil
+		}
 	}
 	if len(c.resets) > 1 {
 		slices.Sort(c.resets)
@@ -476,6 +482,24 @@ func (t *Table[V]) Capture(full bool) *Capture[V] {
 	t.run.Store(seq)
 	t.cur = c
 	return c
+}
+
+// keepSpare keeps the dirty lists of the ended capture c, emptied, for
+// the next epoch: a list grows to the number of keys an interval changes
+// (thousands per key group), and growing it anew by appends every epoch
+// moved and zeroed it several times over.
+func (t *Table[V]) keepSpare(c *Capture[V]) {
+	if len(t.spare) < len(t.groups) {
+		t.spare = slices.Grow(t.spare[:0], len(t.groups))[:len(t.groups)]
+	}
+	for i := range c.parts {
+		p := &c.parts[i]
+		if p.whole || cap(p.ents) == 0 || p.kg >= len(t.spare) {
+			continue
+		}
+		clear(p.ents) // no ended capture keeps entries alive
+		t.spare[p.kg], p.ents = p.ents[:0], nil
+	}
 }
 
 // Capture is a consistent view of a Table taken by Table.Capture: the

@@ -937,3 +937,45 @@ func TestEncodeCaptureOfAGrowingStateSizesItsStorageOnce(t *testing.T) {
 		t.Fatalf("encoding a capture 8x the previous one allocated %d times, want at most 10", m)
 	}
 }
+
+// TestDeltaEpochReusesTheDirtyLists: an epoch that changes the same keys
+// as the one before lists them in the array of the ended capture's list,
+// not in one grown anew by appends (each growth a new array, zeroed and
+// copied into), and its delta still holds exactly the keys it changed.
+func TestDeltaEpochReusesTheDirtyLists(t *testing.T) {
+	tab := NewTable(cloneT)
+	keys := make([][]byte, 4000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%06d", i)
+		tab.Upsert(i%4, keys[i])
+	}
+	tab.Capture(true).Done()
+	epoch := func(round int) {
+		for i := round % 2; i < len(keys); i += 2 {
+			e, _ := tab.Upsert(i%4, keys[i])
+			e.Mut().n++
+		}
+	}
+	for round := range 3 { // the lists reach their size
+		epoch(round)
+		tab.Capture(false).Done()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	epoch(3)
+	runtime.ReadMemStats(&after)
+	if m := after.Mallocs - before.Mallocs; m > 0 {
+		t.Fatalf("an epoch changing 2000 keys of 4 groups allocated %d times, want none", m)
+	}
+	n := 0
+	tab.Capture(false).Each(func(kg int, key string, v *tval, deleted bool) {
+		var i int
+		if _, err := fmt.Sscanf(key, "key-%06d", &i); err != nil || i%2 != 1 || kg != i%4 || deleted {
+			t.Fatalf("the delta holds %s of group %d (deleted %v), which the epoch did not change", key, kg, deleted)
+		}
+		n++
+	})
+	if n != 2000 {
+		t.Fatalf("the delta holds %d keys, want 2000", n)
+	}
+}

@@ -68,6 +68,13 @@ type replayCursor struct {
 	lacked   uint64   // where the loop was when the replay started
 	buf      []job.Record
 	kgs      []job.KeyGroup // the key groups of buf, from a traces.GroupReader
+	// From logFrom on, the partition's log of key groups (grouplog.go)
+	// says which records to read: the reader is at rpos and skips to
+	// each one l needs. Before it, the partition is read as it comes.
+	logged  bool
+	logFrom uint64
+	log     groupView
+	rpos    uint64
 }
 
 func newReplay(l *link, groups int) *replay {
@@ -104,9 +111,13 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 			continue
 		}
 		c := &replayCursor{ps: ps, prod: prod, r: r, counters: append([]uint64(nil), m.Counters...),
-			have: have, pos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512), kgs: make([]job.KeyGroup, 512)}
+			have: have, pos: m.Pos, rpos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512), kgs: make([]job.KeyGroup, 512)}
 		c.clock = job.SourceClock{Lateness: in.spec.Lateness}
 		c.clock.Restore(m.Max, m.Started)
+		if _, ok := r.(traces.Skipper); ok && ps.glog != nil {
+			c.logged, c.logFrom = true, max(m.Pos, ps.glog.from)
+			c.extend()
+		}
 		rp.cur = append(rp.cur, c)
 	}
 	if len(rp.cur) == 0 {
@@ -172,6 +183,7 @@ func (rp *replay) run(in *instance, l *link) {
 			gap := uint64(0)
 			for _, c := range rp.cur {
 				c.target = c.ps.pos
+				c.extend()
 				gap += c.target - c.pos
 			}
 			if gap <= handoverGap {
@@ -204,10 +216,25 @@ func (rp *replay) readAll(in *instance, l *link) bool {
 	return true
 }
 
+// extend gives c the view of its partition's log up to its target. It
+// runs on the source's goroutine, with c's goroutine waiting or not
+// started.
+func (c *replayCursor) extend() {
+	if c.logged {
+		c.log = c.ps.glog.view(c.logFrom, c.target)
+	}
+}
+
 // step reads the next records of c, up to its target, and batches those
 // l needs; false if the partition cannot be read there.
 func (rp *replay) step(in *instance, c *replayCursor) bool {
+	if c.logged && c.pos >= c.logFrom {
+		return rp.stepLogged(in, c)
+	}
 	want := int(min(uint64(len(c.buf)), c.target-c.pos))
+	if c.logged {
+		want = int(min(uint64(want), c.logFrom-c.pos)) // the log takes over there
+	}
 	got, err := 0, error(nil)
 	if gr, ok := c.r.(traces.GroupReader); ok {
 		// No key hashed: most records are of other key groups, and their
@@ -239,10 +266,71 @@ func (rp *replay) step(in *instance, c *replayCursor) bool {
 		}
 	}
 	c.pos += uint64(got)
+	c.rpos = c.pos
 	if got == 0 || err != nil {
 		in.n.event(events.Error, in.id, nil, "replay partition %d ended early at %d: %v", c.ps.p, c.pos, err)
 		c.target = c.pos // nothing more can come from here
 		return false
+	}
+	return true
+}
+
+// stepLogged replays the next records of c from its partition's log, up
+// to its target or a full batch: records of other key groups, and those
+// the clock dropped, are passed over without being generated; each one l
+// needs is generated where it is, its key group checked against the log.
+// False if the log or the partition cannot be read there (a bug: the view
+// holds every position to the target).
+func (rp *replay) stepLogged(in *instance, c *replayCursor) bool {
+	gr, _ := c.r.(traces.GroupReader)
+	for c.pos < c.target {
+		b, ok := c.log.at(c.pos)
+		if !ok {
+			in.n.event(events.Error, in.id, nil, "replay partition %d: position %d is not in the log of key groups (%d-%d)", c.ps.p, c.pos, c.log.base, c.log.to)
+			c.target = c.pos
+			return false
+		}
+		pos := c.pos
+		c.pos++
+		if b == groupLate || int(b) < len(rp.owned) && !rp.owned[b] {
+			continue
+		}
+		if int(b) >= len(rp.owned) {
+			in.n.event(events.Error, in.id, nil, "replay partition %d: the log of key groups names key group %d at %d, of %d", c.ps.p, b, pos, len(rp.owned))
+			c.target = c.pos
+			return false
+		}
+		kg := job.KeyGroup(b)
+		c.counters[kg]++
+		if c.counters[kg] <= c.have[kg] {
+			continue
+		}
+		if c.rpos < pos {
+			c.r.(traces.Skipper).Skip(pos - c.rpos)
+			c.rpos = pos
+		}
+		var got int
+		var err error
+		if gr != nil {
+			got, err = gr.NextGroups(c.buf[:1], c.kgs[:1], in.spec.Groups)
+		} else if rec, ok, e := c.r.Next(); ok {
+			c.buf[0], c.kgs[0], got = rec, job.GroupOf(rec.Key, in.spec.Groups), 1
+		} else {
+			err = e
+		}
+		c.rpos += uint64(got)
+		if got == 0 || err != nil || c.kgs[0] != kg {
+			in.n.event(events.Error, in.id, nil, "replay partition %d: record %d is not the one its log of key groups says (key group %d, logged %d): %v", c.ps.p, pos, c.kgs[0], kg, err)
+			c.target = c.pos
+			return false
+		}
+		rp.b.Append(c.prod, kg, c.counters[kg], c.buf[0])
+		if pos < c.lacked {
+			rp.n++
+		}
+		if rp.b.Size() >= batchBytes {
+			return true
+		}
 	}
 	return true
 }
@@ -297,6 +385,7 @@ func (rp *replay) finish(in *instance, l *link) {
 	} else {
 		for _, c := range rp.cur {
 			c.target = c.ps.pos
+			c.extend()
 		}
 		ok = rp.readAll(in, l)
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -41,7 +42,7 @@ func (r *received) half() []wire.Position {
 }
 
 // consume reads what in is sent until its end, while gate lets it.
-func consume(t *testing.T, in *instance, r *received, gate <-chan struct{}) {
+func consume(t testing.TB, in *instance, r *received, gate <-chan struct{}) {
 	go func() {
 		<-gate
 		for m := range in.in {
@@ -66,7 +67,7 @@ func consume(t *testing.T, in *instance, r *received, gate <-chan struct{}) {
 	}()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
@@ -340,4 +341,205 @@ func TestBackupReplayLeavesTheOtherLinksLive(t *testing.T) {
 	}
 	check("rollup#0 (new generation)", r2, 0, half, from)
 	check("rollup#1", r1, half, job.KeyGroup(spec.Groups), map[[2]uint64]uint64{})
+}
+
+// logReplay is a source of one generator partition under --ft spate,
+// its loop running, toward four count instances that take what it sends.
+type logReplay struct {
+	src     *instance
+	ps      *partState
+	l0      *link // toward count#0, with a quarter of the key groups
+	r0      *received
+	ctx     context.Context
+	newInst func(i int) *instance
+}
+
+// sent is a record as a downstream got it.
+type sent struct {
+	p     job.Producer
+	kg    job.KeyGroup
+	seq   uint64
+	key   string
+	time  int64
+	value int64
+}
+
+// startLogReplay starts the source, and returns once count#0 has got n
+// records.
+func startLogReplay(tb testing.TB, keys, n int) *logReplay {
+	spec := job.WindowCount(map[string]int{"source": 1, "count": 4, "rollup": 1, "sink": 1}, 1000, 0)
+	q := job.KeyGroup(spec.Groups / 4)
+	all := job.Range{Lo: 0, Hi: job.KeyGroup(spec.Groups)}
+	d := &wire.Deploy{Job: spec, FT: "spate", DataDir: tb.TempDir(), FlushMs: 5,
+		Source: wire.SourceSpec{Keys: keys, Rate: 100_000},
+		Instances: []wire.Placement{
+			{ID: "source#0", Op: "source", Index: 0, Node: "n1", Gen: 1, Partitions: []int{0}},
+			{ID: "count#0", Op: "count", Index: 0, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: 0, Hi: q}}},
+			{ID: "count#1", Op: "count", Index: 1, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: q, Hi: 2 * q}}},
+			{ID: "count#2", Op: "count", Index: 2, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: 2 * q, Hi: 3 * q}}},
+			{ID: "count#3", Op: "count", Index: 3, Node: "n1", Gen: 1, Ranges: []job.Range{{Lo: 3 * q, Hi: all.Hi}}},
+			{ID: "rollup#0", Op: "rollup", Index: 0, Node: "n1", Gen: 1, Ranges: []job.Range{all}},
+			{ID: "sink#0", Op: "sink", Index: 0, Node: "n1", Gen: 1, Ranges: []job.Range{all}},
+		}}
+	lr := &logReplay{}
+	lr.newInst = func(i int) *instance {
+		in, err := newInstance(&Node{}, d, &d.Instances[i])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return in
+	}
+	src := lr.newInst(0)
+	open := make(chan struct{})
+	close(open)
+	for _, l := range src.ports[0].links {
+		l.err, l.fromIdx = nil, 0
+		l.local = lr.newInst(1 + int(l.place.Index))
+		r := &received{seqs: map[[2]uint64][]uint64{}}
+		consume(tb, l.local, r, open)
+		if l.place.ID == "count#0" {
+			lr.l0, lr.r0 = l, r
+		}
+	}
+	if err := src.src.open(src, nil); err != nil {
+		tb.Fatal(err)
+	}
+	lr.src, lr.ps = src, src.src.parts[0]
+	if lr.ps.glog == nil {
+		tb.Fatal("a generator's partition under --ft spate keeps no log of key groups")
+	}
+	src.ck.next = time.Now().Add(time.Hour) // no checkpoints here
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	tb.Cleanup(src.stop)
+	lr.ctx = ctx
+	go src.runSource(ctx)
+	waitFor(tb, "count#0 receiving records", func() bool { got, _ := lr.r0.count(); return got >= n })
+	return lr
+}
+
+// replay runs, on the source's goroutine (in a call), a replay toward
+// count#0 of what it lacks after the positions, to a new instance that
+// collects what it is sent (keep: the records; else only how many), from
+// the log of key groups or reading the partition whole. It returns
+// whether the replay read the log, and from where.
+func (lr *logReplay) replay(tb testing.TB, after []wire.Position, logged, keep bool) (out []sent, n int, usedLog bool, logFrom uint64) {
+	coll, live := lr.newInst(1), lr.l0.local
+	lr.l0.local = coll
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range coll.in {
+			if m.kind != msgBatch {
+				continue
+			}
+			if err := wire.DecodeBatch(m.payload, func(p job.Producer, kg job.KeyGroup, seq uint64, r job.Record) error {
+				if keep {
+					out = append(out, sent{p, kg, seq, string(r.Key), r.Time, r.Value})
+				}
+				n++
+				return nil
+			}); err != nil {
+				tb.Errorf("a batch does not decode: %v", err)
+			}
+		}
+	}()
+	saved := lr.ps.glog
+	if !logged {
+		lr.ps.glog = nil
+	}
+	rp := lr.src.src.openReplay(lr.src, lr.l0, after)
+	lr.ps.glog = saved
+	if rp == nil {
+		tb.Fatal("nothing to replay")
+	}
+	usedLog, logFrom = rp.cur[0].logged, rp.cur[0].logFrom
+	if !rp.readAll(lr.src, lr.l0) || !rp.flush(lr.src, lr.l0) {
+		tb.Fatalf("the replay failed: %v", rp.err)
+	}
+	rp.close(lr.src)
+	lr.l0.local = live
+	close(coll.in)
+	<-done
+	return out, n, usedLog, logFrom
+}
+
+// TestSourceReplayFromTheLogOfKeyGroups: a source's replay that reads
+// its partition's log of key groups, generating only the records its
+// downstream lacks, sends the same records (numbers, keys, times,
+// values), each key group's in order, as one that reads the partition
+// whole; also when the log starts after the replay's marker, so that it
+// reads up to the log's start and takes the log from there.
+func TestSourceReplayFromTheLogOfKeyGroups(t *testing.T) {
+	lr := startLogReplay(t, 1000, 60_000)
+	check := func(name string, after []wire.Position, wantFrom func(uint64) bool) {
+		var viaLog, whole []sent
+		var from uint64
+		var used bool
+		if !lr.src.call(lr.ctx, func() {
+			viaLog, _, used, from = lr.replay(t, after, true, true)
+			whole, _, _, _ = lr.replay(t, after, false, true)
+		}) {
+			t.Fatal("the source's loop does not answer")
+		}
+		if !used || !wantFrom(from) {
+			t.Fatalf("%s: the replay read the log %v, from %d", name, used, from)
+		}
+		if len(whole) < 1000 {
+			t.Fatalf("%s: only %d records replayed", name, len(whole))
+		}
+		// A batch holds its records by key group: compare them in the
+		// order of their numbers, which each path sends in order.
+		for _, xs := range [][]sent{viaLog, whole} {
+			slices.SortStableFunc(xs, func(a, b sent) int {
+				return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.kg, b.kg))
+			})
+			for i := 1; i < len(xs); i++ {
+				if a, b := xs[i-1], xs[i]; a.p == b.p && a.kg == b.kg && b.seq != a.seq+1 {
+					t.Fatalf("%s: producer %d key group %d: %d follows %d", name, b.p, b.kg, b.seq, a.seq)
+				}
+			}
+		}
+		if len(viaLog) != len(whole) {
+			t.Fatalf("%s: %d records sent from the log, %d reading the partition", name, len(viaLog), len(whole))
+		}
+		for i := range whole {
+			if viaLog[i] != whole[i] {
+				t.Fatalf("%s: record %d sent from the log is %+v, reading the partition %+v", name, i, viaLog[i], whole[i])
+			}
+		}
+	}
+	check("half of what count#0 got", lr.r0.half(), func(from uint64) bool { return from > 0 })
+	// The log loses its first chunk: a replay of everything reads the
+	// partition up to where the log starts now, then the log.
+	if !lr.src.call(lr.ctx, func() { lr.ps.glog.drop(groupLogChunk, ^uint64(0)) }) {
+		t.Fatal("the source's loop does not answer")
+	}
+	check("everything, the log's first chunk dropped", nil, func(from uint64) bool { return from == groupLogChunk })
+}
+
+// BenchmarkSourceReplay: the CPU a source spends on a replay toward one
+// of four count instances (a quarter of the key groups), from the log of
+// key groups or reading the partition whole, per record sent; 1,000,000
+// keys, the recovery benchmark's.
+func BenchmarkSourceReplay(b *testing.B) {
+	lr := startLogReplay(b, 1_000_000, 250_000)
+	for _, mode := range []struct {
+		name   string
+		logged bool
+	}{{"log", true}, {"read", false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			sent := 0
+			if !lr.src.call(lr.ctx, func() {
+				b.ResetTimer()
+				for b.Loop() {
+					_, n, _, _ := lr.replay(b, nil, mode.logged, false)
+					sent += n
+				}
+			}) {
+				b.Fatal("the source's loop does not answer")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(sent), "ns/record")
+		})
+	}
 }

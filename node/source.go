@@ -47,11 +47,12 @@ type partState struct {
 	gr      traces.GroupReader
 	batch   []job.Record
 	kgs     []job.KeyGroup
-	next    int      // batch[next:] is not read yet
-	rerr    error    // what the read that filled batch returned: said once batch is all read
-	markers []marker // oldest first
-	endAt   uint64   // read no farther (a drained generation ended here; MaxUint64: no end)
-	grant   uint64   // read no farther for now (Deploy.Grants; MaxUint64 without)
+	next    int       // batch[next:] is not read yet
+	rerr    error     // what the read that filled batch returned: said once batch is all read
+	markers []marker  // oldest first
+	glog    *groupLog // --ft spate, a traces.Skipper: the key groups read (grouplog.go)
+	endAt   uint64    // read no farther (a drained generation ended here; MaxUint64: no end)
+	grant   uint64    // read no farther for now (Deploy.Grants; MaxUint64 without)
 }
 
 // marker is a point of a partition from which it can be read again: the
@@ -127,6 +128,9 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 			return fmt.Errorf("open partition %d at %d: %w", p, ps.pos, err)
 		}
 		ps.r = r
+		if _, ok := r.(traces.Skipper); ok && in.plan.FT == wire.FTSpate && in.spec.Groups <= maxLoggedGroups {
+			ps.glog = newGroupLog(ps.pos)
+		}
 		if gr, ok := r.(traces.GroupReader); ok {
 			ps.gr = gr
 			ps.batch = make([]job.Record, sourceBatch)
@@ -267,7 +271,27 @@ func (s *sourceState) trim(in *instance, l *link, ps []wire.Position) {
 		if keep > 0 {
 			part.markers = append(part.markers[:0], part.markers[keep:]...)
 		}
+		if part.glog != nil {
+			part.glog.drop(part.markers[0].Pos, pinnedLog(links, part))
+		}
 	}
+}
+
+// pinnedLog is where the earliest view of part's log that a running
+// replay holds starts (MaxUint64: none): the log keeps it, so that the
+// replay's view can be extended to its next target.
+func pinnedLog(links []*link, part *partState) uint64 {
+	pin := uint64(math.MaxUint64)
+	for _, l := range links {
+		if rp := l.replay; rp != nil {
+			for _, c := range rp.cur {
+				if c.ps == part && c.logged {
+					pin = min(pin, c.logFrom)
+				}
+			}
+		}
+	}
+	return pin
 }
 
 func (in *instance) runSource(ctx context.Context) {
@@ -370,7 +394,11 @@ func (in *instance) runSource(ctx context.Context) {
 				ps.held = false
 				ps.pos++
 				in.nIn.Add(1)
-				if ps.clock.Observe(ps.rec.Time) {
+				late := ps.clock.Observe(ps.rec.Time)
+				if ps.glog != nil {
+					ps.glog.add(ps.kg, late)
+				}
+				if late {
 					in.nLate.Add(1)
 					continue
 				}
@@ -378,6 +406,9 @@ func (in *instance) runSource(ctx context.Context) {
 			}
 			if spate && ps.pos-ps.markers[len(ps.markers)-1].Pos >= markEvery {
 				s.markPart(in, ps)
+				if ps.glog != nil && len(ps.glog.chunks) > groupLogMax {
+					ps.glog.drop(ps.markers[0].Pos, pinnedLog(pt.links, ps))
+				}
 			}
 		}
 		in.publishPositions()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"spate/job"
@@ -119,6 +120,41 @@ func TestGenSeekEqualsSkip(t *testing.T) {
 					got := readN(t, src, p, uint64(pos), min(40, c.n-pos))
 					equalRecs(t, fmt.Sprintf("partition %d from %d", p, pos), got, all[pos:pos+len(got)])
 				}
+			}
+		})
+	}
+}
+
+// TestGenSkip: a reader moved on by Skip reads the records at the
+// positions it was moved to, whatever it skipped (a tick, a burst, a
+// period, nothing), as a full read gives them.
+func TestGenSkip(t *testing.T) {
+	for _, c := range genCases {
+		t.Run(c.name, func(t *testing.T) {
+			src := mustOpen(t, c.spec, c.opt)
+			all := readN(t, src, 0, 0, c.n)
+			r, err := src.Open(0, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			sk, ok := r.(Skipper)
+			if !ok {
+				t.Fatalf("%s: the reader is no Skipper", c.spec)
+			}
+			rng := rand.New(rand.NewPCG(uint64(c.n), 7))
+			for pos := 3; pos < c.n; {
+				x, ok, err := r.Next()
+				if err != nil || !ok {
+					t.Fatalf("at %d: %v %v", pos, ok, err)
+				}
+				equalRecs(t, fmt.Sprintf("at %d", pos), []rec{{string(x.Key), x.Time, x.Value}}, all[pos:pos+1])
+				n := rng.IntN(3)
+				if rng.IntN(8) == 0 {
+					n = rng.IntN(c.n/4 + 1)
+				}
+				sk.Skip(uint64(n))
+				pos += 1 + n
 			}
 		})
 	}

@@ -80,6 +80,15 @@ type GroupReader interface {
 	NextGroups(buf []job.Record, kgs []job.KeyGroup, groups int) (int, error)
 }
 
+// Skipper is implemented by the Readers that can pass over records
+// without generating them (gen:): Skip(n) moves the reader n records on,
+// so that the next record read is the one n places later. A source's
+// replay that knows, from its log of key groups, which records its
+// downstream needs generates those only.
+type Skipper interface {
+	Skip(n uint64)
+}
+
 // Stats describes a finite source as a whole.
 type Stats struct {
 	Records uint64 // records in all partitions

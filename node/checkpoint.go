@@ -135,6 +135,7 @@ func (in *instance) maybeCheckpoint(now time.Time) {
 	in.ck.inflight = true
 	pc.async = true
 	go func() {
+		in.label("persist")
 		err := in.persist(pc)
 		in.do(func() { in.persisted(pc, err) })
 	}()
@@ -291,7 +292,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 	}
 	in.ck.bases[id] = in.ck.base
 	return &pendingCheckpoint{snap: snap, captured: captured, meta: meta, pos: srcPos, source: src, t0: t0, capture: time.Since(t0),
-		parent: parent, base: base, parentID: parentID, baseID: baseID, chain: chain, in: in.nIn.Load(), marks: marks}
+		parent: parent, base: base, parentID: parentID, baseID: baseID, chain: chain, in: in.inN, marks: marks}
 }
 
 // errChainBroken is a delta not taken because the file it builds on is

@@ -109,5 +109,7 @@
 // environment on to the nodes it spawns; `spate bench overhead --profile`
 // sets it per run). The profile is written when the node exits after a
 // stop or its coordinator's loss; a node killed by a signal leaves an
-// empty file.
+// empty file. Each instance's goroutines carry profiler labels (instance,
+// gen, and role: persist or replay, none for its loop), so that
+// -tagfocus cuts a profile by instance, generation and role.
 package node

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +87,10 @@ type instance struct {
 	ld           *earlyLoad   // an early restore's key groups still loading (load.go); nil: none
 	cost         simCost      // up --cost (cost.go)
 	paused       time.Time    // since when input is paused on a full backup (backpressure.go)
+	// The records applied (a source: read) and sent, counted by the loop
+	// and published to nIn and nOut once a message or a source's round
+	// (publishCounts): an atomic add per record cost more than the count.
+	inN, outN uint64
 
 	// read by heartbeats
 	nIn, nOut, nLate, nDup, nStray, nReplayed atomic.Uint64
@@ -247,6 +253,7 @@ func (in *instance) start(ctx context.Context) {
 			// instance its node's end had stopped, past the end of a
 			// simulated run: synctest found it blocked).
 			defer in.stop()
+			in.label("")
 			if in.src != nil {
 				if err := in.src.open(in, in.src.restored); err != nil {
 					in.n.event(events.Error, in.id, nil, "%v", err)
@@ -273,6 +280,20 @@ func (in *instance) start(ctx context.Context) {
 			}
 		}()
 	})
+}
+
+// label sets the profiler's labels of the calling goroutine: the
+// instance, its generation and what the goroutine does for it (role;
+// "" for its loop). A node's CPU profile (SPATE_CPUPROFILE) can then be
+// cut by them: go tool pprof -tagfocus instance=count#0,gen=2 shows
+// where a recovered generation's time went, its persist and its replays
+// apart (-tagfocus role=replay).
+func (in *instance) label(role string) {
+	ls := []string{"instance", string(in.id), "gen", strconv.FormatUint(uint64(in.place.Gen), 10)}
+	if role != "" {
+		ls = append(ls, "role", role)
+	}
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(ls...)))
 }
 
 // drain ends the instance's input: a source stops reading once every
@@ -348,6 +369,7 @@ func (in *instance) runKeyed(ctx context.Context) {
 				in.rescaleTick(ctx, now)
 			}
 			in.retryLinks(ctx, now)
+			in.publishCounts()
 		case <-in.quit:
 			return
 		case <-ctx.Done():
@@ -405,10 +427,10 @@ func (in *instance) advance() {
 	}
 	in.wm = low
 	in.rs.fresh = false
-	before := in.nOut.Load()
+	before := in.outN
 	in.op.Advance(low, in)
 	if in.kind == job.KindRollup {
-		in.fired.add(low, in.nOut.Load()-before)
+		in.fired.add(low, in.outN-before)
 	}
 	in.curWM.Store(low)
 	if low != job.MaxWatermark {
@@ -532,6 +554,7 @@ func (in *instance) finish() {
 }
 
 func (in *instance) reportDone(pos map[int]uint64) {
+	in.publishCounts()
 	in.n.reportTraffic(true) // before the done: the coordinator may finish the run on it
 	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlDone, Done: &wire.Done{
 		Instance: in.id, Gen: in.place.Gen, Positions: pos, In: in.nIn.Load(), Out: in.nOut.Load(), Late: in.nLate.Load()}})

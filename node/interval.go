@@ -32,4 +32,12 @@ func (c *checkpointer) setInterval(d *wire.Deploy, iv time.Duration) {
 // busy counts processing time for the heartbeat (wire.InstanceStats.BusyUs).
 func (in *instance) busy(since time.Time) {
 	in.busyNs.Add(int64(time.Since(since)))
+	in.publishCounts()
+}
+
+// publishCounts makes the loop's counts of records in and out what the
+// heartbeats and reports read. It runs on the loop's goroutine.
+func (in *instance) publishCounts() {
+	in.nIn.Store(in.inN)
+	in.nOut.Store(in.outN)
 }

@@ -209,8 +209,8 @@ func TestAnEarlyRestoreAppliesHeldRecordsOnceInOrder(t *testing.T) {
 	if got := e.tap.of(a); !slices.Equal(got, []int64{10, 11, 12}) {
 		t.Fatalf("key group %d applied %v once attached, want [10 11 12]", a, got)
 	}
-	if in.nDup.Load() != 2 || in.nIn.Load() != 6 {
-		t.Fatalf("%d records applied, %d dropped as duplicates; want 6 and 2", in.nIn.Load(), in.nDup.Load())
+	if in.nDup.Load() != 2 || in.inN != 6 {
+		t.Fatalf("%d records applied, %d dropped as duplicates; want 6 and 2", in.inN, in.nDup.Load())
 	}
 	e.attachAll()
 	if in.ld != nil {
@@ -261,12 +261,12 @@ func TestAnEarlyRestoreEndsItsInputOnceLoaded(t *testing.T) {
 			in.ld.finish = true // what runKeyed does while loading
 		}
 	}
-	if in.finished || in.nOut.Load() != 0 {
-		t.Fatalf("finished %v, %d records out while key groups load", in.finished, in.nOut.Load())
+	if in.finished || in.outN != 0 {
+		t.Fatalf("finished %v, %d records out while key groups load", in.finished, in.outN)
 	}
 	e.attachAll()
-	if !in.finished || in.nOut.Load() == 0 {
-		t.Fatalf("finished %v, %d records out once loaded; want finished, windows fired", in.finished, in.nOut.Load())
+	if !in.finished || in.outN == 0 {
+		t.Fatalf("finished %v, %d records out once loaded; want finished, windows fired", in.finished, in.outN)
 	}
 }
 
@@ -320,8 +320,8 @@ func TestEarlyLoadersBuildWhileTheInstanceRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if in.nIn.Load() != whole.nIn.Load() {
-		t.Fatalf("%d records applied, a whole restore %d", in.nIn.Load(), whole.nIn.Load())
+	if in.inN != whole.inN {
+		t.Fatalf("%d records applied, a whole restore %d", in.inN, whole.inN)
 	}
 	if err := sameGroups(in.stateful.Capture(true).Encode(nil), whole.stateful.Capture(true).Encode(nil)); err != nil {
 		t.Fatalf("early restore with its loaders against a whole one: %v", err)

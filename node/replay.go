@@ -151,6 +151,7 @@ func (s *sourceState) replayTo(in *instance, l *link, after []wire.Position) {
 // run is the replay's goroutine.
 func (rp *replay) run(in *instance, l *link) {
 	defer close(rp.done)
+	in.label("replay")
 	defer func() {
 		select {
 		case <-in.quit: // the loop is gone: nobody else will

@@ -77,7 +77,7 @@ func (in *instance) ownsNothing() bool {
 // noteEmpty remembers a checkpoint taken while the instance owned nothing.
 func (in *instance) noteEmpty(id uint64) {
 	if in.ownsNothing() {
-		in.rs.emptyID, in.rs.emptyOut = id, in.nOut.Load()
+		in.rs.emptyID, in.rs.emptyOut = id, in.outN
 	} else {
 		in.rs.emptyID = 0
 	}
@@ -94,7 +94,7 @@ func (in *instance) noteEmpty(id uint64) {
 // ever; the instance's own trims toward its upstreams cover no key group.
 func (in *instance) idle() bool {
 	return in.rs.emptyID != 0 && in.rs.emptyID == in.ck.lastID && in.ck.base != 0 &&
-		in.ownsNothing() && in.nOut.Load() == in.rs.emptyOut
+		in.ownsNothing() && in.outN == in.rs.emptyOut
 }
 
 type heldKey struct {
@@ -136,7 +136,7 @@ func (in *instance) gapHolding() bool { return in.plan.FT == wire.FTSpate }
 
 // applyRecord applies one record of an owned key group.
 func (in *instance) applyRecord(kg job.KeyGroup, rec job.Record) {
-	in.nIn.Add(1)
+	in.inN++
 	in.op.Process(kg, rec, in)
 	in.spend()
 	if f := in.rs.first; f != nil && f.want[kg] {

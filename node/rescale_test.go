@@ -136,7 +136,7 @@ func TestRetiredInstanceSkipsEmptyCheckpoints(t *testing.T) {
 	if !in.idle() {
 		t.Fatal("not idle: owns nothing, emitted nothing since its empty checkpoint")
 	}
-	in.nOut.Add(1)
+	in.outN++
 	if in.idle() {
 		t.Fatal("idle although it emitted since its last checkpoint")
 	}

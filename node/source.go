@@ -393,7 +393,7 @@ func (in *instance) runSource(ctx context.Context) {
 				}
 				ps.held = false
 				ps.pos++
-				in.nIn.Add(1)
+				in.inN++
 				late := ps.clock.Observe(ps.rec.Time)
 				if ps.glog != nil {
 					ps.glog.add(ps.kg, late)

@@ -136,11 +136,15 @@ func heaviest(cands []splitCandidate) string {
 }
 
 // splittable reports whether lost instance id can be split: its latest
-// complete checkpoint is restorable (the base every part is staged from).
+// complete checkpoint is restorable (the base every part is staged from)
+// and holds every key group id owns, which it does not while id restores
+// slices moved to it since (edsRestore): a part staged from that base
+// started the moved key groups empty, their output counters at zero, and
+// downstream dropped what it then sent as repeats (seed 4316).
 func (c *core) splittable(id job.InstanceID) bool {
 	list := c.manifest.Instances[id]
 	_, cps := c.manifest.restorable(id)
-	return len(cps) > 0 && len(list) > 0 && list[len(list)-1].ID == cps[0].ID
+	return len(cps) > 0 && len(list) > 0 && list[len(list)-1].ID == cps[0].ID && len(c.eds.slices[id]) == 0
 }
 
 // groupsOf counts the key groups of the instances ids.

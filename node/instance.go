@@ -285,9 +285,10 @@ func (in *instance) start(ctx context.Context) {
 // label sets the profiler's labels of the calling goroutine: the
 // instance, its generation and what the goroutine does for it (role;
 // "" for its loop). A node's CPU profile (SPATE_CPUPROFILE) can then be
-// cut by them: go tool pprof -tagfocus instance=count#0,gen=2 shows
-// where a recovered generation's time went, its persist and its replays
-// apart (-tagfocus role=replay).
+// cut by them: go tool pprof -tags lists the CPU by each;
+// -tagfocus gen=2 on the profile of the node that restored an instance
+// shows where its recovered generation's time went, and -tagfocus
+// role=replay the replays'.
 func (in *instance) label(role string) {
 	ls := []string{"instance", string(in.id), "gen", strconv.FormatUint(uint64(in.place.Gen), 10)}
 	if role != "" {

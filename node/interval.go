@@ -29,7 +29,9 @@ func (c *checkpointer) setInterval(d *wire.Deploy, iv time.Duration) {
 	c.override = iv
 }
 
-// busy counts processing time for the heartbeat (wire.InstanceStats.BusyUs).
+// busy counts processing time for the heartbeat (wire.InstanceStats.BusyUs)
+// and publishes the loop's counts of records, after a message or a
+// source's round.
 func (in *instance) busy(since time.Time) {
 	in.busyNs.Add(int64(time.Since(since)))
 	in.publishCounts()

@@ -75,6 +75,8 @@ type replayCursor struct {
 	logFrom uint64
 	log     groupView
 	rpos    uint64
+	sk      traces.Skipper     // with logged: r's
+	gr      traces.GroupReader // with logged: r's
 }
 
 func newReplay(l *link, groups int) *replay {
@@ -114,7 +116,9 @@ func (s *sourceState) openReplay(in *instance, l *link, after []wire.Position) *
 			have: have, pos: m.Pos, rpos: m.Pos, target: ps.pos, lacked: ps.pos, buf: make([]job.Record, 512), kgs: make([]job.KeyGroup, 512)}
 		c.clock = job.SourceClock{Lateness: in.spec.Lateness}
 		c.clock.Restore(m.Max, m.Started)
-		if _, ok := r.(traces.Skipper); ok && ps.glog != nil {
+		c.sk, _ = r.(traces.Skipper)
+		c.gr, _ = r.(traces.GroupReader)
+		if c.sk != nil && c.gr != nil && ps.glog != nil {
 			c.logged, c.logFrom = true, max(m.Pos, ps.glog.from)
 			c.extend()
 		}
@@ -283,7 +287,6 @@ func (rp *replay) step(in *instance, c *replayCursor) bool {
 // False if the log or the partition cannot be read there (a bug: the view
 // holds every position to the target).
 func (rp *replay) stepLogged(in *instance, c *replayCursor) bool {
-	gr, _ := c.r.(traces.GroupReader)
 	for c.pos < c.target {
 		b, ok := c.log.at(c.pos)
 		if !ok {
@@ -293,7 +296,7 @@ func (rp *replay) stepLogged(in *instance, c *replayCursor) bool {
 		}
 		pos := c.pos
 		c.pos++
-		if b == groupLate || int(b) < len(rp.owned) && !rp.owned[b] {
+		if b == groupLate {
 			continue
 		}
 		if int(b) >= len(rp.owned) {
@@ -301,24 +304,19 @@ func (rp *replay) stepLogged(in *instance, c *replayCursor) bool {
 			c.target = c.pos
 			return false
 		}
+		if !rp.owned[b] {
+			continue
+		}
 		kg := job.KeyGroup(b)
 		c.counters[kg]++
 		if c.counters[kg] <= c.have[kg] {
 			continue
 		}
 		if c.rpos < pos {
-			c.r.(traces.Skipper).Skip(pos - c.rpos)
+			c.sk.Skip(pos - c.rpos)
 			c.rpos = pos
 		}
-		var got int
-		var err error
-		if gr != nil {
-			got, err = gr.NextGroups(c.buf[:1], c.kgs[:1], in.spec.Groups)
-		} else if rec, ok, e := c.r.Next(); ok {
-			c.buf[0], c.kgs[0], got = rec, job.GroupOf(rec.Key, in.spec.Groups), 1
-		} else {
-			err = e
-		}
+		got, err := c.gr.NextGroups(c.buf[:1], c.kgs[:1], in.spec.Groups)
 		c.rpos += uint64(got)
 		if got == 0 || err != nil || c.kgs[0] != kg {
 			in.n.event(events.Error, in.id, nil, "replay partition %d: record %d is not the one its log of key groups says (key group %d, logged %d): %v", c.ps.p, pos, c.kgs[0], kg, err)

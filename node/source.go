@@ -50,7 +50,7 @@ type partState struct {
 	next    int       // batch[next:] is not read yet
 	rerr    error     // what the read that filled batch returned: said once batch is all read
 	markers []marker  // oldest first
-	glog    *groupLog // --ft spate, a traces.Skipper: the key groups read (grouplog.go)
+	glog    *groupLog // --ft spate, a traces.Skipper and GroupReader: the key groups read (grouplog.go)
 	endAt   uint64    // read no farther (a drained generation ended here; MaxUint64: no end)
 	grant   uint64    // read no farther for now (Deploy.Grants; MaxUint64 without)
 }
@@ -128,14 +128,14 @@ func (s *sourceState) open(in *instance, restored *sourceCheckpoint) error {
 			return fmt.Errorf("open partition %d at %d: %w", p, ps.pos, err)
 		}
 		ps.r = r
-		if _, ok := r.(traces.Skipper); ok && in.plan.FT == wire.FTSpate && in.spec.Groups <= maxLoggedGroups {
-			ps.glog = newGroupLog(ps.pos)
-		}
 		if gr, ok := r.(traces.GroupReader); ok {
 			ps.gr = gr
 			ps.batch = make([]job.Record, sourceBatch)
 			ps.kgs = make([]job.KeyGroup, sourceBatch)
 			ps.next = sourceBatch
+		}
+		if _, ok := r.(traces.Skipper); ok && ps.gr != nil && in.plan.FT == wire.FTSpate && in.spec.Groups <= maxLoggedGroups {
+			ps.glog = newGroupLog(ps.pos)
 		}
 		s.parts = append(s.parts, ps)
 	}

@@ -95,8 +95,8 @@ var parallelRegressions = []uint64{
 // parallelCrashRegressions are the same, run as TestSeeds found them
 // (with the coordinator's crashes their schedules draw).
 var parallelCrashRegressions = []uint64{
-	216, // count#0's node isolated, then killed; a source restored meanwhile dialed count#0 there, and a rescale's prepare on its node called it while it waited for the resume frame: the reroute that closes such a dial waited behind the call 30 s (1 run in 2), rollup windows lost
-	334, // a split's capture damaged at rest after the commit, then a crash: the resumed coordinator restored the new part from the capture alone, failed, and the part was lost (no fallback for a captured slice)
+	216,  // count#0's node isolated, then killed; a source restored meanwhile dialed count#0 there, and a rescale's prepare on its node called it while it waited for the resume frame: the reroute that closes such a dial waited behind the call 30 s (1 run in 2), rollup windows lost
+	334,  // a split's capture damaged at rest after the commit, then a crash: the resumed coordinator restored the new part from the capture alone, failed, and the part was lost (no fallback for a captured slice)
 	4316, // count#0 loaded [64,85) in a scale-out, the coordinator crashed before count#0 checkpointed again, then count#0's node was lost: the split staged count#4's part [56,85) from count#0's checkpoint of before the load, [64,85) empty and its output numbered from zero; downstream dropped it all as repeats (1,274 lost, 468 wrong; 1 run in 8)
 }
 

@@ -246,7 +246,6 @@ func (r *genReader) Next() (job.Record, bool, error) {
 	return job.Record{Key: r.d.key(j), Time: r.t, Value: v}, true, nil
 }
 
-// NextBatch implements BatchReader.
 // NextNumbered implements job.NumberedReader. Its body is Next's, written
 // out again for the reason NextGroups's is.
 func (r *genReader) NextNumbered() (job.Record, int, bool, error) {
@@ -261,6 +260,7 @@ func (r *genReader) NextNumbered() (job.Record, int, bool, error) {
 // Keys implements job.NumberedReader.
 func (r *genReader) Keys() int { return r.d.n }
 
+// NextBatch implements BatchReader.
 func (r *genReader) NextBatch(buf []job.Record) (int, error) {
 	for n := range buf {
 		if r.i >= r.hi {

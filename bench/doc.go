@@ -29,6 +29,28 @@
 // that differ in more than the recovery (a second node taken for lost,
 // a fallback, no return to normal lag, a failed verification).
 //
+// With --baseline BIN a configuration base runs --ft spate (single
+// recovery) with another spate binary (a build of another commit), as
+// `BIN up --headless` in a process of its own (binary.go), in every
+// round and shape, interleaved with the others, at the settings of that
+// round's spate run (rate, keys, parallelism, nodes, interval, flush,
+// window, heartbeat, seed, source, duration) and with the same kill.
+// This process carries the kill out from outside: it reads the run's
+// events.jsonl as BIN's coordinator writes it, into the same plan an
+// in-process run's events go to, so that the victim's node is the one
+// its instance_placed event names, the pid the one that node's
+// node_spawned event gives, and an aligned kill comes as the victim's
+// checkpoint events (their time and total_us) say; events that lack
+// one of these are an error naming it. The sinks' files are read as
+// they grow, as in the other runs, and the rest from the run directory
+// when BIN is done (run.json, events.jsonl, and the verdict of the
+// verification BIN's up made, report.json), so that base has every
+// figure spate has. Per shape it adds base/spate of the recovery times,
+// of the medians and by round with a 95 % interval of the rounds' mean
+// (above 1: this build recovers faster). BIN's up must take every flag
+// a base run passes (checked before any run), and --baseline is not
+// taken with --store.
+//
 // With --store LIST every store of the list (dir, coord, s3://...) is a
 // configuration axis beside the ft modes, interleaved the same way
 // (storebench.go): spate/dir, spate/coord, global/dir, ... Per run, and

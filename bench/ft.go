@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,6 +104,166 @@ func alignedKill(e events.Event, victim string, from time.Time, after time.Durat
 	return taken.Add(after), true
 }
 
+// killPlan decides, from a run's events as they come, whom a
+// benchmark's kill strikes and when: the pid of the node that hosts the
+// victim (instance_placed's node, node_spawned's pid), and the moments
+// the kill is due: runOpts.kill after job_started; with an aligned kill,
+// as alignedKill says from the victim's first checkpoint complete from
+// then on, and at kill + 3 intervals in case none comes. It has no clock
+// and no goroutine: an in-process run feeds it the events of the bus, a
+// run of another binary the lines of its events.jsonl
+// (binaryRecoveryRun), and a killer carries out what it decides. A
+// killPlan is not safe for concurrent use.
+type killPlan struct {
+	o       runOpts
+	pids    map[string]int    // node -> the pid of its latest process
+	hosts   map[string]string // instance -> node
+	started time.Time         // job_started; zero until then
+	armed   bool              // the aligned kill is set
+}
+
+func newKillPlan(o runOpts) *killPlan {
+	return &killPlan{o: o, pids: map[string]int{}, hosts: map[string]string{}}
+}
+
+func (p *killPlan) aligned() bool { return p.o.kill > 0 && p.o.age >= 0 && p.o.interval > 0 }
+
+// step takes the run's next event; due is a moment the kill comes at if
+// e sets one (ok). Of the moments a run's events set, the first to come
+// is the kill.
+func (p *killPlan) step(e events.Event) (due time.Time, ok bool) {
+	switch e.Kind {
+	case events.NodeSpawned:
+		if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
+			p.pids[e.Node] = f.PID
+		}
+	case events.InstancePlaced:
+		p.hosts[e.Instance] = e.Node
+	case events.JobStarted:
+		p.started = e.Time
+		switch {
+		case p.aligned():
+			return p.started.Add(p.o.kill + 3*p.o.interval), true
+		case p.o.kill > 0:
+			return p.started.Add(p.o.kill), true
+		}
+	case events.Checkpoint:
+		if !p.aligned() || p.armed || p.started.IsZero() {
+			break
+		}
+		if t, ok := alignedKill(e, p.o.victim, p.started.Add(p.o.kill), p.o.interval+p.o.age); ok {
+			p.armed = true
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// target is the pid of the node that hosts the victim now; an error
+// names the event that is missing.
+func (p *killPlan) target() (int, error) {
+	node, ok := p.hosts[p.o.victim]
+	if !ok {
+		return 0, fmt.Errorf("no instance_placed event places %s on a node", p.o.victim)
+	}
+	pid := p.pids[node]
+	if pid <= 0 {
+		return 0, fmt.Errorf("no node_spawned event with a pid for node %s, which hosts %s", node, p.o.victim)
+	}
+	return pid, nil
+}
+
+// killer carries out a killPlan: it SIGKILLs the victim's node at the
+// first moment due, once, and records the kill in the run. observe may
+// be called from one goroutine at a time, concurrently with the kills it
+// schedules.
+type killer struct {
+	r     *run
+	mu    sync.Mutex // plan, fired
+	plan  *killPlan
+	fired bool
+	once  sync.Once
+	over  chan struct{}
+}
+
+func newKiller(r *run, o runOpts) *killer {
+	return &killer{r: r, plan: newKillPlan(o), over: make(chan struct{})}
+}
+
+// observe feeds e to the plan and schedules the kill it makes due.
+func (k *killer) observe(e events.Event) {
+	k.mu.Lock()
+	t, due := k.plan.step(e)
+	k.mu.Unlock()
+	if due {
+		k.at(t)
+	}
+}
+
+// at SIGKILLs the victim's node at t, unless the run ended first or
+// another moment came first.
+func (k *killer) at(t time.Time) {
+	go func() {
+		select {
+		case <-time.After(time.Until(t)): // the benchmark's schedule, not a synchronisation
+		case <-k.over:
+			return // the run ended first: its pids may be another's now
+		}
+		k.once.Do(func() {
+			select {
+			case <-k.over:
+				return // both were ready, and select took the timer
+			default:
+			}
+			k.mu.Lock()
+			k.fired = true
+			pid, err := k.plan.target()
+			started := k.plan.started
+			k.mu.Unlock()
+			if err != nil {
+				k.r.setKill(0, 0, err)
+				return
+			}
+			sent := time.Since(started)
+			took, err := killNode(pid)
+			k.r.setKill(sent.Milliseconds(), took, err)
+		})
+	}()
+}
+
+// stop ends the run's kills: one not yet fired never will.
+func (k *killer) stop() { close(k.over) }
+
+// result is, once the run is over and stop called, what kept a kill that
+// was asked for from being done: an event missing from the run's events
+// (no job_started: no moment; a victim with no node or no pid), the
+// kill's own error, or a run that ended before the kill was due.
+func (k *killer) result() error {
+	k.mu.Lock()
+	fired, started, asked := k.fired, k.plan.started, k.plan.o.kill > 0
+	k.mu.Unlock()
+	k.r.mu.Lock()
+	err := k.r.killErr
+	k.r.mu.Unlock()
+	switch {
+	case !asked:
+		return nil
+	case err != nil:
+		return err
+	case started.IsZero():
+		return errors.New("no job_started event: the kill has no moment to be timed from")
+	case !fired:
+		k.mu.Lock()
+		_, err := k.plan.target()
+		k.mu.Unlock()
+		if err != nil {
+			return err // what the kill would have lacked says more
+		}
+		return errors.New("the run ended before its kill was due")
+	}
+	return nil
+}
+
 // clusterRun runs cfg; with kill > 0 it SIGKILLs the node hosting victim
 // kill after the job started.
 func clusterRun(ctx context.Context, cfg coord.Config, kill time.Duration, victim string, verify bool) (*run, error) {
@@ -134,7 +295,7 @@ type runOpts struct {
 }
 
 func clusterRunOpts(ctx context.Context, cfg coord.Config, o runOpts) (*run, error) {
-	kill, victim, verify := o.kill, o.victim, o.verify
+	verify := o.verify
 	r := &run{}
 	var tail *sinkTail
 	tailStop, tailDone := make(chan struct{}), make(chan struct{})
@@ -146,71 +307,22 @@ func clusterRunOpts(ctx context.Context, cfg coord.Config, o runOpts) (*run, err
 		}
 	}
 	defer stopTail()
-	var mu sync.Mutex
-	pids := map[string]int{}
-	hosts := map[string]string{}
-	var started time.Time
-	aligned, armed := kill > 0 && o.age >= 0 && o.interval > 0, false
-	var once sync.Once
-	over := make(chan struct{})
-	defer close(over)
-	// killAt SIGKILLs victim's node at t; the first call of a run that
-	// fires is the kill, the others do nothing.
-	killAt := func(t time.Time) {
-		go func() {
-			select {
-			case <-time.After(time.Until(t)): // the benchmark's schedule, not a synchronisation
-			case <-over:
-				return // the run ended first: its pids may be another's now
-			}
-			once.Do(func() {
-				mu.Lock()
-				pid := pids[hosts[victim]]
-				mu.Unlock()
-				if pid <= 0 {
-					r.setKill(0, 0, fmt.Errorf("no node process is known to host %s", victim))
-					return
-				}
-				sent := time.Since(started)
-				took, err := killNode(pid)
-				r.setKill(sent.Milliseconds(), took, err)
-			})
-		}()
-	}
+	var mu sync.Mutex // tail
+	k := newKiller(r, o)
+	defer k.stop()
 	obs := func(e events.Event) {
 		r.observe(e)
+		k.observe(e)
+		if e.Kind != events.RunStarted {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		switch e.Kind {
-		case events.NodeSpawned:
-			if f, ok := e.Fields.(events.NodeSpawnedFields); ok {
-				pids[e.Node] = f.PID
-			}
-		case events.InstancePlaced:
-			hosts[e.Instance] = e.Node
-		case events.RunStarted:
-			if f, ok := e.Fields.(events.RunStartedFields); ok && o.tail > 0 && tail == nil && f.Dir != "" {
-				spec := cfg.Spec()
-				tail = newSinkTail(f.Dir, spec.Groups)
-				r.output = tail.log
-				go tail.run(o.tail, tailStop, tailDone)
-			}
-		case events.JobStarted:
-			started = e.Time
-			switch {
-			case kill > 0 && aligned:
-				killAt(started.Add(kill + 3*o.interval))
-			case kill > 0:
-				killAt(started.Add(kill))
-			}
-		case events.Checkpoint:
-			if !aligned || armed || started.IsZero() {
-				break
-			}
-			if t, ok := alignedKill(e, victim, started.Add(kill), o.interval+o.age); ok {
-				armed = true
-				killAt(t)
-			}
+		if f, ok := e.Fields.(events.RunStartedFields); ok && o.tail > 0 && tail == nil && f.Dir != "" {
+			spec := cfg.Spec()
+			tail = newSinkTail(f.Dir, spec.Groups)
+			r.output = tail.log
+			go tail.run(o.tail, tailStop, tailDone)
 		}
 	}
 	dir, err := coord.Up(ctx, cfg, coord.Options{Observe: obs})

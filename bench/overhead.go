@@ -350,13 +350,9 @@ func overheadConfigs(only, baseline string, iv time.Duration) ([]OverheadConfig,
 		out = append(out, c)
 	}
 	if baseline != "" {
-		st, err := os.Stat(baseline)
-		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return nil, fmt.Errorf("--baseline %s: not an executable file", baseline)
-		}
-		abs, err := filepath.Abs(baseline)
+		abs, err := baselineBinary(baseline)
 		if err != nil {
-			return nil, fmt.Errorf("--baseline: %w", err)
+			return nil, err
 		}
 		out = append(out, OverheadConfig{Name: "base", FT: "spate", Binary: abs, Interval: iv.String()})
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,6 +25,9 @@ type Recovery struct {
 	Meta
 	Shapes   []RecoveryShape `json:"shapes"`
 	Verified bool            `json:"verified"` // every run passed verify
+	// Baseline is the spate binary that ran configuration base
+	// (--baseline), its absolute path; empty without one.
+	Baseline string `json:"baseline,omitempty"`
 }
 
 // RecoveryShape is one shape's figures.
@@ -57,6 +61,12 @@ type RecoveryShape struct {
 	// medians (parallel: spate with --recover parallel).
 	SpateOverParallel  float64 `json:"spate_over_parallel,omitempty"`
 	GlobalOverParallel float64 `json:"global_over_parallel,omitempty"`
+	// With --baseline: base/spate of the medians (base: --ft spate run by
+	// the --baseline binary; above 1, this build recovers faster), each
+	// round's base/spate, and the 95 % interval of their mean.
+	BaseRatio       float64 `json:"base_over_spate,omitempty"`
+	BaseRatioRounds Values  `json:"base_over_spate_rounds,omitempty"`
+	BaseRatioCI     *CI     `json:"base_over_spate_ci,omitempty"`
 	// With --store: the store the others are compared with (dir, if it
 	// is in the list: RefStore), and per configuration its store's
 	// figures (Stores), its figures over the same ft mode's at RefStore
@@ -245,6 +255,66 @@ func parseShapes(nodes, par string) ([]recShape, error) {
 	return out, nil
 }
 
+// recoveryFTs are the configurations' ft modes: spate and global, then
+// parallel with --recover parallel and base with a --baseline binary.
+func recoveryFTs(recov, bin string) []string {
+	fts := []string{"spate", "global"}
+	if recov == "parallel" {
+		fts = append(fts, "parallel")
+	}
+	if bin != "" {
+		fts = append(fts, "base")
+	}
+	return fts
+}
+
+// roundOrder is the order round i (from 0) runs the configurations in:
+// which runs first alternates, the odd rounds reversed.
+func roundOrder(confs []recConf, i int) []recConf {
+	order := slices.Clone(confs)
+	if i%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// recoveryBaseline checks --baseline: "" (none), or an executable file
+// whose up takes every flag a base run passes. It returns the binary's
+// absolute path.
+func recoveryBaseline(baseline, storeList string) (string, error) {
+	if baseline == "" {
+		return "", nil
+	}
+	if strings.TrimSpace(storeList) != "" {
+		return "", fmt.Errorf("--baseline with --store: not supported (a base run goes to its binary's default store); run them in separate invocations")
+	}
+	bin, err := baselineBinary(baseline)
+	if err != nil {
+		return "", err
+	}
+	cfg := coord.DefaultConfig()
+	missing, err := missingUpFlags(context.Background(), bin, upFlagNames(append(upArgs(cfg), baseArgs(cfg)...)))
+	if err != nil {
+		return "", err
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("--baseline %s: its up has no --%s, which every base run passes (a build older than the flag)", bin, strings.Join(missing, ", --"))
+	}
+	return bin, nil
+}
+
+// baseArgs are the arguments of a base run's up beyond upArgs: the
+// settings of bench recovery's runs that binaryRun leaves at up's
+// defaults.
+func baseArgs(cfg coord.Config) []string {
+	par := make([]string, 0, len(cfg.Parallelism))
+	for _, op := range slices.Sorted(maps.Keys(cfg.Parallelism)) {
+		par = append(par, fmt.Sprintf("%s=%d", op, cfg.Parallelism[op]))
+	}
+	return []string{"--flush", (time.Duration(cfg.FlushMs) * time.Millisecond).String(), "--window", cfg.Window.String(),
+		"--parallelism", strings.Join(par, ",")}
+}
+
 // ratioWidth is the width of the 95 % interval of global/spate that a
 // shape's rounds_needed is for.
 const ratioWidth = 0.5
@@ -270,6 +340,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	win := fs.Duration("window", coord.DefaultConfig().Window, "the job's tumbling window (event time): a key group writes its results once a window, the resolution of the untouched key groups' output rate")
 	tail := fs.Duration("tail", 20*time.Millisecond, "how often the sinks' files are read, to time the output of the key groups the failure did not touch (0: not measured)")
 	recov := fs.String("recover", "single", "single: spate (one new instance per lost one) against global; parallel: also spate with --recover parallel (its key groups split over the survivors), shown as parallel")
+	baseline := fs.String("baseline", "", "also run --ft spate with this spate binary (a build of another commit, e.g. main), as configuration \"base\", in every round and shape, interleaved with the others, at the same settings and with the same kill (its run's events.jsonl read as it runs: the victim's node, its pid and its checkpoints); prints base/spate of the recovery times (above 1: this build recovers faster); not with --store")
 	storeList := fs.String("store", "", "STORE,...: run every configuration with each checkpoint and output store, a configuration each (spate/dir, spate/coord, global/dir, ...): dir, coord, s3://BUCKET[/PREFIX]?endpoint=HOST:PORT (an S3-compatible server you run; credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); adds per configuration the restore time, the checkpoints' persist time (p50, p90) and rate before the kill, the bytes the store moved over the network, and each store against dir; \"\": the default store alone, as before")
 	s := newSession("recovery", fs, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -306,6 +377,11 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		fmt.Fprintln(stderr, "spate bench recovery:", err)
 		return 2
 	}
+	bin, err := recoveryBaseline(*baseline, *storeList)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate bench recovery:", err)
+		return 2
+	}
 	window := *win
 	// The runs' lines and the summary go to stdout, or to stderr beside
 	// the progress when stdout has the JSON.
@@ -313,11 +389,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if *asJSON {
 		text = stderr
 	}
-	fts := []string{"spate", "global"}
-	if *recov == "parallel" {
-		fts = append(fts, "parallel")
-	}
-	confs := recConfs(fts, storeSet)
+	confs := recConfs(recoveryFTs(*recov, bin), storeSet)
 	names := make([]string, len(confs))
 	for i, c := range confs {
 		names[i] = c.key()
@@ -338,7 +410,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		}
 		return "rec-" + sh.tag()
 	}
-	res := Recovery{Verified: true}
+	res := Recovery{Verified: true, Baseline: bin}
 	for _, sh := range shapes {
 		res.Shapes = append(res.Shapes, RecoveryShape{Name: sh.String(), Nodes: sh.nodes, Parallelism: sh.par, Rate: *rate, Cores: runtime.NumCPU()})
 	}
@@ -379,10 +451,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 		// interval instead, the same moment for every run of a round.
 		phase := time.Duration((float64(i) + 0.5) / float64(*rounds) * float64(*interval))
 		at := *killAt + phase
-		order := slices.Clone(confs)
-		if i%2 == 1 {
-			slices.Reverse(order) // which runs first alternates
-		}
+		order := roundOrder(confs, i)
 		for j, sh := range shapes {
 			shr := &res.Shapes[j]
 			for _, conf := range order {
@@ -393,13 +462,19 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 					cfg.Data = filepath.Join(root, fmt.Sprintf("%s-%s-%s-%d", name(sh), ft, st.label, i))
 					cfg.Store = st.spec
 				}
-				if ft == "parallel" {
+				switch ft {
+				case "parallel":
 					cfg.FT, cfg.Recover = "spate", "parallel"
+				case "base":
+					cfg.FT = "spate"
 				}
 				cfg.Nodes, cfg.Local = sh.nodes, sh.nodes
 				cfg.Rate, cfg.Duration, cfg.Keys, cfg.Interval, cfg.Heartbeat = shr.Rate, *dur, *keys, interval.String(), *heartbeat
 				cfg.Source, cfg.Parallelism, cfg.Window = *source, sh.par, window
 				what := "--ft " + ft
+				if ft == "base" {
+					what = "--ft spate by " + bin + " (base)"
+				}
 				if st.label != "" {
 					what += " --store " + st.label
 				}
@@ -410,7 +485,12 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 					when = fmt.Sprintf("after %v, %v after a checkpoint of its", *killAt, *interval+phase)
 				}
 				s.step("round %d of %d, %v: %s, %s's node killed %s (%s records/s, %v)", i+1, *rounds, sh, what, *victim, when, si(shr.Rate), *dur)
-				r, err := clusterRunOpts(s.ctx, cfg, o)
+				var r *run
+				if ft == "base" {
+					r, err = binaryRecoveryRun(s.ctx, bin, cfg, baseArgs(cfg), o)
+				} else {
+					r, err = clusterRunOpts(s.ctx, cfg, o)
+				}
 				if s.interrupted() {
 					return exitInterrupted
 				}
@@ -539,16 +619,13 @@ func summarise(shr *RecoveryShape, keys []string, rounds int) {
 	shr.RefStore = ref
 	spate, global, parallel := confKey("spate", ref), confKey("global", ref), confKey("parallel", ref)
 	shr.Ratio = shr.RecoveryS[global] / shr.RecoveryS[spate]
-	shr.RatioRounds = make(Values, rounds)
-	var xs []float64
-	for i := range rounds {
-		g, sp := byRound[global][i], byRound[spate][i]
-		shr.RatioRounds[i] = g / sp
-		if !math.IsNaN(g/sp) && !math.IsInf(g/sp, 0) {
-			xs = append(xs, g/sp)
-		}
+	shr.RatioRounds, shr.RatioCI = roundRatios(byRound[global], byRound[spate], rounds)
+	shr.BaseRatio, shr.BaseRatioRounds, shr.BaseRatioCI = 0, nil, nil
+	if slices.Contains(keys, "base") {
+		shr.BaseRatio = shr.RecoveryS["base"] / shr.RecoveryS[spate]
+		rr, ci := roundRatios(byRound["base"], byRound[spate], rounds)
+		shr.BaseRatioRounds, shr.BaseRatioCI = rr, &ci
 	}
-	shr.RatioCI = ci95(xs, ratioWidth)
 	if p := shr.RecoveryS[parallel]; p > 0 {
 		shr.SpateOverParallel, shr.GlobalOverParallel = shr.RecoveryS[spate]/p, shr.RecoveryS[global]/p
 	}
@@ -571,6 +648,27 @@ func summarise(shr *RecoveryShape, keys []string, rounds int) {
 			shr.Unlike = append(shr.Unlike, u)
 		}
 	}
+}
+
+// roundRatios is a/b of each of the rounds' values (recovery times, NaN
+// where a round has none: the ratio is NaN there too) and the 95 %
+// interval of the mean of the finite ones.
+func roundRatios(a, b []float64, rounds int) (Values, CI) {
+	at := func(xs []float64, i int) float64 {
+		if i < len(xs) {
+			return xs[i]
+		}
+		return math.NaN()
+	}
+	out := make(Values, rounds)
+	var xs []float64
+	for i := range rounds {
+		out[i] = at(a, i) / at(b, i)
+		if !math.IsNaN(out[i]) && !math.IsInf(out[i], 0) {
+			xs = append(xs, out[i])
+		}
+	}
+	return out, ci95(xs, ratioWidth)
 }
 
 // keyWidth is the width the configurations' names are printed in.
@@ -660,6 +758,10 @@ func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
 			}
 		}
 		fmt.Fprintf(w, "    global/spate by store (of the medians): %s\n", strings.Join(by, ", "))
+	}
+	if shr.BaseRatioCI != nil {
+		fmt.Fprintf(w, "    base/spate %.2f (of the medians; base: --ft spate by the --baseline build; above 1: this build recovers faster); by round %s: mean %v\n",
+			shr.BaseRatio, ratios(shr.BaseRatioRounds), *shr.BaseRatioCI)
 	}
 	if shr.SpateOverParallel > 0 {
 		fmt.Fprintf(w, "    spate/parallel %.2f, global/parallel %.2f (of the medians; parallel: spate with --recover parallel)\n", shr.SpateOverParallel, shr.GlobalOverParallel)

@@ -41,19 +41,10 @@
 //
 // # Table and Entry
 //
-// Get, Upsert, Delete, Range, DropGroup, ReadAhead and Capture belong to
-// the owner goroutine, and so does every Entry. Call Entry.Mut before every
-// change of a value. On the hot path (no capture running, entry already
-// dirty) Mut is one atomic load and an epoch comparison.
-//
-// Each key group is indexed by a hash table of its own (index.go): slots
-// holding a key's hash beside its entry, so that a lookup reads three
-// places, the slot, the entry and the key's bytes. At a state larger than
-// the caches all three are misses, one after the other; ReadAhead takes
-// the lookups of a batch to come and reads their slots, then their
-// entries, then their keys, each in a loop of its own, so that the misses
-// of many lookups overlap. It is a hint: it changes nothing a lookup
-// finds.
+// Get, Upsert, Delete, Range, DropGroup and Capture belong to the owner
+// goroutine, and so does every Entry. Call Entry.Mut before every change of
+// a value. On the hot path (no capture running, entry already dirty) Mut is
+// one atomic load and an epoch comparison.
 //
 // A restore builds each key group off the table (GroupBuilder), on as many
 // goroutines as it likes, and attaches the groups once they are all

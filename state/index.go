@@ -13,10 +13,10 @@ import (
 // a chain of cache misses, and the map's is longer: its control word, the
 // slot's key header, the key's bytes elsewhere on the heap, then the entry.
 // Here the slot has the hash and the entry side by side (four slots to a
-// cache line, so a probe seldom leaves it), and the full hash settles
-// almost every mismatch without touching an entry or a key: a lookup is
-// the slot's line, the entry's and the key's. Table.ReadAhead reads those
-// ahead for a batch of lookups.
+// cache line, so a probe seldom leaves it), the full hash settles almost
+// every mismatch without touching an entry, and a short key's bytes are
+// inside its entry (Entry.short), next to what Mut reads next: a lookup is
+// the slot's line and the entry's.
 //
 // Deletion shifts the slots after the hole back (no tombstones), so a
 // probe stops at the first free slot. The index never shrinks, as a Go
@@ -62,27 +62,23 @@ func (x *index[V]) find(h uint64, key []byte) *Entry[V] {
 	}
 }
 
-// put adds e, whose key has hash h, unless the index holds its key: then
-// it returns that key's entry and adds nothing.
-func (x *index[V]) put(h uint64, e *Entry[V]) (held *Entry[V]) {
+// put adds e, whose key has hash h and is not in the index.
+func (x *index[V]) put(h uint64, e *Entry[V]) {
 	if x.full(x.n + 1) {
 		x.grow()
 	}
 	mask := uint64(len(x.slots) - 1)
 	i := h & mask
-	for ; x.slots[i].e != nil; i = (i + 1) & mask {
-		if s := &x.slots[i]; s.h == h && s.e.key == e.key {
-			return s.e
-		}
+	for x.slots[i].e != nil {
+		i = (i + 1) & mask
 	}
 	x.slots[i] = islot[V]{h: h, e: e}
 	x.n++
-	return nil
 }
 
 func (x *index[V]) grow() {
 	old := x.slots
-	x.sizeFor(len(old)) // twice as many slots: room for 3/4 of len(old) more
+	x.sizeFor(max(2*len(old), 1))
 	mask := uint64(len(x.slots) - 1)
 	for _, s := range old {
 		if s.e == nil {

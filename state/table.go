@@ -56,9 +56,20 @@ type Entry[V any] struct {
 	dirtyAt uint32 // epoch of the latest Mut
 	saved   atomic.Uint32
 	val     V
-	key     string
-	gone    atomic.Uint32 // epoch of deletion; 0 while live
-	old     *V            // the value as of the running capture, saved by Mut; guarded by mu
+	key     string         // in short if it fits, else on the heap
+	short   [shortKey]byte // a short key's bytes, on the cache lines a lookup reads anyway (index)
+	gone    atomic.Uint32  // epoch of deletion; 0 while live
+	old     *V             // the value as of the running capture, saved by Mut; guarded by mu
+}
+
+// shortKey is the longest key an entry holds in itself.
+const shortKey = 16
+
+// setShort makes key, which fits, the entry's key, held in e.short. An
+// entry is never copied, so the key stays where it points.
+func (e *Entry[V]) setShort(key []byte) {
+	n := copy(e.short[:], key)
+	e.key = unsafe.String(&e.short[0], n)
 }
 
 // Key returns the entry's key.
@@ -186,12 +197,12 @@ func (t *Table[V]) Upsert(kg int, key []byte) (e *Entry[V], created bool) {
 
 // ReadAhead reads, for n lookups to come (Get or Upsert of key at(i) in
 // group kg), the cache lines they will read, all at once: at a state far
-// larger than the caches each lookup is three misses one after the other
-// (the index's slot, the entry, the key's bytes), and issued in a loop of
-// their own the misses of many lookups overlap instead. It reads in three
-// passes, the slots of every lookup, then the entries those slots name,
-// then their keys, and changes nothing: a lookup afterwards finds what it
-// would have found without it. It belongs to the owner goroutine.
+// larger than the caches each lookup is two misses one after the other
+// (the index's slot, then the entry), and issued in a loop of their own
+// the misses of many lookups overlap instead. It reads in two passes, the
+// slots of every lookup, then the entries those slots name, and changes
+// nothing: a lookup afterwards finds what it would have found without it.
+// It belongs to the owner goroutine.
 func (t *Table[V]) ReadAhead(n int, at func(i int) (kg int, key []byte)) {
 	ahead := t.ahead[:0]
 	var sum uint64
@@ -205,28 +216,21 @@ func (t *Table[V]) ReadAhead(n int, at func(i int) (kg int, key []byte)) {
 			continue
 		}
 		h := hashKey(key)
-		ahead = append(ahead, lookAhead[V]{h: h, g: g})
+		ahead = append(ahead, lookAhead[V]{h, g})
 		sum += g.idx.slots[h&uint64(len(g.idx.slots)-1)].h
 	}
-	for i := range ahead {
-		a := &ahead[i]
+	for _, a := range ahead {
 		x := &a.g.idx
 		mask := uint64(len(x.slots) - 1)
 		for j := a.h & mask; x.slots[j].e != nil; j = (j + 1) & mask {
 			if s := &x.slots[j]; s.h == a.h {
-				a.e = s.e
-				// The entry's first line (what Mut reads) and its key's header.
+				// The entry's first line (what Mut reads) and its key's.
 				sum += uint64(s.e.dirtyAt) + uint64(len(s.e.key))
 				break
 			}
 		}
 	}
-	for _, a := range ahead {
-		if a.e != nil && len(a.e.key) > 0 {
-			sum += uint64(a.e.key[0])
-		}
-	}
-	clear(ahead) // keeps no group or entry alive
+	clear(ahead) // keeps no group alive
 	t.ahead, t.touched = ahead[:0], t.touched+sum
 }
 
@@ -234,7 +238,6 @@ func (t *Table[V]) ReadAhead(n int, at func(i int) (kg int, key []byte)) {
 type lookAhead[V any] struct {
 	h uint64
 	g *group[V]
-	e *Entry[V] // the entry the slot names, once read
 }
 
 // insert is Upsert for a key, whose hash is h, that may be absent.
@@ -243,7 +246,12 @@ func (t *Table[V]) insert(kg int, h uint64, key []byte) (e *Entry[V], created bo
 	if e := g.idx.find(h, key); e != nil {
 		return e, false
 	}
-	e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
+	e = &Entry[V]{g: g, dirtyAt: t.epoch}
+	if len(key) <= shortKey {
+		e.setShort(key)
+	} else {
+		e.key = string(key)
+	}
 	e.saved.Store(t.seq) // no capture up to now needs it
 	g.idx.put(h, e)
 	g.ents = append(g.ents, e)
@@ -284,14 +292,15 @@ func (t *Table[V]) group(kg int) *group[V] {
 type GroupBuilder[V any] struct {
 	g     *group[V]
 	slab  []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
-	keys  strings.Builder // the keys, back to back
+	keys  strings.Builder // the keys too long for an entry (shortKey), back to back
 	clean bool            // BuildClean: the group is as of the table's latest checkpoint
 }
 
 // Build returns a builder of group kg for n keys of keyBytes bytes in all
 // (more keys or bytes only cost more allocations). The group's index and
-// entries are sized once, and its keys share one allocation: it lives as
-// long as any of them. kg must be in [0, MaxGroups).
+// entries are sized once, and its keys too long for an entry share one
+// allocation: it lives as long as any of them. kg must be in [0,
+// MaxGroups).
 func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
 	if kg < 0 || kg >= MaxGroups {
 		panic("state: key group out of range")
@@ -301,7 +310,9 @@ func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
 		slab: make([]Entry[V], n),
 	}
 	b.g.idx.sizeFor(n)
-	b.keys.Grow(keyBytes)
+	if keyBytes > n*shortKey {
+		b.keys.Grow(keyBytes)
+	}
 	return b
 }
 
@@ -332,9 +343,17 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	} else {
 		e = new(Entry[V])
 	}
-	at := b.keys.Len()
-	b.keys.Write(key)
-	e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
+	h := hashKey(key)
+	if g.idx.find(h, key) != nil {
+		panic("state: GroupBuilder.Add: a key added twice")
+	}
+	if len(key) <= shortKey {
+		e.setShort(key)
+	} else {
+		at := b.keys.Len()
+		b.keys.Write(key)
+		e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
+	}
 	e.g, e.dirtyAt = g, t.epoch
 	if b.clean {
 		e.dirtyAt = 0 // no epoch: the first Mut marks it dirty
@@ -342,9 +361,7 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	if t.seq != 0 {
 		e.saved.Store(t.seq) // no capture up to now needs it
 	}
-	if g.idx.put(hashKey(key), e) != nil {
-		panic("state: GroupBuilder.Add: a key added twice")
-	}
+	g.idx.put(h, e)
 	g.ents = append(g.ents, e)
 	return e
 }

@@ -193,12 +193,6 @@ func (c *Count) Process(kg KeyGroup, rec Record, _ Emitter) {
 	c.add(kg, e, k, ws, rec.Value)
 }
 
-// ReadAhead implements ReadAheader: the keys' entries, at a state larger
-// than the caches, are read for the whole batch at once.
-func (c *Count) ReadAhead(kgs []KeyGroup, recs []Record) {
-	c.tab.ReadAhead(len(recs), func(i int) (int, []byte) { return int(kgs[i]), recs[i].Key })
-}
-
 // add is Process's slow path: rec's window is not the key's latest one. k
 // is e's value, already made mutable.
 func (c *Count) add(kg KeyGroup, e *countEntry, k *countKey, ws, v int64) {

@@ -73,15 +73,6 @@ type GroupLoader interface {
 	AttachGroup(b BuiltGroup) error
 }
 
-// ReadAheader is an operator that is handed a batch's records before it
-// Processes them one by one, so that it can read ahead the state they
-// will touch (state.Table.ReadAhead). ReadAhead changes nothing: Process
-// does what it would without it. recs[i] is of key group kgs[i]; the
-// runtime may pass records it then does not Process (a group not owned).
-type ReadAheader interface {
-	ReadAhead(kgs []KeyGroup, recs []Record)
-}
-
 // BuiltGroup is a key group built by GroupLoader.BuildGroup and not yet
 // attached.
 type BuiltGroup interface {

@@ -69,7 +69,6 @@ type instance struct {
 	wmSent    time.Time // when wm was last sent downstream (forwardWatermark)
 	wmDue     bool      // wm moved since: sent at the next tick
 	op        job.Keyed
-	decoded   decodedBatch // applyAhead's
 	stateful  job.Stateful
 	sink      *job.Sink
 	file      *countingFile
@@ -472,68 +471,25 @@ func (in *instance) flushWatermark(now time.Time) {
 }
 
 func (in *instance) applyBatch(payload []byte) error {
-	if ra, ok := in.op.(job.ReadAheader); ok {
-		return in.applyAhead(ra, payload)
-	}
-	a := applier{in: in, gaps: in.gapHolding()}
-	return wire.DecodeBatch(payload, a.apply)
-}
-
-// applyAhead is applyBatch for an operator that reads ahead: the batch
-// is decoded whole, handed to ReadAhead, then applied record by record
-// as applyBatch applies it. A batch that does not decode is applied
-// nowhere.
-func (in *instance) applyAhead(ra job.ReadAheader, payload []byte) error {
-	d := &in.decoded
-	d.ps, d.kgs, d.seqs, d.recs = d.ps[:0], d.kgs[:0], d.seqs[:0], d.recs[:0]
-	err := wire.DecodeBatch(payload, func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
-		d.ps, d.kgs, d.seqs, d.recs = append(d.ps, p), append(d.kgs, kg), append(d.seqs, seq), append(d.recs, rec)
+	var lastP job.Producer
+	var last []uint64
+	gaps := in.gapHolding()
+	return wire.DecodeBatch(payload, func(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
+		if int(kg) >= len(in.owned) || !in.owned[kg] {
+			in.nStray.Add(1)
+			return nil
+		}
+		if in.ld != nil && in.ld.loading[kg] {
+			in.ld.hold(p, kg, seq, rec) // applied once its state is (load.go)
+			return nil
+		}
+		if last == nil || p != lastP {
+			last = in.dedupOf(p)
+			lastP = p
+		}
+		in.accept(p, kg, seq, rec, last, gaps)
 		return nil
 	})
-	if err == nil {
-		ra.ReadAhead(d.kgs, d.recs)
-		a := applier{in: in, gaps: in.gapHolding()}
-		for i, rec := range d.recs {
-			_ = a.apply(d.ps[i], d.kgs[i], d.seqs[i], rec)
-		}
-	}
-	clear(d.recs) // keeps no payload alive
-	return err
-}
-
-// decodedBatch is a batch decoded whole (applyAhead), one slice per field.
-type decodedBatch struct {
-	ps   []job.Producer
-	kgs  []job.KeyGroup
-	seqs []uint64
-	recs []job.Record
-}
-
-// applier applies a batch's records one by one, remembering the positions
-// of the last record's producer.
-type applier struct {
-	in    *instance
-	gaps  bool // in.gapHolding()
-	lastP job.Producer
-	last  []uint64
-}
-
-func (a *applier) apply(p job.Producer, kg job.KeyGroup, seq uint64, rec job.Record) error {
-	in := a.in
-	if int(kg) >= len(in.owned) || !in.owned[kg] {
-		in.nStray.Add(1)
-		return nil
-	}
-	if in.ld != nil && in.ld.loading[kg] {
-		in.ld.hold(p, kg, seq, rec) // applied once its state is (load.go)
-		return nil
-	}
-	if a.last == nil || p != a.lastP {
-		a.last = in.dedupOf(p)
-		a.lastP = p
-	}
-	in.accept(p, kg, seq, rec, a.last, a.gaps)
-	return nil
 }
 
 // accept applies record seq of (p, kg), an owned key group whose state

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -262,80 +261,5 @@ func BenchmarkDirStorePut(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
-	}
-}
-
-// BenchmarkUpsertExisting is the keyed table's lookup on the hot path: an
-// Upsert of a key the table holds, drawn at random, with the entry's value
-// changed through Mut (what count does per record). At a count instance's
-// share of 1 M keys the table is far larger than the caches: it measures
-// the memory accesses a lookup makes. ns/op is per record.
-func BenchmarkUpsertExisting(b *testing.B) {
-	for _, n := range []int{10_000, 250_000} {
-		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
-			tab := NewTable(cloneB)
-			var key []byte // made afresh per record, as a batch's decoding does: no cache miss of its own
-			for i := range n {
-				key = strconv.AppendInt(append(key[:0], 'k'), int64(1_000_000+i), 10)
-				tab.Upsert(i%32, key)
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			seq := make([]int32, 1<<20)
-			for i := range seq {
-				seq[i] = int32(rng.IntN(n))
-			}
-			b.Run("one-by-one", func(b *testing.B) {
-				b.ReportAllocs()
-				for i := range b.N {
-					k := seq[i&(len(seq)-1)]
-					key = strconv.AppendInt(append(key[:0], 'k'), int64(1_000_000+k), 10)
-					e, _ := tab.Upsert(int(k%32), key)
-					e.Mut().total++
-				}
-			})
-			// ahead: in batches of 2048, as a count instance gets them,
-			// each batch read ahead first (Table.ReadAhead).
-			b.Run("ahead", func(b *testing.B) {
-				const batch = 2048
-				keys := make([][]byte, batch)
-				for i := range keys {
-					keys[i] = make([]byte, 0, 8)
-				}
-				b.ReportAllocs()
-				for i := 0; i < b.N; i += batch {
-					at := i & (len(seq) - 1)
-					for j := range keys {
-						keys[j] = strconv.AppendInt(append(keys[j][:0], 'k'), int64(1_000_000+seq[at+j]), 10)
-					}
-					tab.ReadAhead(batch, func(j int) (int, []byte) { return int(seq[at+j] % 32), keys[j] })
-					for j, key := range keys {
-						e, _ := tab.Upsert(int(seq[at+j]%32), key)
-						e.Mut().total++
-					}
-				}
-			})
-		})
-	}
-}
-
-// BenchmarkBuildGroups is a restore's build of a table: 250 k keys in 32
-// key groups, each built by a GroupBuilder and attached. ns/op is per key.
-func BenchmarkBuildGroups(b *testing.B) {
-	const n, groups = 250_000, 32
-	keys := make([][][]byte, groups)
-	for i := range n {
-		keys[i%groups] = append(keys[i%groups], fmt.Appendf(nil, "k%06d", i*4))
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += n {
-		tab := NewTable(cloneB)
-		for kg, ks := range keys {
-			bl := tab.Build(kg, len(ks), 7*len(ks))
-			for _, k := range ks {
-				bl.Add(k).Val().total = 1
-			}
-			tab.Attach(bl)
-		}
 	}
 }

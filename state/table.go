@@ -56,20 +56,9 @@ type Entry[V any] struct {
 	dirtyAt uint32 // epoch of the latest Mut
 	saved   atomic.Uint32
 	val     V
-	key     string         // in short if it fits, else on the heap
-	short   [shortKey]byte // a short key's bytes, on the cache lines a lookup reads anyway (index)
-	gone    atomic.Uint32  // epoch of deletion; 0 while live
-	old     *V             // the value as of the running capture, saved by Mut; guarded by mu
-}
-
-// shortKey is the longest key an entry holds in itself.
-const shortKey = 16
-
-// setShort makes key, which fits, the entry's key, held in e.short. An
-// entry is never copied, so the key stays where it points.
-func (e *Entry[V]) setShort(key []byte) {
-	n := copy(e.short[:], key)
-	e.key = unsafe.String(&e.short[0], n)
+	key     string
+	gone    atomic.Uint32 // epoch of deletion; 0 while live
+	old     *V            // the value as of the running capture, saved by Mut; guarded by mu
 }
 
 // Key returns the entry's key.
@@ -130,7 +119,7 @@ func (e *Entry[V]) secure(r uint32) {
 type group[V any] struct {
 	t       *Table[V]
 	kg      int
-	idx     index[V]
+	m       map[string]*Entry[V]
 	ents    []*Entry[V]         // in creation order; deleted ones stay until compaction
 	ndead   int                 // deleted entries in ents
 	dirty   []*Entry[V]         // entries changed in this epoch
@@ -152,11 +141,9 @@ type Table[V any] struct {
 	seq     uint32      // the latest capture
 	epoch   uint32      // seq + 1
 	run     atomic.Uint32
-	cur     *Capture[V]    // the latest capture; owner only
-	dropped []int          // groups dropped since the last capture
-	spare   [][]*Entry[V]  // by key group: an ended capture's dirty list, emptied, for the next epoch's
-	ahead   []lookAhead[V] // ReadAhead's
-	touched uint64         // ReadAhead's sum of what it read, kept so that the reads stay
+	cur     *Capture[V]   // the latest capture; owner only
+	dropped []int         // groups dropped since the last capture
+	spare   [][]*Entry[V] // by key group: an ended capture's dirty list, emptied, for the next epoch's
 
 	mu sync.Mutex // guards Entry.old, Capture.secured and ended, and the reads of pinned values
 }
@@ -177,83 +164,33 @@ func (t *Table[V]) Get(kg int, key []byte) *Entry[V] {
 	if g == nil {
 		return nil
 	}
-	return g.idx.find(hashKey(key), key)
+	return g.m[string(key)]
 }
 
 // Upsert returns the entry of key in group kg, creating it (with the zero
 // value, dirty) if it is absent. It allocates only when it creates. kg must
 // be in [0, MaxGroups).
 func (t *Table[V]) Upsert(kg int, key []byte) (e *Entry[V], created bool) {
-	h := hashKey(key)
+	// The lookup of an existing key is small enough to be inlined.
 	if uint(kg) < uint(len(t.groups)) {
 		if g := t.groups[kg]; g != nil {
-			if e := g.idx.find(h, key); e != nil {
+			if e := g.m[string(key)]; e != nil {
 				return e, false
 			}
 		}
 	}
-	return t.insert(kg, h, key)
+	return t.insert(kg, key)
 }
 
-// ReadAhead reads, for n lookups to come (Get or Upsert of key at(i) in
-// group kg), the cache lines they will read, all at once: at a state far
-// larger than the caches each lookup is two misses one after the other
-// (the index's slot, then the entry), and issued in a loop of their own
-// the misses of many lookups overlap instead. It reads in two passes, the
-// slots of every lookup, then the entries those slots name, and changes
-// nothing: a lookup afterwards finds what it would have found without it.
-// It belongs to the owner goroutine.
-func (t *Table[V]) ReadAhead(n int, at func(i int) (kg int, key []byte)) {
-	ahead := t.ahead[:0]
-	var sum uint64
-	for i := range n {
-		kg, key := at(i)
-		if uint(kg) >= uint(len(t.groups)) {
-			continue
-		}
-		g := t.groups[kg]
-		if g == nil || g.idx.n == 0 {
-			continue
-		}
-		h := hashKey(key)
-		ahead = append(ahead, lookAhead[V]{h, g})
-		sum += g.idx.slots[h&uint64(len(g.idx.slots)-1)].h
-	}
-	for _, a := range ahead {
-		x := &a.g.idx
-		mask := uint64(len(x.slots) - 1)
-		for j := a.h & mask; x.slots[j].e != nil; j = (j + 1) & mask {
-			if s := &x.slots[j]; s.h == a.h {
-				// The entry's first line (what Mut reads) and its key's.
-				sum += uint64(s.e.dirtyAt) + uint64(len(s.e.key))
-				break
-			}
-		}
-	}
-	clear(ahead) // keeps no group alive
-	t.ahead, t.touched = ahead[:0], t.touched+sum
-}
-
-// lookAhead is a lookup ReadAhead reads ahead for.
-type lookAhead[V any] struct {
-	h uint64
-	g *group[V]
-}
-
-// insert is Upsert for a key, whose hash is h, that may be absent.
-func (t *Table[V]) insert(kg int, h uint64, key []byte) (e *Entry[V], created bool) {
+// insert is Upsert for a key that may be absent.
+func (t *Table[V]) insert(kg int, key []byte) (e *Entry[V], created bool) {
 	g := t.group(kg)
-	if e := g.idx.find(h, key); e != nil {
+	if e := g.m[string(key)]; e != nil {
 		return e, false
 	}
-	e = &Entry[V]{g: g, dirtyAt: t.epoch}
-	if len(key) <= shortKey {
-		e.setShort(key)
-	} else {
-		e.key = string(key)
-	}
+	e = &Entry[V]{key: string(key), g: g, dirtyAt: t.epoch}
 	e.saved.Store(t.seq) // no capture up to now needs it
-	g.idx.put(h, e)
+	g.m[e.key] = e
 	g.ents = append(g.ents, e)
 	g.dirty = append(g.dirty, e)
 	if len(g.deleted) > 0 {
@@ -275,7 +212,7 @@ func (t *Table[V]) group(kg int) *group[V] {
 	if kg >= len(t.groups) {
 		t.groups = append(t.groups, make([]*group[V], kg+1-len(t.groups))...)
 	}
-	g := &group[V]{t: t, kg: kg, fresh: true}
+	g := &group[V]{t: t, kg: kg, m: make(map[string]*Entry[V]), fresh: true}
 	t.groups[kg] = g
 	return g
 }
@@ -292,27 +229,23 @@ func (t *Table[V]) group(kg int) *group[V] {
 type GroupBuilder[V any] struct {
 	g     *group[V]
 	slab  []Entry[V]      // the entries, made in one allocation; slab[len(g.ents):] are still to be added
-	keys  strings.Builder // the keys too long for an entry (shortKey), back to back
+	keys  strings.Builder // the keys, back to back
 	clean bool            // BuildClean: the group is as of the table's latest checkpoint
 }
 
 // Build returns a builder of group kg for n keys of keyBytes bytes in all
 // (more keys or bytes only cost more allocations). The group's index and
-// entries are sized once, and its keys too long for an entry share one
-// allocation: it lives as long as any of them. kg must be in [0,
-// MaxGroups).
+// entries are sized once, and its keys share one allocation: it lives as
+// long as any of them. kg must be in [0, MaxGroups).
 func (t *Table[V]) Build(kg, n, keyBytes int) *GroupBuilder[V] {
 	if kg < 0 || kg >= MaxGroups {
 		panic("state: key group out of range")
 	}
 	b := &GroupBuilder[V]{
-		g:    &group[V]{t: t, kg: kg, ents: make([]*Entry[V], 0, n), fresh: true},
+		g:    &group[V]{t: t, kg: kg, m: make(map[string]*Entry[V], n), ents: make([]*Entry[V], 0, n), fresh: true},
 		slab: make([]Entry[V], n),
 	}
-	b.g.idx.sizeFor(n)
-	if keyBytes > n*shortKey {
-		b.keys.Grow(keyBytes)
-	}
+	b.keys.Grow(keyBytes)
 	return b
 }
 
@@ -343,17 +276,9 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	} else {
 		e = new(Entry[V])
 	}
-	h := hashKey(key)
-	if g.idx.find(h, key) != nil {
-		panic("state: GroupBuilder.Add: a key added twice")
-	}
-	if len(key) <= shortKey {
-		e.setShort(key)
-	} else {
-		at := b.keys.Len()
-		b.keys.Write(key)
-		e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
-	}
+	at := b.keys.Len()
+	b.keys.Write(key)
+	e.key = b.keys.String()[at:] // earlier keys stay valid: the builder only appends
 	e.g, e.dirtyAt = g, t.epoch
 	if b.clean {
 		e.dirtyAt = 0 // no epoch: the first Mut marks it dirty
@@ -361,8 +286,11 @@ func (b *GroupBuilder[V]) Add(key []byte) *Entry[V] {
 	if t.seq != 0 {
 		e.saved.Store(t.seq) // no capture up to now needs it
 	}
-	g.idx.put(h, e)
+	g.m[e.key] = e
 	g.ents = append(g.ents, e)
+	if len(g.m) != len(g.ents) {
+		panic("state: GroupBuilder.Add: a key added twice")
+	}
 	return e
 }
 
@@ -395,10 +323,11 @@ func (t *Table[V]) Delete(kg int, key string) {
 		return
 	}
 	g := t.groups[kg]
-	e := g.idx.remove(hashKey(bytesOf(key)), bytesOf(key))
+	e := g.m[key]
 	if e == nil {
 		return
 	}
+	delete(g.m, key)
 	e.gone.Store(t.epoch)
 	if !g.fresh { // a fresh group is captured whole: no need to list deletions
 		if g.deleted == nil {
@@ -465,7 +394,7 @@ func (t *Table[V]) GroupLen(kg int) int {
 	if !t.Has(kg) {
 		return 0
 	}
-	return t.groups[kg].idx.n
+	return len(t.groups[kg].m)
 }
 
 // DropGroup forgets group kg (it moved to another instance). The next
@@ -475,7 +404,7 @@ func (t *Table[V]) DropGroup(kg int) {
 	if !t.Has(kg) {
 		return
 	}
-	t.n -= t.groups[kg].idx.n
+	t.n -= len(t.groups[kg].m)
 	t.groups[kg] = nil
 	t.dropped = append(t.dropped, kg)
 }

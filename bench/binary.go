@@ -308,22 +308,8 @@ func (t *eventTail) poll(fn func(events.Event)) error {
 	for {
 		n, err := f.Read(t.buf)
 		t.off += int64(n)
-		data := t.buf[:n]
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				t.partial = append(t.partial, data...)
-				break
-			}
-			line := data[:i]
-			if len(t.partial) > 0 {
-				line = append(t.partial, line...)
-				t.partial = t.partial[:0]
-			}
-			data = data[i+1:]
-			if err := t.decode(line, fn); err != nil {
-				return err
-			}
+		if err := splitLines(&t.partial, t.buf[:n], func(line []byte) error { return t.decode(line, fn) }); err != nil {
+			return err
 		}
 		if err == io.EOF || n == 0 {
 			return nil

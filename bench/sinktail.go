@@ -231,20 +231,34 @@ func (t *sinkTail) readSegments(dir string, tf *tailFile, now time.Time) {
 // lines feeds the complete lines of data, after what tf held of a line
 // not yet ended, to the log; it keeps the rest in tf.
 func (t *sinkTail) lines(data []byte, tf *tailFile, now time.Time) {
+	_ = splitLines(&tf.partial, data, func(line []byte) error {
+		t.log.add(now, line)
+		return nil
+	})
+}
+
+// splitLines calls fn for each line that data completes, in order (the
+// first after what *partial held of a line not yet ended), without its
+// newline, and keeps the rest of data in *partial. A line passed to fn
+// is valid only during the call. It stops at fn's first error.
+func splitLines(partial *[]byte, data []byte, fn func(line []byte) error) error {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			tf.partial = append(tf.partial, data...)
-			return
+			*partial = append(*partial, data...)
+			return nil
 		}
 		line := data[:i]
-		if len(tf.partial) > 0 {
-			line = append(tf.partial, line...)
-			tf.partial = tf.partial[:0]
+		if len(*partial) > 0 {
+			line = append(*partial, line...)
+			*partial = (*partial)[:0]
 		}
-		t.log.add(now, line)
 		data = data[i+1:]
+		if err := fn(line); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func (t *sinkTail) read(path string, tf *tailFile, now time.Time) {

@@ -102,6 +102,24 @@
 // a restore with slices load the whole chain before they answer, as
 // before.
 //
+// # Memory
+//
+// A node process (`spate node`; not the nodes the simulation and the
+// tests run in one process) trades memory for CPU. Its garbage collector
+// runs at GOGC 400 under a soft limit of 2 GiB (GOGC and GOMEMLIMIT in
+// the environment win). Where the kernel's transparent huge pages are in
+// mode "madvise", the node asks for them over its heap (hugepages.go): at
+// start it advises the first GiB of heap address space, before anything
+// is allocated there, and every second any mapping the heap grew by
+// since. A node's state is read at random and fills while it runs: with
+// 4 KiB pages each page costs a fault when first touched and each random
+// read a walk of the page tables; with 2 MiB pages, 512 times fewer
+// faults and a TLB that reaches 512 times as far. The log says once how
+// much it advised. SPATE_HUGEPAGES=off turns it off; modes "always" and
+// "never" leave nothing to do. The price is memory: a node holds its heap
+// in 2 MiB pages, so its resident size grows by up to a huge page per
+// sparsely used region.
+//
 // # Profiling
 //
 // A node whose environment has SPATE_CPUPROFILE=DIR writes a CPU profile

@@ -135,6 +135,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	adviseHugePages(ctx, func(format string, args ...any) {
+		cfg.Log.Printf("node %s: "+format, append([]any{cfg.Name}, args...)...)
+	})
 	if err := Run(ctx, cfg); err != nil {
 		cfg.Log.Printf("node %s: %v", cfg.Name, err)
 		return 1

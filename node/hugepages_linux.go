@@ -1,0 +1,19 @@
+package node
+
+import (
+	"runtime/debug"
+	"syscall"
+)
+
+const madvHugepage = 14 // MADV_HUGEPAGE
+
+// madviseHuge asks the kernel to back [addr, addr+n) with huge pages.
+func madviseHuge(addr, n uint64) error {
+	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(addr), uintptr(n), madvHugepage); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// freeOSMemory gives the reserve back before anything else is allocated.
+func freeOSMemory() { debug.FreeOSMemory() }

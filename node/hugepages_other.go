@@ -1,0 +1,9 @@
+//go:build !linux
+
+package node
+
+import "errors"
+
+func madviseHuge(addr, n uint64) error { return errors.ErrUnsupported }
+
+func freeOSMemory() {}

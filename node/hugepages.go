@@ -29,7 +29,7 @@ import (
 //     by since.
 //
 // Modes "always" and "never" leave nothing to do; SPATE_HUGEPAGES=off in
-// the environment turns it off.
+// the environment turns it off, as does a build with the race detector.
 
 // hugeReserve is how much of the heap's address space a node advises
 // before it allocates anything else (reserveSize).
@@ -131,11 +131,11 @@ func anonMappings(maps []byte) ([]anonRange, error) {
 
 // hugeAdviser advises the process's mappings, each once.
 type hugeAdviser struct {
-	done map[anonRange]bool
+	done map[anonRange]bool // the mappings advised, as they were last seen
 }
 
-// advise advises every mapping not advised yet; it returns how many bytes
-// it advised this time.
+// advise advises every mapping of the process not advised yet; it returns
+// how many bytes it advised this time.
 func (a *hugeAdviser) advise() (uint64, error) {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
@@ -145,17 +145,25 @@ func (a *hugeAdviser) advise() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return a.adviseRanges(rs)
+}
+
+// adviseRanges advises those of rs not advised before, and forgets the
+// mappings that are gone (the kernel merges and splits them as the heap
+// grows and as they are advised).
+func (a *hugeAdviser) adviseRanges(rs []anonRange) (uint64, error) {
+	now := make(map[anonRange]bool, len(rs))
 	var n uint64
 	for _, r := range rs {
-		if a.done[r] {
-			continue
+		if !a.done[r] {
+			if err := madviseHuge(r.Lo, r.Hi-r.Lo); err != nil {
+				return n, fmt.Errorf("madvise %#x-%#x: %w", r.Lo, r.Hi, err)
+			}
+			n += r.Hi - r.Lo
 		}
-		if err := madviseHuge(r.Lo, r.Hi-r.Lo); err != nil {
-			return n, fmt.Errorf("madvise %#x-%#x: %w", r.Lo, r.Hi, err)
-		}
-		a.done[r] = true
-		n += r.Hi - r.Lo
+		now[r] = true
 	}
+	a.done = now
 	return n, nil
 }
 
@@ -166,8 +174,8 @@ func adviseHugePages(ctx context.Context, logf func(string, ...any)) {
 	if v := os.Getenv("SPATE_HUGEPAGES"); v == "off" || v == "0" || v == "false" {
 		return
 	}
-	if mode := thpMode(); mode != "madvise" {
-		return
+	if raceBuild || thpMode() != "madvise" {
+		return // (the race detector's shadow memory is anonymous too: never advised)
 	}
 	a := &hugeAdviser{done: map[anonRange]bool{}}
 	var reserve []byte

@@ -66,9 +66,11 @@ c004000000-c004100000 rw-p 00000000 00:00 0
 	}
 }
 
-// TestAdviseMarksTheHeap allocates a heap object of many huge pages and
-// checks that, once advised, the kernel lists its mapping as asking for
-// huge pages ("hg" among its VmFlags).
+// TestAdviseMarksTheHeap allocates a heap object of many huge pages,
+// advises the mapping that holds it (that one only: under the race
+// detector the process's other anonymous mappings are its shadow memory)
+// and checks that the kernel lists it as asking for huge pages ("hg"
+// among its VmFlags), once.
 func TestAdviseMarksTheHeap(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("linux only")
@@ -78,16 +80,33 @@ func TestAdviseMarksTheHeap(t *testing.T) {
 	}
 	b := make([]byte, 64<<20)
 	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
-	a := &hugeAdviser{done: map[anonRange]bool{}}
-	n, err := a.advise()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	rs, err := anonMappings(maps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 64<<20 {
-		t.Fatalf("advised %d bytes, want at least the 64 MiB allocated", n)
+	var held []anonRange
+	for _, r := range rs {
+		if r.Lo <= addr && addr < r.Hi {
+			held = append(held, r)
+		}
 	}
-	if again, err := a.advise(); err != nil || again >= n {
-		t.Fatalf("advised again %d bytes (%v): each mapping is advised once", again, err)
+	if len(held) != 1 || held[0].Hi-held[0].Lo < 64<<20 {
+		t.Fatalf("the mappings holding %#x: %x, want one of at least 64 MiB", addr, held)
+	}
+	a := &hugeAdviser{done: map[anonRange]bool{}}
+	n, err := a.adviseRanges(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != held[0].Hi-held[0].Lo {
+		t.Fatalf("advised %d bytes, want the mapping's %d", n, held[0].Hi-held[0].Lo)
+	}
+	if again, err := a.adviseRanges(held); err != nil || again != 0 {
+		t.Fatalf("advised again %d bytes (%v): a mapping is advised once", again, err)
 	}
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
@@ -101,6 +120,16 @@ func TestAdviseMarksTheHeap(t *testing.T) {
 		t.Fatalf("the mapping of %#x has VmFlags%s: no hg", addr, flags)
 	}
 	runtime.KeepAlive(b)
+}
+
+func TestAdviseForgetsWhatIsGone(t *testing.T) {
+	a := &hugeAdviser{done: map[anonRange]bool{{1 << 21, 2 << 21}: true, {4 << 21, 5 << 21}: true}}
+	if n, err := a.adviseRanges([]anonRange{{1 << 21, 2 << 21}}); err != nil || n != 0 {
+		t.Fatalf("advised %d bytes (%v), want none: the one range was advised", n, err)
+	}
+	if len(a.done) != 1 || !a.done[anonRange{1 << 21, 2 << 21}] {
+		t.Fatalf("remembers %v, want the one range still mapped", a.done)
+	}
 }
 
 // vmFlagsAt returns the VmFlags line of the /proc/self/smaps mapping that

@@ -1,0 +1,6 @@
+//go:build race
+
+package node
+
+// raceBuild reports a build with the race detector.
+const raceBuild = true

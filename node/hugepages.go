@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"spate/internal/race"
 	"strconv"
 	"strings"
 	"time"
@@ -174,7 +176,7 @@ func adviseHugePages(ctx context.Context, logf func(string, ...any)) {
 	if v := os.Getenv("SPATE_HUGEPAGES"); v == "off" || v == "0" || v == "false" {
 		return
 	}
-	if raceBuild || thpMode() != "madvise" {
+	if race.Enabled || thpMode() != "madvise" {
 		return // (the race detector's shadow memory is anonymous too: never advised)
 	}
 	a := &hugeAdviser{done: map[anonRange]bool{}}
@@ -185,8 +187,7 @@ func adviseHugePages(ctx context.Context, logf func(string, ...any)) {
 	n, err := a.advise()
 	runtime.KeepAlive(reserve)
 	if reserve != nil {
-		reserve = nil
-		freeOSMemory()
+		debug.FreeOSMemory() // the reserve back before anything else is allocated
 	}
 	if err != nil {
 		logf("transparent huge pages not advised: %v", err)

@@ -1,9 +1,6 @@
 package node
 
-import (
-	"runtime/debug"
-	"syscall"
-)
+import "syscall"
 
 const madvHugepage = 14 // MADV_HUGEPAGE
 
@@ -14,6 +11,3 @@ func madviseHuge(addr, n uint64) error {
 	}
 	return nil
 }
-
-// freeOSMemory gives the reserve back before anything else is allocated.
-func freeOSMemory() { debug.FreeOSMemory() }

@@ -5,5 +5,3 @@ package node
 import "errors"
 
 func madviseHuge(addr, n uint64) error { return errors.ErrUnsupported }
-
-func freeOSMemory() {}

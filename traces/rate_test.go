@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"spate/internal/race"
 	"strings"
 	"testing"
 )
@@ -244,7 +245,7 @@ func TestSpecErrors(t *testing.T) {
 
 func TestRealRateTrace(t *testing.T) {
 	dir := sharedTraces(t)
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("bzip2 is too slow under -race (5-10 s); run go test without -race")
 	}
 	src := mustOpen(t, "rate:"+dir+"/nasa_http_1995_per_second.tbz2", Options{Seed: 1, Partitions: 3})

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"bytes"
+	"spate/internal/race"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -82,7 +83,7 @@ func TestShowReal(t *testing.T) {
 	dir := sharedTraces(t)
 	wantLines(t, show(t, dir+"/nasa_19950801.tsv.gz"), "?time=time&key=host", "records  30,969", "TSV")
 	wantLines(t, show(t, dir+"/AzureLLMInferenceTrace_conv.csv"), "records  19,366")
-	if raceEnabled {
+	if race.Enabled { // bzip2 alone takes 5-10 s under -race
 		return
 	}
 	out := show(t, dir+"/nasa_http_1995_per_second.tbz2")

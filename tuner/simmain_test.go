@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"spate/internal/race"
 	"strings"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func TestSimMainNASA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 5M seconds")
 	}
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("too slow under -race (bzip2 alone takes 5-10 s)")
 	}
 	nasa := needShared(t, "load/nasa_http_1995_per_second.tbz2")

@@ -1,5 +1,0 @@
-//go:build !race
-
-package traces
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package tuner
-
-const raceEnabled = false

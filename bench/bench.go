@@ -18,7 +18,7 @@ import (
 // Main is `spate bench NAME [flags]`; it returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: spate bench throughput|overhead|recovery|scaling|tuner [--json] [flags]")
+		fmt.Fprintln(stderr, "usage: spate bench throughput|overhead|recovery|resume|scaling|tuner [--json] [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -28,12 +28,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return overheadMain(args[1:], stdout, stderr)
 	case "recovery":
 		return recoveryMain(args[1:], stdout, stderr)
+	case "resume":
+		return resumeMain(args[1:], stdout, stderr)
 	case "tuner":
 		return tunerMain(args[1:], stdout, stderr)
 	case "scaling":
 		return scalingMain(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "spate bench: unknown benchmark %q (have throughput, overhead, recovery, scaling, tuner)\n", args[0])
+	fmt.Fprintf(stderr, "spate bench: unknown benchmark %q (have throughput, overhead, recovery, resume, scaling, tuner)\n", args[0])
 	return 2
 }
 

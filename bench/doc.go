@@ -69,6 +69,33 @@
 // checkpoints: the untouched key groups' output is then seen once an
 // interval; with s3 it is not measured (it is not in the run directory).
 //
+// `bench resume` (resume.go) kills the coordinator instead: each run is
+// `spate up --headless` in a child process of the running binary,
+// SIGKILLed alone (its nodes live on and wait --coord-timeout for
+// another) --kill plus a phase after its job started, timed by the
+// job_started event of the events.jsonl it writes, the rounds' phases
+// spread over one checkpoint interval; --gap after its death `spate up
+// --headless --resume DIR` takes the run on to its end. The phases are
+// timed from the moment just before this process started the --resume
+// process (exec.Cmd.Start: fork and exec are in them): the run read and
+// listening (coord_resumed "started"), the control API answering a
+// status request (asked every 5 ms: the request goes through the
+// coordinator's event loop), every node rejoined and reported
+// (coord_resumed "rejoined"), every instance being restored restored
+// (the last recovery_restored; under global the rollback's one) and
+// caught up (the last recovery_done; a global rollback has none). Per
+// run it also says how many instances were restored of the plan's
+// (instance_placed before the kill), whether every node rejoined with
+// the pid it had (none missing, none respawned), and the verdict of the
+// verification the resumed up made (its report.json). Per configuration
+// (--ft, and --store dir,coord) the medians over the runs measured, each
+// round's values, the rounds whose every instance was restored within
+// 2 s, and global/spate of the time to every instance restored, of the
+// medians and by round with a 95 % interval. A run whose job had not
+// started at the kill is named and not measured; a run that ended before
+// its kill, or whose job had started and did not resume or verify, makes
+// the exit code 1.
+//
 // The output of the key groups the failure did not touch (count's key
 // groups whose count and sink instances were elsewhere) is measured at
 // the sinks' files, read every --tail while the run goes on (sinktail.go):

@@ -78,7 +78,7 @@ func TestEveryCommandAnswersHelpOnStdout(t *testing.T) {
 
 func TestTopLevelUsageListsEveryCommand(t *testing.T) {
 	_, out, _ := spate("--help")
-	for _, want := range []string{"up", "verify", "status", "chaos run", "scale", "throughput, overhead, recovery, scaling, tuner",
+	for _, want := range []string{"up", "verify", "status", "chaos run", "scale", "throughput, overhead, recovery, resume, scaling, tuner",
 		"tuner sim", "traces show", "version", "completion", "man"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("usage lacks %q:\n%s", want, out)

@@ -30,6 +30,7 @@ type inMsg struct {
 	gen     uint64
 	kind    msgKind
 	payload []byte
+	pooled  bool // payload is getPayload's: handle gives it back once applied
 	wm      int64
 }
 
@@ -392,7 +393,11 @@ func (in *instance) handle(m inMsg) bool {
 		in.onBarrier(m.from, uint64(m.wm))
 		return false
 	case msgBatch:
-		if err := in.applyBatch(m.payload); err != nil {
+		err := in.applyBatch(m.payload)
+		if m.pooled {
+			putPayload(m.payload) // its records were borrowed (payload.go)
+		}
+		if err != nil {
 			in.n.event(events.FrameError, in.id, events.FrameErrorFields{From: string(in.inputs[m.from])}, "batch from %s: %v; input closed", in.inputs[m.from], err)
 			in.ended[m.from] = true
 			in.wms[m.from] = job.MaxWatermark

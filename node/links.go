@@ -570,9 +570,9 @@ func (in *instance) writeBatch(l *link) bool {
 		return false
 	}
 	if l.local != nil {
-		payload := l.b.Encode(nil)
+		payload := l.b.Encode(getPayload(l.b.Size())[:0])
 		l.b.Reset()
-		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload, pooled: true})
 		return false
 	}
 	l.buf = l.b.Encode(l.buf[:0])

@@ -1025,8 +1025,9 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 		m := inMsg{from: from, gen: h.Gen}
 		switch t {
 		case wire.TBatch:
-			m.kind = msgBatch
-			m.payload = append([]byte(nil), p...)
+			m.kind, m.pooled = msgBatch, true
+			m.payload = getPayload(len(p))
+			copy(m.payload, p)
 		case wire.TWatermark:
 			wm, err := wire.DecodeWatermark(p)
 			if err != nil {

@@ -803,6 +803,8 @@ func diffErr(want, got model) error {
 // encoded concurrently with the owner's changes, and the merged chain must
 // equal the state at the latest capture.
 func TestCaptureRaceDeltaChain(t *testing.T) {
+	var touched byte // the owner reads entries ahead (Touch) while the capture runs: -race checks it
+	defer func() { _ = touched }()
 	rounds := 200
 	if testing.Short() {
 		rounds = 40
@@ -831,6 +833,7 @@ func TestCaptureRaceDeltaChain(t *testing.T) {
 				kg, key := i%groups, fmt.Appendf(nil, "k%d", i)
 				if rng.IntN(10) < 8 {
 					e, _ := tab.Upsert(kg, key)
+					touched += e.Touch()
 					bump(e, int64(round))
 					m.set(kg, string(key), e.Val())
 				} else {
@@ -842,6 +845,13 @@ func TestCaptureRaceDeltaChain(t *testing.T) {
 		ch.add(full, gd)
 		ch.check(want, fmt.Sprintf("round %d", round))
 	}
+}
+
+// TestTouchEmptyKey: Touch reads a key's first byte only if it has one.
+func TestTouchEmptyKey(t *testing.T) {
+	tab := NewTable(cloneT)
+	e, _ := tab.Upsert(0, nil)
+	_ = e.Touch()
 }
 
 func TestEncodeCaptureSortsKeys(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"spate/coord"
 	"spate/events"
 )
 
@@ -133,9 +134,28 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 			})
 			before := nodePids(runEvents(t, dir))
 			killCoordinator(t, cmd)
+			// The dead coordinator's run.json says when the job started:
+			// the resumed run's duration and output lag count from it.
+			ri, err := coord.ReadRunInfo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ri.JobStart == nil {
+				t.Fatal("run.json of the killed coordinator has no job_started")
+			}
 			code, out := resume(t, dir)
 			if code != 0 {
 				t.Fatalf("resume: exit %d\n%s", code, out)
+			}
+			after, err := coord.ReadRunInfo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.JobStart == nil || !after.JobStart.Equal(*ri.JobStart) {
+				t.Errorf("the resumed run's job_started is %v, want the first start %v", after.JobStart, *ri.JobStart)
+			}
+			if len(after.Resumed) == 0 || !hasLagAfter(after, after.Resumed[len(after.Resumed)-1]) {
+				t.Errorf("no output lag sampled after the resume at %v (%d samples)", after.Resumed, len(after.Lag))
 			}
 			evs := runEvents(t, dir)
 			for i := 1; i < len(evs); i++ {
@@ -173,6 +193,16 @@ func TestCoordinatorKilledAndResumed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hasLagAfter reports whether ri has an output-lag sample taken after t.
+func hasLagAfter(ri *coord.RunInfo, t time.Time) bool {
+	for _, l := range ri.Lag {
+		if ri.JobStart.Add(time.Duration(l[0]) * time.Millisecond).After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // The drain is under way when the coordinator dies: the resumed one

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -271,6 +272,12 @@ func (c *core) start() {
 	c.lastTick = c.now
 	started := c.lastTick
 	c.info.JobStart = &started
+	// run.json says when the job started from now on, not only once the
+	// run has finished: a coordinator that dies leaves it to the one that
+	// resumes the run, whose duration and output lag count from it.
+	if b, err := json.MarshalIndent(c.info, "", "  "); err == nil {
+		c.do(writeRunInfoOp{append(b, '\n')})
+	}
 	c.tunerStart()
 	c.grant() // before the start, on the same streams
 	for _, name := range c.order {

@@ -188,6 +188,9 @@ type (
 	writeManifestOp struct{ w manifestWrite }
 	// writeOutputsOp writes output/MANIFEST.json whole.
 	writeOutputsOp struct{ data []byte }
+	// writeRunInfoOp writes run.json whole (encoded when decided), so
+	// that what it says survives the coordinator: a resume reads it.
+	writeRunInfoOp struct{ data []byte }
 	// compactOp compacts an instance's chain in the background; the core
 	// hears back through compacted.
 	compactOp struct {
@@ -215,6 +218,7 @@ func (signalOp) opName() string        { return "signal" }
 func (deleteOp) opName() string        { return "delete" }
 func (writeManifestOp) opName() string { return "write manifest" }
 func (writeOutputsOp) opName() string  { return "write output manifest" }
+func (writeRunInfoOp) opName() string  { return "write run.json" }
 func (compactOp) opName() string       { return "compact" }
 func (timerOp) opName() string         { return "timer" }
 func (linkFaultsOp) opName() string    { return "link faults" }

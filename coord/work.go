@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"path/filepath"
 	"time"
 
 	"spate/events"
@@ -97,6 +98,10 @@ func (c *Coordinator) carryOut(o op) {
 	case writeOutputsOp:
 		if err := c.outStore.Put(outputManifestName, o.data); err != nil { // atomic and durable, whole: output.go
 			c.publish(events.Error, "", "", nil, "write output manifest: %v", err)
+		}
+	case writeRunInfoOp:
+		if err := WriteFileAtomic(filepath.Join(c.dir, "run.json"), o.data, 0o644); err != nil {
+			c.publish(events.Error, "", "", nil, "write run.json: %v", err)
 		}
 	case compactOp:
 		store := c.store

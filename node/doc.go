@@ -120,6 +120,11 @@
 // in 2 MiB pages, so its resident size grows by up to a huge page per
 // sparsely used region.
 //
+// Every node, in a process of its own or not, recycles the buffers that
+// carry batches from a stream to its instance (payload.go): a batch is
+// applied, then its buffer goes back to a pool by size, as a record is
+// only borrowed by what applies it.
+//
 // # Profiling
 //
 // A node whose environment has SPATE_CPUPROFILE=DIR writes a CPU profile

@@ -88,7 +88,8 @@ type WindowFiredFields struct {
 	Watermark float64 `json:"watermark"`
 }
 
-// ThroughputFields: the job's rates, once a heartbeat period.
+// ThroughputFields: the job's rates, once a second (the first heartbeat a
+// second or more after the previous one).
 type ThroughputFields struct {
 	In        uint64  `json:"in"` // records the sources read so far
 	InRps     float64 `json:"in_rps"`

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -787,50 +785,12 @@ func lastLogLine(path string) string {
 
 // killLeftNodes SIGKILLs the node processes of the run in dir that still
 // run once no coordinator will take them back (a resume that failed or
-// was interrupted): they would otherwise wait --coord-timeout for one. A
-// pid counts only while /proc shows it as this run's node (`spate node
-// --name NAME --coord ADDR`, the address in run.json), so that a reused
-// pid is never killed.
+// was interrupted): they would otherwise wait --coord-timeout for one.
+// coord.LiveNodes never takes a reused pid for one.
 func killLeftNodes(dir string) {
-	var ri struct {
-		Coord string `json:"coord"`
+	for _, n := range coord.LiveNodes(dir) {
+		_ = syscall.Kill(n.PID, syscall.SIGKILL)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil || json.Unmarshal(b, &ri) != nil || ri.Coord == "" {
-		return
-	}
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	names := events.Names{}
-	for sc.Scan() {
-		e, err := events.DecodeLine(sc.Bytes(), names)
-		if err != nil {
-			continue // a line cut short by the kill
-		}
-		if sp, ok := e.Fields.(events.NodeSpawnedFields); ok && sp.PID > 0 && isRunNode(sp.PID, e.Node, ri.Coord) {
-			_ = syscall.Kill(sp.PID, syscall.SIGKILL)
-		}
-	}
-}
-
-// isRunNode reports whether pid is a live `spate node` process named
-// name, of the coordinator at coordAddr.
-func isRunNode(pid int, name, coordAddr string) bool {
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if len(args) < 2 || args[1] != "node" || !slices.Contains(args, name) || !slices.Contains(args, coordAddr) {
-		return false
-	}
-	dead, known := procDead("/proc/" + strconv.Itoa(pid) + "/stat")
-	return known && !dead
 }
 
 // summariseResume is configuration c's figures over its runs.

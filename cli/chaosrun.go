@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +20,6 @@ import (
 
 	"spate/chaos"
 	"spate/coord"
-	"spate/events"
 )
 
 func (a *app) chaosRunCmd() *cobra.Command {
@@ -341,7 +338,7 @@ func (cc *coordChildren) awaitNodes(ctx context.Context) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left := runNodes(cc.dir)
+		left := coord.LiveNodes(cc.dir)
 		if len(left) == 0 {
 			return nil
 		}
@@ -381,82 +378,22 @@ func (cc *coordChildren) cleanup(out io.Writer) {
 	if !killed && ch.err == nil { // it stopped its nodes
 		return
 	}
-	left := runNodes(cc.dir)
+	left := coord.LiveNodes(cc.dir)
 	for _, n := range left {
-		_ = syscall.Kill(n.pid, syscall.SIGKILL)
+		_ = syscall.Kill(n.PID, syscall.SIGKILL)
 	}
 	if len(left) > 0 {
 		fmt.Fprintf(out, "chaos: killed %s, left by the dead coordinator\n", nodeNames(left))
 	}
 }
 
-// nodeProc is a node process of a run.
-type nodeProc struct {
-	name string
-	pid  int
-}
-
-// runNodes are the node processes the run in dir spawned (node_spawned
-// in its events) that still run. A pid counts only while /proc shows it
-// as this run's node (`spate node --name NAME --coord ADDR`, the address
-// in run.json), so a reused pid is never taken for one; without /proc
-// there are none.
-func runNodes(dir string) []nodeProc {
-	evs, _, err := chaos.ReadEvents(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		return nil
-	}
-	// Only the address: a run directory a crash left half written is
-	// still read for its nodes.
-	var ri struct {
-		Coord string `json:"coord"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil || json.Unmarshal(b, &ri) != nil || ri.Coord == "" {
-		return nil
-	}
-	var out []nodeProc
-	seen := map[int]bool{}
-	for _, e := range evs {
-		f, ok := e.Fields.(events.NodeSpawnedFields)
-		if !ok || f.PID <= 0 || seen[f.PID] {
-			continue
-		}
-		seen[f.PID] = true
-		if isNode(f.PID, e.Node, ri.Coord) {
-			out = append(out, nodeProc{name: e.Node, pid: f.PID})
-		}
-	}
-	return out
-}
-
-// isNode reports whether pid is a live (not zombie) `spate node` process
-// named name, of the coordinator at coordAddr.
-func isNode(pid int, name, coordAddr string) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if len(args) < 2 || args[1] != "node" || !slices.Contains(args, name) || !slices.Contains(args, coordAddr) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command's name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
-}
-
-func nodeNames(ns []nodeProc) string {
+func nodeNames(ns []coord.NodeProc) string {
 	var b strings.Builder
 	for i, n := range ns {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (pid %d)", n.name, n.pid)
+		fmt.Fprintf(&b, "%s (pid %d)", n.Name, n.PID)
 	}
 	return b.String()
 }

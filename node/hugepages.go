@@ -8,10 +8,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"spate/internal/race"
 	"strconv"
 	"strings"
 	"time"
+
+	"spate/internal/race"
 )
 
 // Huge pages (doc.go, "Memory"). A node's state is hundreds of megabytes

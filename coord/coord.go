@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -275,8 +274,8 @@ func (c *core) start() {
 	// run.json says when the job started from now on, not only once the
 	// run has finished: a coordinator that dies leaves it to the one that
 	// resumes the run, whose duration and output lag count from it.
-	if b, err := json.MarshalIndent(c.info, "", "  "); err == nil {
-		c.do(writeRunInfoOp{append(b, '\n')})
+	if b, err := c.info.encode(); err == nil {
+		c.do(writeRunInfoOp{b})
 	}
 	c.tunerStart()
 	c.grant() // before the start, on the same streams

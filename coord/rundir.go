@@ -188,11 +188,17 @@ func WriteRunInfo(dir string, ri *RunInfo) error {
 		p := NewProvenance()
 		ri.Provenance = &p
 	}
-	b, err := json.MarshalIndent(ri, "", "  ")
+	b, err := ri.encode()
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, "run.json"), append(b, '\n'), 0o644)
+	return WriteFileAtomic(filepath.Join(dir, "run.json"), b, 0o644)
+}
+
+// encode is run.json's bytes.
+func (ri *RunInfo) encode() ([]byte, error) {
+	b, err := json.MarshalIndent(ri, "", "  ")
+	return append(b, '\n'), err
 }
 
 // ReadRunInfo reads DIR/run.json; errors name the file.

@@ -25,8 +25,10 @@
 // lag with its phases, and the cores the nodes kept busy in the 3 s
 // before the kill (their CPU metrics: what the machine has beyond it is
 // all a catch-up can use). Per shape: medians, global/spate of the medians
-// and by round with a 95 % interval of the rounds' mean, and the runs
-// that differ in more than the recovery (a second node taken for lost,
+// and by round with 95 % intervals of the rounds' mean and of their
+// geometric mean (a ratio is multiplicative: one round whose spate run
+// was short does not carry it), and the runs that differ in more than
+// the recovery (a second node taken for lost,
 // a fallback, no return to normal lag, a failed verification).
 //
 // With --baseline BIN a configuration base runs --ft spate (single

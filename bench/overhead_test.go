@@ -218,3 +218,30 @@ func TestOverheadReportRefusesUnequalRates(t *testing.T) {
 		}
 	}
 }
+
+// TestGeometricInterval: the interval of the geometric mean is that of
+// the logarithms' mean taken back by exp; a ratio and its inverse cancel;
+// the rounds to clear a target grow as the geometric mean nears it and
+// there are none when it is under it.
+func TestGeometricInterval(t *testing.T) {
+	g := geoCI95([]float64{2, 0.5, math.NaN(), 0})
+	if g.Rounds != 2 || math.Abs(g.Mean-1) > 1e-12 {
+		t.Fatalf("geoCI95(2, 0.5) = %+v, want mean 1 of 2 rounds (NaN and 0 left out)", g)
+	}
+	half := 12.706 * math.Log(4) / math.Sqrt2 / math.Sqrt2
+	if math.Abs(math.Log(g.Hi)-half) > 1e-9 || math.Abs(math.Log(g.Lo)+half) > 1e-9 {
+		t.Fatalf("interval [%v, %v], want exp(±%v)", g.Lo, g.Hi, half)
+	}
+	if n := g.roundsToClear(1); n != -1 {
+		t.Fatalf("a geometric mean at the target cleared it in %d rounds", n)
+	}
+	near, far := geoCI95([]float64{3.1, 3.6, 2.8, 3.3}), geoCI95([]float64{4.1, 4.6, 3.8, 4.3})
+	nn, nf := near.roundsToClear(3), far.roundsToClear(3)
+	if nf != 0 || nn <= near.Rounds {
+		t.Fatalf("rounds to clear 3: %d near it (%v), %d far above it (%v)", nn, near, nf, far)
+	}
+	b, err := json.Marshal(geoCI95([]float64{2}))
+	if err != nil || !strings.Contains(string(b), `"lo":null`) {
+		t.Fatalf("one round's JSON %s %v", b, err)
+	}
+}

@@ -456,13 +456,15 @@ func TestRecoveryPageHasEveryShape(t *testing.T) {
 func TestTargetsNeedTheInterval(t *testing.T) {
 	shape := func(ratio float64, rounds ...float64) RecoveryShape {
 		return RecoveryShape{Name: "4 nodes, count 4", Nodes: 4, Parallelism: map[string]int{"count": 4}, Ratio: ratio,
-			RatioCI: ci95(rounds, ratioWidth), Output: map[string]UntouchedOutput{"spate": {Rate: 0.95, MinRate: 0.9}}}
+			RatioCI: ci95(rounds, ratioWidth), RatioGeo: geoCI95(rounds), Output: map[string]UntouchedOutput{"spate": {Rate: 0.95, MinRate: 0.9}}}
 	}
 	for _, c := range []struct {
 		sh   RecoveryShape
 		want string
 	}{
-		{shape(4.9, 1.9, 0.9, 2.0, 1.1, 12.7), "global/spate >= 3: not shown"},
+		{shape(4.9, 1.9, 0.9, 2.0, 1.1, 12.7), "global/spate >= 3: not shown (the ratio of the medians is, the rounds' intervals are not; no number of rounds would show the geometric mean's: it is 2.17)"},
+		{shape(3.35, 5.94, 10.86, 8.84, 0.80, 2.96, 2.09, 2.77, 1.73, 4.82, 2.14), "at this spread about 335 rounds would show"},
+
 		{shape(3.5, 3.4, 3.6, 3.5, 3.5), "global/spate >= 3: met"},
 		{shape(2.0, 2.0, 2.1), "global/spate >= 3: NOT met"},
 	} {

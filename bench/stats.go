@@ -125,3 +125,85 @@ func finite(x float64) *float64 {
 	}
 	return &x
 }
+
+// GeoCI is a 95 % interval of the geometric mean of per-round ratios:
+// the interval of the mean of their logarithms, by Student's t, taken
+// back by exp. A ratio of two times is multiplicative: a round at 2 and
+// one at 0.5 average to 1 here, not to 1.25, so one round whose
+// denominator happened to be short does not carry the mean.
+type GeoCI struct {
+	Mean   float64 `json:"mean"` // the geometric mean
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
+	Rounds int     `json:"rounds"`
+	LogSD  float64 `json:"log_sd"` // the standard deviation of the logarithms
+}
+
+// geoCI95 is the interval of the geometric mean of xs (each > 0; others
+// are left out).
+func geoCI95(xs []float64) GeoCI {
+	var ls []float64
+	var sum float64
+	for _, x := range xs {
+		if x > 0 && !math.IsInf(x, 0) {
+			ls = append(ls, math.Log(x))
+			sum += ls[len(ls)-1]
+		}
+	}
+	n := len(ls)
+	g := GeoCI{Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Rounds: n}
+	if n == 0 {
+		return g
+	}
+	m := sum / float64(n)
+	g.Mean = math.Exp(m)
+	if n < 2 {
+		return g
+	}
+	var ss float64
+	for _, l := range ls {
+		ss += (l - m) * (l - m)
+	}
+	g.LogSD = math.Sqrt(ss / float64(n-1))
+	half := tQuantile975(n-1) * g.LogSD / math.Sqrt(float64(n))
+	g.Lo, g.Hi = math.Exp(m-half), math.Exp(m+half)
+	return g
+}
+
+// roundsToClear is how many rounds would put the interval's low end at
+// or above want, if the rounds kept the geometric mean and spread they
+// have: 0 if it is there already, -1 if no number would (the geometric
+// mean is not above want) or there is no spread to go by.
+func (g GeoCI) roundsToClear(want float64) int {
+	switch {
+	case g.Rounds >= 2 && g.Lo >= want:
+		return 0
+	case g.Rounds < 2 || !(g.Mean > want):
+		return -1
+	}
+	gap := math.Log(g.Mean) - math.Log(want)
+	for n := max(g.Rounds, 2); n < 100_000; n++ {
+		if tQuantile975(n-1)*g.LogSD/math.Sqrt(float64(n)) <= gap {
+			return n
+		}
+	}
+	return 100_000
+}
+
+func (g GeoCI) String() string {
+	if g.Rounds < 2 {
+		return fmt.Sprintf("%.3f (one round: no interval)", g.Mean)
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", g.Mean, g.Lo, g.Hi)
+}
+
+// MarshalJSON writes null for what is not finite.
+func (g GeoCI) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Mean   *float64 `json:"mean"`
+		Lo     *float64 `json:"lo"`
+		Hi     *float64 `json:"hi"`
+		Rounds int      `json:"rounds"`
+		LogSD  float64  `json:"log_sd"`
+	}{finite(g.Mean), finite(g.Lo), finite(g.Hi), g.Rounds, g.LogSD})
+}

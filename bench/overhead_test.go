@@ -225,11 +225,11 @@ func TestOverheadReportRefusesUnequalRates(t *testing.T) {
 // there are none when it is under it.
 func TestGeometricInterval(t *testing.T) {
 	g := geoCI95([]float64{2, 0.5, math.NaN(), 0})
-	if g.Rounds != 2 || math.Abs(g.Mean-1) > 1e-12 {
+	if g.Rounds != 2 || math.Abs(float64(g.Mean)-1) > 1e-12 {
 		t.Fatalf("geoCI95(2, 0.5) = %+v, want mean 1 of 2 rounds (NaN and 0 left out)", g)
 	}
 	half := 12.706 * math.Log(4) / math.Sqrt2 / math.Sqrt2
-	if math.Abs(math.Log(g.Hi)-half) > 1e-9 || math.Abs(math.Log(g.Lo)+half) > 1e-9 {
+	if math.Abs(math.Log(float64(g.Hi))-half) > 1e-9 || math.Abs(math.Log(float64(g.Lo))+half) > 1e-9 {
 		t.Fatalf("interval [%v, %v], want exp(±%v)", g.Lo, g.Hi, half)
 	}
 	if n := g.roundsToClear(1); n != -1 {

@@ -806,7 +806,7 @@ func printTargets(w io.Writer, res Recovery) {
 		ok := func(x float64) bool { return x >= want && (want > 1 || x > 1) }
 		verdict := "NOT met"
 		switch {
-		case ok(shr.Ratio) && shr.RatioCI.Rounds >= 2 && ok(shr.RatioCI.Lo) && ok(shr.RatioGeo.Lo):
+		case ok(shr.Ratio) && shr.RatioCI.Rounds >= 2 && ok(shr.RatioCI.Lo) && ok(float64(shr.RatioGeo.Lo)):
 			verdict = "met"
 		case ok(shr.Ratio):
 			verdict = "not shown (the ratio of the medians is, the rounds' intervals are not"

@@ -132,9 +132,9 @@ func finite(x float64) *float64 {
 // one at 0.5 average to 1 here, not to 1.25, so one round whose
 // denominator happened to be short does not carry the mean.
 type GeoCI struct {
-	Mean   float64 `json:"mean"` // the geometric mean
-	Lo     float64 `json:"lo"`
-	Hi     float64 `json:"hi"`
+	Mean   num     `json:"mean"` // the geometric mean
+	Lo     num     `json:"lo"`
+	Hi     num     `json:"hi"`
 	Rounds int     `json:"rounds"`
 	LogSD  float64 `json:"log_sd"` // the standard deviation of the logarithms
 }
@@ -151,12 +151,13 @@ func geoCI95(xs []float64) GeoCI {
 		}
 	}
 	n := len(ls)
-	g := GeoCI{Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Rounds: n}
+	nan := num(math.NaN())
+	g := GeoCI{Mean: nan, Lo: nan, Hi: nan, Rounds: n}
 	if n == 0 {
 		return g
 	}
 	m := sum / float64(n)
-	g.Mean = math.Exp(m)
+	g.Mean = num(math.Exp(m))
 	if n < 2 {
 		return g
 	}
@@ -166,7 +167,7 @@ func geoCI95(xs []float64) GeoCI {
 	}
 	g.LogSD = math.Sqrt(ss / float64(n-1))
 	half := tQuantile975(n-1) * g.LogSD / math.Sqrt(float64(n))
-	g.Lo, g.Hi = math.Exp(m-half), math.Exp(m+half)
+	g.Lo, g.Hi = num(math.Exp(m-half)), num(math.Exp(m+half))
 	return g
 }
 
@@ -176,12 +177,12 @@ func geoCI95(xs []float64) GeoCI {
 // mean is not above want) or there is no spread to go by.
 func (g GeoCI) roundsToClear(want float64) int {
 	switch {
-	case g.Rounds >= 2 && g.Lo >= want:
+	case g.Rounds >= 2 && float64(g.Lo) >= want:
 		return 0
-	case g.Rounds < 2 || !(g.Mean > want):
+	case g.Rounds < 2 || !(float64(g.Mean) > want):
 		return -1
 	}
-	gap := math.Log(g.Mean) - math.Log(want)
+	gap := math.Log(float64(g.Mean)) - math.Log(want)
 	for n := max(g.Rounds, 2); n < 100_000; n++ {
 		if tQuantile975(n-1)*g.LogSD/math.Sqrt(float64(n)) <= gap {
 			return n
@@ -197,13 +198,13 @@ func (g GeoCI) String() string {
 	return fmt.Sprintf("%.3f [%.3f, %.3f]", g.Mean, g.Lo, g.Hi)
 }
 
-// MarshalJSON writes null for what is not finite.
-func (g GeoCI) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Mean   *float64 `json:"mean"`
-		Lo     *float64 `json:"lo"`
-		Hi     *float64 `json:"hi"`
-		Rounds int      `json:"rounds"`
-		LogSD  float64  `json:"log_sd"`
-	}{finite(g.Mean), finite(g.Lo), finite(g.Hi), g.Rounds, g.LogSD})
+// num is a float64 that JSON gets as null when it is not finite.
+type num float64
+
+// MarshalJSON implements json.Marshaler.
+func (x num) MarshalJSON() ([]byte, error) {
+	if p := finite(float64(x)); p != nil {
+		return json.Marshal(*p)
+	}
+	return []byte("null"), nil
 }

@@ -28,8 +28,8 @@
 // and by round with 95 % intervals of the rounds' mean and of their
 // geometric mean (a ratio is multiplicative: one round whose spate run
 // was short does not carry it), and the runs that differ in more than
-// the recovery (a second node taken for lost,
-// a fallback, no return to normal lag, a failed verification).
+// the recovery (a second node taken for lost, a fallback, no return to
+// normal lag, a failed verification).
 //
 // With --baseline BIN a configuration base runs --ft spate (single
 // recovery) with another spate binary (a build of another commit), as

@@ -811,6 +811,7 @@ func printTargets(w io.Writer, res Recovery) {
 		case ok(shr.Ratio):
 			verdict = "not shown (the ratio of the medians is, the rounds' intervals are not"
 			switch n := shr.RatioGeo.roundsToClear(want); {
+			case shr.RatioGeo.Rounds < 2:
 			case n > 0:
 				verdict += fmt.Sprintf("; at this spread about %d rounds would show the geometric mean's", n)
 			case n < 0:

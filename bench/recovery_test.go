@@ -464,8 +464,8 @@ func TestTargetsNeedTheInterval(t *testing.T) {
 	}{
 		{shape(4.9, 1.9, 0.9, 2.0, 1.1, 12.7), "global/spate >= 3: not shown (the ratio of the medians is, the rounds' intervals are not; no number of rounds would show the geometric mean's: it is 2.17)"},
 		{shape(3.35, 5.94, 10.86, 8.84, 0.80, 2.96, 2.09, 2.77, 1.73, 4.82, 2.14), "at this spread about 335 rounds would show"},
-
 		{shape(3.5, 3.4, 3.6, 3.5, 3.5), "global/spate >= 3: met"},
+		{shape(3.5, 3.5), "global/spate >= 3: not shown (the ratio of the medians is, the rounds' intervals are not) (3.50"},
 		{shape(2.0, 2.0, 2.1), "global/spate >= 3: NOT met"},
 	} {
 		var b strings.Builder

@@ -174,7 +174,7 @@ func geoCI95(xs []float64) GeoCI {
 // roundsToClear is how many rounds would put the interval's low end at
 // or above want, if the rounds kept the geometric mean and spread they
 // have: 0 if it is there already, -1 if no number would (the geometric
-// mean is not above want) or there is no spread to go by.
+// mean is not above want) or there are not two rounds to go by.
 func (g GeoCI) roundsToClear(want float64) int {
 	switch {
 	case g.Rounds >= 2 && float64(g.Lo) >= want:

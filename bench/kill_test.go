@@ -1,20 +1,22 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"testing"
+
+	"spate/coord"
 )
 
 func TestKillNodeWaitsForTheDeath(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	if dead, known := procDead("/proc/self/stat"); dead || !known {
+	if dead, known := coord.ProcDead(os.Getpid()); dead || !known {
 		t.Fatalf("this process: dead %v, known %v; want alive and known", dead, known)
 	}
-	if dead, known := procDead("/proc/0/stat"); !dead || !known {
+	if dead, known := coord.ProcDead(0); !dead || !known {
 		t.Fatalf("no such process: dead %v, known %v; want dead and known", dead, known)
 	}
 	cmd := exec.Command("sleep", "60")
@@ -26,7 +28,7 @@ func TestKillNodeWaitsForTheDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not yet reaped: a zombie, which killNode must count as dead.
-	if dead, _ := procDead("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"); !dead {
+	if dead, _ := coord.ProcDead(cmd.Process.Pid); !dead {
 		t.Fatal("killNode returned before the process died")
 	}
 	if err := cmd.Wait(); err == nil {

@@ -245,10 +245,7 @@ func TestNodesLeftByADeadCoordinator(t *testing.T) {
 	if err := cc.awaitNodes(context.Background()); err != nil {
 		t.Errorf("awaitNodes with every node gone: %v", err)
 	}
-	// Still running, not a zombie: the state follows the command's name,
-	// which is in parentheses.
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid))
-	if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+	if dead, known := coord.ProcDead(other.Process.Pid); dead || !known {
 		t.Error("another run's node was touched")
 	}
 }

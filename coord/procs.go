@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,11 +75,27 @@ func isRunNode(pid int, name, coordAddr string) bool {
 	if len(args) < 2 || args[1] != "node" || !slices.Contains(args, name) || !slices.Contains(args, coordAddr) {
 		return false
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+	dead, known := ProcDead(pid)
+	return known && !dead
+}
+
+// ProcDead reads /proc/PID/stat: the process is dead once it is a zombie
+// (Z), dead (X) or gone. known is false where the file cannot be read for
+// another reason (no /proc).
+func ProcDead(pid int) (dead, known bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, fs.ErrNotExist) {
+		_, perr := os.Stat("/proc/self/stat")
+		return perr == nil, perr == nil
 	}
-	// The state follows the command's name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
+	if err != nil {
+		return false, false
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false, false
+	}
+	s := b[i+2]
+	return s == 'Z' || s == 'X', true
 }

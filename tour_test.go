@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +125,133 @@ func comparisonDir(t *testing.T, dir string) string {
 		t.Fatalf("the comparison's run directory: %v %v", m, err)
 	}
 	return m[0]
+}
+
+// TestTourComparisonSaysWhatItsTableShows runs the headless tour three
+// times and reads its comparison step: both clusters checkpointed at
+// the same interval (the table's first row, to the tenth of a second the
+// second cluster's --interval is rounded to), the kills were aligned (the
+// sentence that says so is there), and every sentence that compares the
+// two ("Label: H here against T under --ft global: WORD, ...") quotes the
+// row of the table it names and says the way its figures go: fewer, more
+// or as many; shorter, longer or as long; lower, higher or as high.
+// Each comparing row of the table has its sentence.
+func TestTourComparisonSaysWhatItsTableShows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three tours of several processes each")
+	}
+	lesson, err := tour.Lesson()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmpStep := -1
+	for i, st := range lesson.Steps {
+		if st.Compare != nil {
+			cmpStep = i
+		}
+	}
+	if cmpStep < 0 {
+		t.Fatal("the lesson has no comparison step")
+	}
+	head := fmt.Sprintf("Step %d of %d: ", cmpStep+1, len(lesson.Steps))
+	next := fmt.Sprintf("Step %d of %d: ", cmpStep+2, len(lesson.Steps))
+	for run := 1; run <= 3; run++ {
+		dir := filepath.Join(t.TempDir(), "run")
+		out, err := exec.Command("nice", "-n", "10", bin, "tour", "--headless", "--data", dir, "--wait", "60s").CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: spate tour --headless: %v\n%s", run, err, out)
+		}
+		text := string(out)
+		a, b := strings.Index(text, head), strings.Index(text, next)
+		if a < 0 || b < a {
+			t.Fatalf("run %d: no comparison step in\n%s", run, text)
+		}
+		step := text[a:b]
+		rows := tableRows(step)
+		prose := strings.Join(strings.Fields(step), " ")
+		t.Logf("run %d:\n%s", run, step)
+		if !strings.Contains(prose, "Both clusters checkpoint every") {
+			t.Errorf("run %d: the kills were not aligned:\n%s", run, step)
+		}
+		iv, ok := rows["checkpoint interval"]
+		if !ok {
+			t.Fatalf("run %d: no checkpoint interval row in\n%s", run, step)
+		}
+		if h, c := parseFigure(t, iv[0]), parseFigure(t, iv[1]); math.Abs(h-c) > 0.06 {
+			t.Errorf("run %d: the clusters checkpoint at %s and %s", run, iv[0], iv[1])
+		}
+		claimed := map[string]bool{}
+		for _, m := range claimRe.FindAllStringSubmatch(prose, -1) {
+			label, h, c, word := strings.ToLower(m[1]), m[2], m[3], m[4]
+			row, ok := rows[label]
+			if !ok {
+				t.Errorf("run %d: the sentence %q names no row of the table %v", run, m[0], rows)
+				continue
+			}
+			claimed[label] = true
+			if h != row[0] || c != row[1] {
+				t.Errorf("run %d: %q quotes %s and %s, the table %s and %s", run, m[0], h, c, row[0], row[1])
+				continue
+			}
+			hv, cv := parseFigure(t, h), parseFigure(t, c)
+			var agrees bool
+			switch word {
+			case "fewer", "shorter", "lower":
+				agrees = hv < cv
+			case "more", "longer", "higher":
+				agrees = hv > cv
+			case "as many", "as long", "as high":
+				agrees = h == c
+			case "about as long":
+				agrees = math.Abs(hv-cv) <= 0.3*max(hv, cv)
+			}
+			if !agrees {
+				t.Errorf("run %d: %q says %s of %s against %s", run, m[0], word, h, c)
+			}
+		}
+		for _, label := range []string{"state lost since the checkpoint", "instances restarted", "records sent or read again", "loss to restored", "highest output lag"} {
+			if r, ok := rows[label]; ok && r[0] != "-" && r[1] != "-" && !claimed[label] {
+				t.Errorf("run %d: no sentence compares the row %q (%s, %s):\n%s", run, label, r[0], r[1], step)
+			}
+		}
+		mustVerify(t, dir, fmt.Sprintf("run %d", run))
+	}
+}
+
+// claimRe is a sentence of the tour's comparison (tour/claims.go).
+var claimRe = regexp.MustCompile(`([A-Z][a-z' #0-9]+): (\S+(?: of \d+| [nµm]?s)?) here against (\S+(?: of \d+| [nµm]?s)?) under --ft \w+: (about as long|as many|as long|as high|fewer|more|shorter|longer|lower|higher)\b`)
+
+// tableRows are the rows of the headless comparison's table: the label,
+// lower case, and its two cells (columns are two spaces or more apart).
+func tableRows(step string) map[string][2]string {
+	rows := map[string][2]string{}
+	sep := regexp.MustCompile(`\s{2,}`)
+	for _, line := range strings.Split(step, "\n") {
+		cells := sep.Split(strings.TrimSpace(line), -1)
+		if len(cells) == 3 {
+			rows[strings.ToLower(cells[0])] = [2]string{cells[1], cells[2]}
+		}
+	}
+	return rows
+}
+
+// parseFigure reads a figure as internal/human prints it: "2 of 8" (2),
+// "49.1k", "12 ms" or "2.7 s" (in seconds), "3m05s".
+func parseFigure(t *testing.T, s string) float64 {
+	t.Helper()
+	s, _, _ = strings.Cut(s, " of ")
+	if d, err := time.ParseDuration(strings.ReplaceAll(s, " ", "")); err == nil {
+		return d.Seconds()
+	}
+	mult := 1.0
+	for suf, m := range map[string]float64{"k": 1e3, "M": 1e6, "G": 1e9} {
+		if v, ok := strings.CutSuffix(s, suf); ok {
+			s, mult = v, m
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("a figure %q that is no number", s)
+	}
+	return v * mult
 }

@@ -18,19 +18,26 @@ import (
 )
 
 // comparisons run the lesson's comparisons (a step's compare: line): the
-// tour's job on a second cluster with other flags (--ft global), the
-// tour's kill (the lesson's first do: kill) done there too, once it has
-// checkpointed twice and as long after its latest checkpoint as the
-// tour's kill came after the checkpoint it recovered from (so both lose
-// as much), and its figures ({cmp_restarted}, ...) for the step to show
-// beside the tour's own. Each runs in a run directory of its
-// own beside the tour's (DIR-ft-global), then drains and is verified by
-// the oracle like the tour's. Wait waits for all of them.
+// tour's job on a second cluster with other flags (--ft global), at the
+// checkpoint interval the victim of the tour's kill had when it was
+// killed, and the tour's kill (the lesson's first do: kill) done there
+// too, as long after a checkpoint's capture as the tour's came (both
+// aligned, as bench recovery --align does: align.go), so that both lose
+// state of the same age. Its figures ({cmp_restarted}, ...) are for the
+// step to show beside the tour's own, and the sentences that compare the
+// two ({cmp_claims}) are written from both clusters' figures
+// (claims.go). Each runs in a run directory of its own beside the
+// tour's (DIR-ft-global-...), then drains and is verified by the oracle
+// like the tour's. Wait waits for all of them.
 type comparisons struct {
 	base []string       // the tour's flags of spate up, without --data
 	dir  string         // the tour's run directory
 	kill control.Action // the lesson's kill
-	wg   sync.WaitGroup
+	// aligned is the tour's kill as it was aligned (nil: it was not),
+	// and here the tour cluster's figures.
+	aligned func() *alignedKill
+	here    *syncFigures
+	wg      sync.WaitGroup
 }
 
 // settle is how long a comparison runs on after its recovery, so that
@@ -68,16 +75,42 @@ func label(flags []string) string {
 	return strings.Join(parts, "-")
 }
 
+// withInterval is flags with --interval iv in place of any --interval
+// they have.
+func withInterval(flags []string, iv time.Duration) []string {
+	var out []string
+	for i := 0; i < len(flags); i++ {
+		switch f := flags[i]; {
+		case f == "--interval" || f == "-interval":
+			i++
+		case strings.HasPrefix(f, "--interval=") || strings.HasPrefix(f, "-interval="):
+		default:
+			out = append(out, f)
+		}
+	}
+	return append(out, "--interval", iv.String())
+}
+
 func (c *comparisons) run(ctx context.Context, flags []string, age time.Duration, ch chan<- tui.Comparison) {
 	ctx, cancel := context.WithTimeout(ctx, guard)
 	defer cancel()
+	target := strings.Replace(c.kill.Target, "/", "#", 1)
+	var ak *alignedKill
+	if c.aligned != nil {
+		ak = c.aligned()
+	}
+	if ak != nil {
+		flags, age = withInterval(flags, ak.interval.Round(100*time.Millisecond)), ak.age
+	}
 	what := strings.Join(flags, " ")
 	figs := tui.NewFigures()
 	last := tui.Comparison{Figures: map[string]string{"cmp_flags": what}}
+	claims := pendingClaims()
 	send := func(status string, err error, done bool) {
 		last.Status, last.Err, last.Done = status, err, done
 		last.Figures = maps.Clone(last.Figures)
 		maps.Copy(last.Figures, figs.Map("cmp_"))
+		maps.Copy(last.Figures, claims)
 		select {
 		case ch <- last:
 		case <-ctx.Done():
@@ -94,7 +127,7 @@ func (c *comparisons) run(ctx context.Context, flags []string, age time.Duration
 
 	upCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	cl := start(upCtx, cfg)
+	cl := start(upCtx, cfg, nil)
 	evc, done := cl.events, cl.done
 	var ctl *control.Client
 	select {
@@ -111,13 +144,13 @@ func (c *comparisons) run(ctx context.Context, flags []string, age time.Duration
 	}
 
 	const (
-		checkpointing = iota // until two checkpoints of the kill's instance (or two global ones) are complete, and age after the latest
+		checkpointing = iota // until two checkpoints of the kill's instance (or two global ones) are complete, then to the kill's moment
 		recovering           // the kill sent: until the recovery is over
 		settling             // until the output lag has settled
 	)
 	phase, ckpts := checkpointing, 0
 	var recovered, lastCk time.Time
-	var due <-chan time.Time // the kill's moment: age after the latest checkpoint
+	var due <-chan time.Time // the kill's moment: age after a checkpoint's capture
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -125,7 +158,6 @@ func (c *comparisons) run(ctx context.Context, flags []string, age time.Duration
 		}
 	}()
 	send("waiting for its second checkpoint", nil, false)
-	target := strings.Replace(c.kill.Target, "/", "#", 1)
 loop:
 	for {
 		var e events.Event
@@ -154,19 +186,22 @@ loop:
 		figs.Add(e)
 		switch phase {
 		case checkpointing:
-			if f, isCk := e.Fields.(events.CheckpointFields); isCk && (f.Global || e.Instance == target) {
-				if ckpts++; ckpts >= 2 {
-					// A loss older than the interval would never come:
-					// at most most of one.
-					age = min(age, e.Time.Sub(lastCk)*4/5)
-					if timer != nil {
-						timer.Stop()
-					}
-					timer = time.NewTimer(time.Until(e.Time.Add(age))) // the comparison's schedule, not a synchronisation
+			taken, isCk := captured(e, target)
+			if !isCk {
+				break
+			}
+			if ckpts++; ckpts >= 2 && due == nil {
+				if ak == nil {
+					// Not aligned: a loss older than the interval would
+					// never come; at most most of one.
+					age = min(age, taken.Sub(lastCk)*4/5)
+				}
+				if at := taken.Add(age); time.Until(at) > 0 {
+					timer = time.NewTimer(time.Until(at)) // the comparison's schedule, not a synchronisation
 					due = timer.C
 				}
-				lastCk = e.Time
 			}
+			lastCk = taken
 		case recovering:
 			if figs.Recovered() {
 				phase, recovered = settling, e.Time
@@ -188,6 +223,12 @@ loop:
 		send("", fmt.Errorf("compare: %s: %v", what, upErr), false)
 		return
 	}
+	there, _ := figs.Recovery(target)
+	var mine tui.RecoveryNumbers
+	if c.here != nil {
+		mine, _ = c.here.recovery(target)
+	}
+	claims = compareClaims(mine, there, ak, target, ftOf(flags))
 	send("verifying its output", nil, false)
 	rep, err := coord.VerifyRun(dir)
 	if err != nil {
@@ -200,4 +241,17 @@ loop:
 		return
 	}
 	send("done", nil, true)
+}
+
+// ftOf is the --ft mode flags set, "" if none.
+func ftOf(flags []string) string {
+	for i, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--ft="); ok {
+			return v
+		}
+		if f == "--ft" && i+1 < len(flags) {
+			return flags[i+1]
+		}
+	}
+	return ""
 }

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,7 +72,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	upCtx, cancelUp := context.WithCancel(ctx)
 	defer cancelUp()
 
-	cl := start(upCtx, cfg)
+	kill := killOf(lesson)
+	al := newAligner(strings.Replace(kill.Target, "/", "#", 1))
+	here := &syncFigures{f: tui.NewFigures()}
+	cl := start(upCtx, cfg, func(e events.Event) { al.observe(e); here.add(e) })
 	var dir string
 	select {
 	case dir = <-cl.started:
@@ -79,13 +84,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	evc, done := cl.events, cl.done
-	cmp := &comparisons{base: base, dir: dir, kill: killOf(lesson)}
 	client, err := control.Dial(dir)
+	ctl := &alignedControl{Controller: client, ctx: upCtx, a: al, kill: kill}
+	cmp := &comparisons{base: base, dir: dir, kill: kill, aligned: ctl.aligned, here: here}
 	if err == nil {
 		if *headless || !tui.IsTerminal(stdout) {
-			err = tui.LessonHeadless(ctx, lesson, evc, client, cmp.comparer(upCtx), stdout, *wait)
+			err = tui.LessonHeadless(ctx, lesson, evc, ctl, cmp.comparer(upCtx), stdout, *wait)
 		} else {
-			err = tui.Run(ctx, tui.Options{Events: evc, Control: client, Now: time.Now, In: os.Stdin, Out: stdout,
+			err = tui.Run(ctx, tui.Options{Events: evc, Control: ctl, Now: time.Now, In: os.Stdin, Out: stdout,
 				Title: "tour " + filepath.Base(dir), RunDir: dir, Lesson: lesson, Compare: cmp.comparer(upCtx)})
 		}
 	}
@@ -122,6 +128,25 @@ func killOf(l *tui.Lesson) control.Action {
 	return control.Action{Verb: "kill", Target: "count#0"}
 }
 
+// syncFigures is a fold of a cluster's figures that the bus feeds and a
+// comparison reads.
+type syncFigures struct {
+	mu sync.Mutex
+	f  *tui.Figures
+}
+
+func (s *syncFigures) add(e events.Event) {
+	s.mu.Lock()
+	s.f.Add(e)
+	s.mu.Unlock()
+}
+
+func (s *syncFigures) recovery(victim string) (tui.RecoveryNumbers, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f.Recovery(victim)
+}
+
 // cluster is a cluster the tour started: its events (closed when it has
 // drained), its run directory once it runs, and coord.Up's error.
 type cluster struct {
@@ -132,8 +157,9 @@ type cluster struct {
 
 // start starts a cluster as spate up does, until ctx ends. The lesson
 // and a comparison wait for lifecycle events: a deep buffer, and a lossy
-// hand-over so that the run is never held up by them.
-func start(ctx context.Context, cfg coord.Config) cluster {
+// hand-over so that the run is never held up by them. observe, if not
+// nil, sees every event first, on the bus: it must not block.
+func start(ctx context.Context, cfg coord.Config, observe func(events.Event)) cluster {
 	evc := make(chan events.Event, 1<<16)
 	started := make(chan string, 1)
 	done := make(chan error, 1)
@@ -142,6 +168,9 @@ func start(ctx context.Context, cfg coord.Config) cluster {
 			Out:     io.Discard,
 			Started: func(dir string) { started <- dir },
 			Observe: func(e events.Event) {
+				if observe != nil {
+					observe(e)
+				}
 				select {
 				case evc <- e:
 				default:

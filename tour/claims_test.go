@@ -1,6 +1,7 @@
 package tour
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,29 @@ func TestClaimsGoTheWayTheFiguresGo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheLessonsTableIsTheClaimsTable: every here_ figure of the
+// lesson's comparison step, and cmp_claims, is one compareClaims sets.
+func TestTheLessonsTableIsTheClaimsTable(t *testing.T) {
+	l, err := Lesson()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := compareClaims(tui.RecoveryNumbers{}, tui.RecoveryNumbers{}, nil, "count#0", "global")
+	named := 0
+	for _, st := range l.Steps {
+		for _, p := range st.Text {
+			for _, m := range regexp.MustCompile(`\{(here_[a-z_]+|cmp_claims)\}`).FindAllStringSubmatch(p, -1) {
+				named++
+				if _, ok := set[m[1]]; !ok {
+					t.Errorf("the lesson names {%s}, which compareClaims does not set", m[1])
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("the lesson's comparison names none of the tour's figures")
 	}
 }

@@ -303,6 +303,10 @@ func (c *Config) SourceOptions() traces.Options {
 // every source as fast as possible.
 func (c *Config) Paced() bool { return c.Rate > 0 }
 
+// generated reports whether the source is a generator (gen:...), whose
+// rate is --rate, rather than a trace, whose rate is its file's.
+func (c *Config) generated() bool { return c.Source == "" || strings.HasPrefix(c.Source, "gen:") }
+
 // costNs is the --cost of each operator in nanoseconds per record (the
 // deploy plan's form); nil without one.
 func costNs(cost map[string]time.Duration) map[string]int64 {

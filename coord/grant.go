@@ -26,6 +26,15 @@ const grantAhead = time.Second
 // grantFloor is the smallest grant ahead, in records.
 const grantFloor = 1024
 
+// traceGrantFloor is the smallest grant ahead of a paced trace's
+// partition (a rate or record trace: its rate is the file's, often under
+// a record a second, not --rate's). The drain ends each partition at its
+// grant, so this is also about the most a slow trace reads past where it
+// was when the drain began; a source at its grant waits at most a
+// heartbeat's round for the next, and the measured rate then sets the
+// lead.
+const traceGrantFloor = 4
+
 // unpacedRate stands for a partition's rate before one is measured when
 // the sources are not paced (records per second).
 const unpacedRate = 1 << 19
@@ -53,6 +62,12 @@ func (c *core) partitions() []int {
 // part's sources may read.
 func (c *core) grantAheadOf(part int, parts int) uint64 {
 	r := c.grants.rate[part]
+	if c.cfg.Paced() && !c.cfg.generated() {
+		// A trace's rate is the file's: --rate says nothing of it, and
+		// a lead of --rate's second had the drain read thousands of
+		// records (a whole slow trace) past the duration's end.
+		return max(traceGrantFloor, uint64(r*grantAhead.Seconds()))
+	}
 	if r == 0 {
 		r = unpacedRate
 		if c.cfg.Paced() && parts > 0 {

@@ -41,6 +41,9 @@ type Scenario struct {
 	Nodes        int
 	Duration     time.Duration
 	CoordTimeout time.Duration
+	// FileDuration is cluster: duration as the file gives it, before any
+	// --set (0: not given); Cut compares the two.
+	FileDuration time.Duration
 
 	Schedule []Entry
 	Checks   []Check
@@ -697,6 +700,7 @@ func (p *scParser) cluster(f field) error {
 
 // overrides applies the --set overrides to the cluster: flags.
 func (p *scParser) overrides() error {
+	p.sc.FileDuration = p.sc.Duration
 	for _, o := range p.set {
 		kv := o.Key + "=" + o.Value
 		wrap := func(err error) error {

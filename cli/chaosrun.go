@@ -39,7 +39,10 @@ sends it SIGKILL, and starts spate up --resume DIR after resume_after.
 
 --set KEY=VALUE overrides a field of the scenario's cluster: block (any
 flag of spate up but data, headless, script and resume); --set seed=N sets the
-cluster's seed and the seed of every random: entry. --junit FILE writes
+cluster's seed and the seed of every random: entry. A --set duration
+shorter than the file's that drops steps of the schedule (due after the
+new end) or truncates them (a for: past it) lists each, one line a step,
+and the run is refused unless --allow-drop is given. --junit FILE writes
 the checks as JUnit XML, one test case per check, for CI.`,
 		Example: `  spate chaos run examples/teaching.yaml --data /tmp/demo
   spate chaos run examples/soak.yaml --set duration=90s --set seed=3
@@ -61,12 +64,14 @@ the checks as JUnit XML, one test case per check, for CI.`,
 			data, _ := cmd.Flags().GetString("data")
 			junit, _ := cmd.Flags().GetString("junit")
 			sets, _ := cmd.Flags().GetStringArray("set")
-			return code(a.chaosRun(args[0], data, junit, sets))
+			allowDrop, _ := cmd.Flags().GetBool("allow-drop")
+			return code(a.chaosRun(args[0], data, junit, sets, allowDrop))
 		},
 	}
 	c.Flags().String("data", "", "run directory (default ./spate-data/RUN-ID)")
 	c.Flags().String("junit", "", "also write the checks to this file as JUnit XML")
 	c.Flags().StringArray("set", nil, "override a cluster: field (or seed), KEY=VALUE; repeatable")
+	c.Flags().Bool("allow-drop", false, "run even if --set duration drops or truncates steps of the schedule (each is listed)")
 	_ = c.RegisterFlagCompletionFunc("set", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
 		for _, k := range chaos.ClusterKeys() {
@@ -78,7 +83,7 @@ the checks as JUnit XML, one test case per check, for CI.`,
 }
 
 // chaosRun is `spate chaos run FILE.yaml`; it returns the exit code.
-func (a *app) chaosRun(file, data, junit string, sets []string) int {
+func (a *app) chaosRun(file, data, junit string, sets []string, allowDrop bool) int {
 	stdout, stderr := a.stdout, a.stderr
 	var over []chaos.Override
 	for _, kv := range sets {
@@ -93,6 +98,19 @@ func (a *app) chaosRun(file, data, junit string, sets []string) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "spate chaos run:", err)
 		return exitUsage
+	}
+	if cut := sc.Cut(); len(cut) > 0 {
+		w := stderr
+		if allowDrop {
+			w = stdout
+		}
+		for _, line := range cut {
+			fmt.Fprintf(w, "spate chaos run: --set duration=%v: %s\n", sc.Duration, line)
+		}
+		if !allowDrop {
+			fmt.Fprintf(stderr, "spate chaos run: --set duration=%v cuts %d of the schedule's steps; give --allow-drop to run it so\n", sc.Duration, len(cut))
+			return exitUsage
+		}
 	}
 	extra := []string{"--headless"}
 	if data != "" {

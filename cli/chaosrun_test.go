@@ -265,3 +265,24 @@ func TestLastLineKeepsTheLastLine(t *testing.T) {
 		t.Errorf("%d bytes kept", len(got))
 	}
 }
+
+// TestChaosRunRefusesADurationThatDropsSteps: --set duration=15s on the
+// teaching demo (30 s, steps at 17 s and 24 s) names each step it drops,
+// one line a step, and exits 2 without starting a cluster.
+func TestChaosRunRefusesADurationThatDropsSteps(t *testing.T) {
+	code, out, errOut := spate("chaos", "run", "../examples/teaching.yaml", "--set", "duration=15s", "--data", filepath.Join(t.TempDir(), "run"))
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{"dropped: partition", "at 17s", "dropped: pause", "at 24s", "--allow-drop"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("no %q in\n%s", want, errOut)
+		}
+	}
+	if n := strings.Count(errOut, "dropped: "); n != 2 {
+		t.Errorf("%d dropped lines, want 2:\n%s", n, errOut)
+	}
+	if strings.Contains(out, "steps over") {
+		t.Errorf("the run started:\n%s", out)
+	}
+}

@@ -143,7 +143,7 @@ func (a *app) tracesCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show FILE",
 		Short: "a trace's summary and rate sparkline",
-		Long:  "Show reads a load trace (a rate trace, a record trace, possibly compressed) and prints its summary and a sparkline of its rate.",
+		Long:  "Show reads a load trace (a rate trace, a record trace, possibly compressed) and prints its summary and a sparkline of its rate. A failure trace (LANL, FTA) is named as one, with the --failures string to paste.",
 		Example: `  spate traces show ../shared/traces/load/nasa_19950801.tsv.gz
   spate traces show rates.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {

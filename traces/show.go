@@ -20,13 +20,21 @@ const SparkWidth = 72
 // sparkline of the rate. spec is a full spec, or a bare PATH whose kind is
 // guessed: a file of whitespace-separated integers is a rate trace, else a
 // CSV or TSV record trace whose time and key columns are guessed from the
-// header names and the first data row. For a generator it shows one day
+// header names and the first data row. A failure trace (LANL, FTA: the
+// sources of --failures, bare or as lanl:PATH, fta:PATH) is named as one,
+// with the --failures string that uses it. For a generator it shows one day
 // (one minute for a flat curve) with all its records in one partition.
 func Show(w io.Writer, spec string) error {
 	if spec == "" {
 		spec = DefaultSpec
 	}
+	if kind, path, ok := strings.Cut(spec, ":"); ok && (kind == "lanl" || kind == "fta") {
+		spec, _, _ = strings.Cut(path, "?")
+	}
 	if !hasScheme(spec) {
+		if kind, rows, err := failureKind(spec); err == nil && kind != "" {
+			return showFailure(w, spec, kind, rows)
+		}
 		if _, err := os.Stat(spec); err == nil {
 			guessed, err := guessSpec(spec)
 			if err != nil {

@@ -1,7 +1,7 @@
 // Package weedtest starts the S3-compatible server the tests of the S3
 // store run against: SeaweedFS's weed, once per test binary, on ports
 // from a free-port probe, with its data under a temporary directory, when
-// weed is on PATH (README.md, "The S3 store", says how to install it).
+// weed is on PATH (docs/deployment.md, "The S3 store's tests", says how to install it).
 // Without it, Start skips the test with a message saying so.
 package weedtest
 
@@ -91,7 +91,7 @@ func Start(t testing.TB) string {
 func start() {
 	bin, err := exec.LookPath("weed")
 	if err != nil {
-		weed.skip = "weed (SeaweedFS) is not on PATH: the S3 store is tested against a real server only; README.md, \"The S3 store\", says how to install it"
+		weed.skip = "weed (SeaweedFS) is not on PATH: the S3 store is tested against a real server only; docs/deployment.md, \"The S3 store's tests\", says how to install it"
 		return
 	}
 	fail := func(err error) { weed.err = fmt.Errorf("weed: %w", err) }

@@ -12,7 +12,15 @@
 // runs the tour's job again on a second cluster with other flags (--ft
 // global), does the lesson's kill there too, and shows both clusters'
 // figures side by side (compare.go); that cluster is drained and verified
-// as well, and the tour waits for it before it ends.
+// as well, and the tour waits for it before it ends. Both kills are
+// aligned on the victim's checkpoints (align.go, as bench recovery
+// --align does): the tour's comes half an interval after a capture of
+// count#0's checkpoint, the second cluster runs at --interval of that
+// interval and is killed as long after a global checkpoint's capture, so
+// both lose state of the same age. The table's cells and the sentences
+// that compare the two are written from both clusters' figures
+// (claims.go): where a figure goes against the design's expectation, the
+// sentence says so and why.
 //
 // The tour acts on its clusters only through their control APIs (the
 // lesson's do: lines, a comparison's kill), and the dashboard folds the

@@ -45,4 +45,20 @@ func TestAShorterDurationSaysWhatItCuts(t *testing.T) {
 			t.Errorf("%v cuts %q", set, cut)
 		}
 	}
+	// A random soak shortened: not refused, one line for its random: entry.
+	soak, err := os.ReadFile("../examples/soak.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := ParseOverride("duration=90s")
+	sc, err := ParseWith("soak.yaml", soak, []Override{o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut := sc.Cut(); cut != nil {
+		t.Errorf("the soak at 90s cuts %q", cut)
+	}
+	if sh := sc.Shortened(); len(sh) != 1 || !strings.HasPrefix(sh[0], "shortened: random: faults") {
+		t.Errorf("the soak at 90s: %q", sh)
+	}
 }

@@ -40,9 +40,11 @@ sends it SIGKILL, and starts spate up --resume DIR after resume_after.
 --set KEY=VALUE overrides a field of the scenario's cluster: block (any
 flag of spate up but data, headless, script and resume); --set seed=N sets the
 cluster's seed and the seed of every random: entry. A --set duration
-shorter than the file's that drops steps of the schedule (due after the
-new end) or truncates them (a for: past it) lists each, one line a step,
-and the run is refused unless --allow-drop is given. --junit FILE writes
+shorter than the file's that drops at: steps of the schedule (due after
+the new end) or truncates them (a for: past it) lists each, one line a
+step, and the run is refused unless --allow-drop is given; every: and
+random: entries end with the run, and a line says how many of their
+steps remain. --junit FILE writes
 the checks as JUnit XML, one test case per check, for CI.`,
 		Example: `  spate chaos run examples/teaching.yaml --data /tmp/demo
   spate chaos run examples/soak.yaml --set duration=90s --set seed=3
@@ -98,6 +100,9 @@ func (a *app) chaosRun(file, data, junit string, sets []string, allowDrop bool) 
 	if err != nil {
 		fmt.Fprintln(stderr, "spate chaos run:", err)
 		return exitUsage
+	}
+	for _, line := range sc.Shortened() {
+		fmt.Fprintf(stdout, "spate chaos run: --set duration=%v: %s\n", sc.Duration, line)
 	}
 	if cut := sc.Cut(); len(cut) > 0 {
 		w := stderr

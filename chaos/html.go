@@ -282,12 +282,12 @@ const phaseText = `Phases: <span style="color:#f5b041">detect</span>, from the f
 
 func (p *page) recoveries() {
 	r := p.r
-	p.lead("Each instance lost with a node, from the fault to the moment it had caught up with its upstreams, so that the rest of the job no longer waited for it. The first chart puts them on the job's time axis; below it, each recovery is drawn again on its own axis, in milliseconds from its detection, so that a 200 ms recovery is as readable as a 5 s one. The table gives the same figures.")
-	p.f("<p>%s</p>\n", phaseText)
 	if len(r.Recoveries) == 0 {
 		p.f("<p class=\"muted\">no node was lost</p>\n")
 		return
 	}
+	p.lead("Each instance lost with a node, from the fault to the moment it had caught up with its upstreams, so that the rest of the job no longer waited for it. The first chart puts them on the job's time axis; below it, each recovery is drawn again on its own axis, in milliseconds from its detection, so that a 200 ms recovery is as readable as a 5 s one. The table gives the same figures.")
+	p.f("<p>%s</p>\n", phaseText)
 	const rowH = 22.0
 	var names []string
 	for _, rc := range r.Recoveries {
@@ -565,11 +565,11 @@ func (p *page) intervals() {
 
 func (p *page) rescales() {
 	r := p.r
-	p.lead("Each change of an operator's parallelism, on its own row, step by step: <b>planned</b> (the new assignment of key groups), <b>staged</b> (a new owner pre-loaded a slice while the old one kept processing), <b>captured</b> (the old owner checkpointed the slice durably: the recovery point from now on), <b>moved</b> (the new owner loaded it), <b>rerouted</b> (the upstreams send by the new plan) and <b>done</b>. With --rescale restart the whole job checkpoints, stops and restarts instead.")
 	if len(r.Rescales) == 0 {
 		p.f("<p class=\"muted\">no rescale</p>\n")
 		return
 	}
+	p.lead("Each change of an operator's parallelism, on its own row, step by step: <b>planned</b> (the new assignment of key groups), <b>staged</b> (a new owner pre-loaded a slice while the old one kept processing), <b>captured</b> (the old owner checkpointed the slice durably: the recovery point from now on), <b>moved</b> (the new owner loaded it), <b>rerouted</b> (the upstreams send by the new plan) and <b>done</b>. With --rescale restart the whole job checkpoints, stops and restarts instead.")
 	var names []string
 	for _, rs := range r.Rescales {
 		names = append(names, fmt.Sprintf("%d: %s %d→%d", rs.ID, rs.Op, rs.From, rs.To))
@@ -627,11 +627,11 @@ func bytesText(n int64) string {
 
 func (p *page) faults() {
 	r := p.r
-	p.lead("The faults injected, by command or by the scenario's schedule: what, on which nodes, from when to when (job time). An instant fault such as a kill starts and ends at once; its effect is in the recoveries above.")
 	if len(r.Faults) == 0 && len(r.Actions) == 0 {
 		p.f("<p class=\"muted\">no faults</p>\n")
 		return
 	}
+	p.lead("The faults injected, by command or by the scenario's schedule: what, on which nodes, from when to when (job time). An instant fault such as a kill starts and ends at once; its effect is in the recoveries above.")
 	if len(r.Faults) > 0 {
 		p.f("<table><tr><th>#</th><th>fault</th><th>target</th><th>nodes</th><th>arguments</th><th>from</th><th>to</th></tr>\n")
 		for _, f := range r.Faults {

@@ -112,22 +112,41 @@ type printer struct {
 	// their peer: a killed node closes every stream from it at once, and
 	// one line says so.
 	eof map[string]int
+	// lostOn is the node each lost instance was on (node_lost): a stream
+	// toward one fails with its node, and counts with that node's.
+	lostOn map[string]string
 }
 
 func newPrinter(w io.Writer, mode outputMode) *printer {
-	return &printer{w: w, mode: mode, eof: map[string]int{}}
+	return &printer{w: w, mode: mode, eof: map[string]int{}, lostOn: map[string]string{}}
 }
 
-// peerEOF reports whether e is a stream that ended with its peer (the
-// connection closed, EOF) after the first one from that peer, which alone
-// is printed.
+// peerEOF reports whether e is a stream that ended with its peer after
+// the first one of that peer, which alone is printed: a stream from the
+// peer whose connection closed (EOF), or one toward an instance of a node
+// lost.
 func (p *printer) peerEOF(e events.Event) bool {
-	f, _ := e.Fields.(events.FrameErrorFields)
-	if e.Kind != events.FrameError || f.Peer == "" || !strings.HasSuffix(e.Text, "EOF") {
+	if e.Kind == events.NodeLost {
+		f, _ := e.Fields.(events.NodeLostFields)
+		for _, id := range f.Instances {
+			p.lostOn[string(id)] = e.Node
+		}
 		return false
 	}
-	p.eof[f.Peer]++
-	return p.eof[f.Peer] > 1
+	f, _ := e.Fields.(events.FrameErrorFields)
+	if e.Kind != events.FrameError {
+		return false
+	}
+	peer := f.Peer
+	switch {
+	case peer != "" && strings.HasSuffix(e.Text, "EOF"):
+	case f.To != "" && p.lostOn[f.To] != "":
+		peer = p.lostOn[f.To]
+	default:
+		return false
+	}
+	p.eof[peer]++
+	return p.eof[peer] > 1
 }
 
 // Add takes one event (coord.Options.Observe).

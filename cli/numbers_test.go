@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/job"
 )
 
 // A killed node closes every stream from it at once: one line says so,
@@ -22,7 +23,8 @@ func TestAPeersEndedStreamsAreOneLine(t *testing.T) {
 		p := newPrinter(&b, outputMode{quiet: quiet})
 		for _, e := range []events.Event{
 			eof("sink#1", "n2"), eof("sink#0", "n2"), eof("count#0", "n2"), eof("count#1", "n2"),
-			{Time: t0, Kind: events.NodeLost, Node: "n2", Text: "node n2 lost"},
+			{Time: t0, Kind: events.NodeLost, Node: "n2", Text: "node n2 lost", Fields: events.NodeLostFields{Instances: []job.InstanceID{"rollup#0"}}},
+			{Time: t0, Kind: events.FrameError, Node: "n1", Instance: "count#1", Text: "stream to rollup#0 on n2 failed: stream closed", Fields: events.FrameErrorFields{To: "rollup#0"}},
 			eof("sink#1", "n3"),
 			{Time: t0, Kind: events.FrameError, Node: "n4", Instance: "sink#1", Text: "stream from n3 closed: bad frame", Fields: events.FrameErrorFields{Peer: "n3"}},
 		} {
@@ -34,7 +36,7 @@ func TestAPeersEndedStreamsAreOneLine(t *testing.T) {
 		if n := strings.Count(out, "frame_error"); n != 3 {
 			t.Errorf("quiet %v: %d frame_error lines, want one for each peer's EOF and the bad frame:\n%s", quiet, n, out)
 		}
-		if !strings.Contains(out, "5 streams closed as their peer ended") {
+		if !strings.Contains(out, "6 streams closed as their peer ended") {
 			t.Errorf("quiet %v: summary does not count the streams:\n%s", quiet, out)
 		}
 	}

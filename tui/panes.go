@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 )
 
 // view is what a pane renders from: the state, the styles, the clock and
@@ -103,6 +104,8 @@ func stateMark(s string) string {
 		return "⊘ "
 	case "dead", "lost", "failed", "exited":
 		return "✗ "
+	case "stopped":
+		return "○ "
 	}
 	return "· "
 }
@@ -917,6 +920,11 @@ func charts(v view, w, h int) []string {
 	if each < 4 {
 		return nil
 	}
+	if v.s.first.IsZero() {
+		// Nothing folded yet (spate view at its start): no time axis of
+		// a minute before the run.
+		return []string{fit(v.st.dim.Render("throughput and output lag: no events yet"), w)}
+	}
 	const label = 7
 	cols := cw - label
 	step := v.s.chartStep(v.now, cols)
@@ -945,8 +953,11 @@ func charts(v view, w, h int) []string {
 		}
 		return rows, withMarks, withTimes
 	}
-	mk := func(title string, ls []line, unit func(float64) string, under bool) []string {
+	mk := func(title string, ls []line, unit func(float64) string, under, legend bool) []string {
 		rows, withMarks, withTimes := layoutRows(under)
+		if withMarks && legend {
+			title += v.st.dim.Render("  marks: " + marksLegend) // explained where it is drawn
+		}
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, l := range ls {
 			for _, x := range l.vals {
@@ -985,8 +996,8 @@ func charts(v view, w, h int) []string {
 	outLine := line{vals: out, g: heavyLine, style: v.st.bar2}
 	tpTitle := v.st.title.Render("throughput") + "  " + v.st.bar.Render("─") + " in " + fmtRate(lastIn) + "/s  " +
 		v.st.bar2.Render("━") + " out " + fmtRate(lastOut) + "/s" + v.st.dim.Render("  (a column is "+fmtDur(step)+")")
-	tp := mk(tpTitle, []line{inLine, outLine}, fmtRate, pair)
-	lt := mk(v.st.title.Render("output lag")+"  "+v.st.bar.Render("─")+" "+fmtMs(lastLag), []line{{vals: lag, g: lightLine, style: v.st.bar}}, fmtMs, true)
+	tp := mk(tpTitle, []line{inLine, outLine}, fmtRate, pair, false)
+	lt := mk(v.st.title.Render("output lag")+"  "+v.st.bar.Render("─")+" "+fmtMs(lastLag), []line{{vals: lag, g: lightLine, style: v.st.bar}}, fmtMs, true, true)
 	if pair {
 		return sideBySide(tp, lt, v.st.dim.Render(" │ "))
 	}
@@ -995,7 +1006,7 @@ func charts(v view, w, h int) []string {
 }
 
 func (chartsPane) render(v view, w, h int) []string {
-	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  %s (%d faults)", marksLegend, len(v.s.faults)))
+	head := v.st.title.Render("throughput and latency") + v.st.dim.Render("  "+human.Plural(len(v.s.faults), "fault"))
 	out := []string{fit(head, w)}
 	ch := h - 1
 	fl := 0

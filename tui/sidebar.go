@@ -38,6 +38,7 @@ type sideLine struct {
 	at    time.Time
 	entry int            // the log entry; -1 for a sum
 	n     map[string]int // a sum: events by noun
+	also  int            // frame errors of the same second after this one, on one line
 }
 
 // recentLines are the side pane's last (at most limit) lines from the log
@@ -77,6 +78,13 @@ func recentLines(s *state, idx []int, limit int) []sideLine {
 			continue
 		}
 		flush()
+		if k == events.FrameError && len(out) > 0 {
+			// A kill closes every stream of its node at once: one line.
+			if l := &out[len(out)-1]; l.entry >= 0 && s.log[l.entry].E.Kind == k && l.at.Truncate(time.Second).Equal(le.E.Time.Truncate(time.Second)) {
+				l.at, l.entry, l.also = le.E.Time, idx[j], l.also+1
+				continue
+			}
+		}
 		if len(out) < limit {
 			out = append(out, sideLine{at: le.E.Time, entry: idx[j]})
 		}
@@ -131,7 +139,11 @@ func (m *model) side(w, h int) []string {
 			continue
 		}
 		le := s.log[l.entry]
-		text := le.E.Time.Format("15:04:05") + " " + string(le.E.Kind) + " " + le.E.Text
+		kind := string(le.E.Kind)
+		if l.also > 0 {
+			kind += fmt.Sprintf(" (and %d more)", l.also)
+		}
+		text := le.E.Time.Format("15:04:05") + " " + kind + " " + le.E.Text
 		switch {
 		case le.Bad:
 			text = m.st.bad.Render(text)

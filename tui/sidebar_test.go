@@ -32,6 +32,9 @@ func TestTheSidePaneShowsWhatChangesTheRun(t *testing.T) {
 			t.Errorf("a routine event on a line of its own: %s", l)
 		}
 	}
+	if n := strings.Count(side, "frame_error"); n != 1 || !strings.Contains(side, "frame_error (and 3 more)") {
+		t.Errorf("the kill's closed streams on %d lines, want one:\n%s", n, side)
+	}
 	if len(lines) >= ckpts {
 		t.Errorf("%d lines for a run of %d checkpoints", len(lines), ckpts)
 	}

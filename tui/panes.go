@@ -276,7 +276,7 @@ func (checkpointsPane) render(v view, w, h int) []string {
 		}
 		bytes += c.Stored
 	}
-	head := fmt.Sprintf("%d checkpoints (%d full, %d delta), %s stored", len(s.ckpts), full, len(s.ckpts)-full, fmtBytes(bytes))
+	head := fmt.Sprintf("%s (%d full, %d delta), %s stored", human.Plural(len(s.ckpts), "checkpoint"), full, len(s.ckpts)-full, fmtBytes(bytes))
 	out := []string{v.st.title.Render(fit(head, w))}
 	gantt := h >= 16 && len(s.ckptByInst) > 0
 	tableH := h - 1
@@ -428,7 +428,7 @@ func (backupPane) render(v view, w, h int) []string {
 	}
 	head := fmt.Sprintf("upstream backup: %s held, %s trimmed", fmtBytes(held), fmtBytes(freed))
 	if n := sum(s.spills); n > 0 {
-		head += fmt.Sprintf(", %d spills to disk", n)
+		head += ", " + human.Plural(n, "spill") + " to disk"
 	}
 	if n := sum(s.pauses); n > 0 {
 		head += fmt.Sprintf(", %d input pauses", n)
@@ -544,7 +544,7 @@ func (scalingPane) detail(v view) (string, []string) {
 	r := v.s.rescales[len(v.s.rescales)-1-v.sel]
 	lines := []string{
 		fmt.Sprintf("operator %s: %d → %d instances", r.Op, r.From, r.To),
-		fmt.Sprintf("%d slices moved, %s, paused %s", r.Moves, fmtBytes(r.Bytes), fmtMs(r.PauseMs)),
+		fmt.Sprintf("%s moved, %s, paused %s", human.Plural(r.Moves, "slice"), fmtBytes(r.Bytes), fmtMs(r.PauseMs)),
 		"", v.st.title.Render("phases"),
 	}
 	for _, p := range r.Phases {
@@ -831,7 +831,7 @@ func (recoveryPane) detail(v view) (string, []string) {
 		lines = append(lines, "suspected   "+fmtClock(r.Suspect))
 	}
 	if r.Global {
-		lines = append(lines, fmt.Sprintf("global rollback to checkpoint %d, %d records read again", r.Ckpt, r.Records))
+		lines = append(lines, fmt.Sprintf("global rollback to checkpoint %d, %s read again", r.Ckpt, human.PluralCount(float64(r.Records), "record")))
 	}
 	lines = append(lines, "", v.st.title.Render("instances"))
 	for _, ir := range r.Insts {

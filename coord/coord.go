@@ -710,7 +710,7 @@ func (c *core) finish() events.Event {
 	for _, v := range c.info.Positions {
 		total += v
 	}
-	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, c.outputWhere(), c.dir)
+	msg := fmt.Sprintf("run %s finished: %s read; output in %s; check it with: spate verify --data %s", c.run, human.PluralCount(float64(total), "record"), c.outputWhere(), c.dir)
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}

@@ -431,7 +431,7 @@ func (backupPane) render(v view, w, h int) []string {
 		head += ", " + human.Plural(n, "spill") + " to disk"
 	}
 	if n := sum(s.pauses); n > 0 {
-		head += fmt.Sprintf(", %d input pauses", n)
+		head += ", " + human.Plural(n, "input pause")
 	}
 	cols := []column{
 		{Title: "UPSTREAM", W: 9}, {Title: "TOWARD", W: 9}, {Title: "SLICE", W: 9, Flex: true},

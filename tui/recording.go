@@ -28,7 +28,7 @@ type recording struct {
 	data      []byte
 	offs      []int64  // where event i's line starts
 	times     []int64  // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
-	class     []uint8  // event i's class, for [ and ]
+	class     []uint8  // event i's class, for the jump keys
 	codes     []uint8  // event i's fold code and flags, for skim (skim.go)
 	key       []uint16 // event i's key among keys (0: none), for skim
 	keys      []string // the keys, as written: key k is keys[k-1]
@@ -56,7 +56,7 @@ type recording struct {
 // most this many.
 const snapEvery = 16384
 
-// The classes of events that [ and ] jump between.
+// The classes of events that the jump keys ([ ] f r s c) jump between.
 const (
 	classOther    uint8 = iota
 	classFault          // a fault begins: marked ✗ on the position bar

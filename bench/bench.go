@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/internal/human"
 	"spate/job"
 	"spate/traces"
 )
@@ -102,7 +103,7 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 		res.Cluster = append(res.Cluster, crps)
 		res.Oracle = append(res.Oracle, orps)
 		if !*asJSON {
-			fmt.Fprintf(stdout, "round %d: cluster %s records/s, oracle %s records/s\n", i+1, si(crps), si(orps))
+			fmt.Fprintf(stdout, "round %d: cluster %s records/s, oracle %s records/s\n", i+1, human.Count(crps), human.Count(orps))
 		}
 	}
 	res.ClusterRPS, res.OracleRPS = median(res.Cluster), median(res.Oracle)
@@ -110,7 +111,7 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 	s.prog.finish(s.name)
 	res.Meta = s.meta
 	if *s.html != "" {
-		p := panel{Title: "end-to-end records/s", Format: si}
+		p := panel{Title: "end-to-end records/s", Format: human.Count}
 		p.add("cluster", res.Cluster)
 		p.add("oracle (one process)", res.Oracle)
 		if err := writeHTML(*s.html, "spate bench throughput", s.meta, []panel{p}); err != nil {
@@ -122,7 +123,7 @@ func throughputMain(args []string, stdout, stderr io.Writer) (rc int) {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {
 		fmt.Fprintf(stdout, "throughput (%d nodes, %s, --rate 0, %v per round, %d rounds, medians):\n", *nodes, *source, *dur, *rounds)
-		fmt.Fprintf(stdout, "  cluster  %s records/s end to end\n  oracle   %s records/s in one process\n  ratio    %.3f\n", si(res.ClusterRPS), si(res.OracleRPS), res.Ratio)
+		fmt.Fprintf(stdout, "  cluster  %s records/s end to end\n  oracle   %s records/s in one process\n  ratio    %.3f\n", human.Count(res.ClusterRPS), human.Count(res.OracleRPS), res.Ratio)
 		if !res.Verified {
 			fmt.Fprintln(stdout, "  WARNING: a cluster round failed verification")
 		}
@@ -205,14 +206,4 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func si(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }

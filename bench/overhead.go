@@ -14,6 +14,7 @@ import (
 
 	"spate/coord"
 	"spate/events"
+	"spate/internal/human"
 )
 
 // Overhead is the result of `spate bench overhead`.
@@ -267,7 +268,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 		}
 		if *latency {
 			for _, c := range order {
-				r, rc := runOne(c, "lat", n, fmt.Sprintf("latency run (%s records/s, %v)", si(*rate), *dur))
+				r, rc := runOne(c, "lat", n, fmt.Sprintf("latency run (%s records/s, %v)", human.Count(*rate), *dur))
 				if rc != 0 {
 					return rc
 				}
@@ -299,7 +300,7 @@ func overheadMain(args []string, stdout, stderr io.Writer) (rc int) {
 				if xs := p99[c.Name]; len(xs) == n+1 {
 					lag = fmt.Sprintf(", p99 output lag %.0f ms", xs[n])
 				}
-				fmt.Fprintf(stdout, "round %d %-10s %s records/s, %.3f CPU µs/record%s%s\n", n+1, c.Name, si(r.rps), r.cpu, r.ckpt.short(c.FT), lag)
+				fmt.Fprintf(stdout, "round %d %-10s %s records/s, %.3f CPU µs/record%s%s\n", n+1, c.Name, human.Count(r.rps), r.cpu, r.ckpt.short(c.FT), lag)
 			}
 		}
 	}
@@ -713,8 +714,8 @@ func (res *Overhead) pairs(eq *OverheadConfig) [][2]string {
 }
 
 func (res *Overhead) panels(rate float64) []panel {
-	pr := panel{Title: "throughput, records/s (--rate 0)", Format: si}
-	pl := panel{Title: fmt.Sprintf("p99 output lag, ms (at %s records/s)", si(rate)), Format: func(v float64) string { return fmt.Sprintf("%.0f ms", v) }}
+	pr := panel{Title: "throughput, records/s (--rate 0)", Format: human.Count}
+	pl := panel{Title: fmt.Sprintf("p99 output lag, ms (at %s records/s)", human.Count(rate)), Format: func(v float64) string { return fmt.Sprintf("%.0f ms", v) }}
 	pc := panel{Title: "CPU µs per record (node processes, throughput runs)", Format: func(v float64) string { return fmt.Sprintf("%.3f", v) }}
 	pk := panel{Title: "checkpoints completed per instance and second (throughput runs)", Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
 	finite := func(xs []float64) []float64 {
@@ -751,7 +752,7 @@ func (res *Overhead) print(w io.Writer, keys int, iv, dur time.Duration, rounds 
 		if v, ok := res.P99Ms[c.Name]; ok {
 			lag = fmt.Sprintf("%.0f ms", v)
 		}
-		fmt.Fprintf(w, "  %-10s %10s %12.3f %14s %9s %18s %12s %12s\n", c.Name, si(res.RPS[c.Name]), res.CPUPerRec[c.Name], cks, dec, ms, comp, lag)
+		fmt.Fprintf(w, "  %-10s %10s %12.3f %14s %9s %18s %12s %12s\n", c.Name, human.Count(res.RPS[c.Name]), res.CPUPerRec[c.Name], cks, dec, ms, comp, lag)
 	}
 	fmt.Fprintln(w, "  (CPU µs/rec: the node processes'; compaction: the coordinator's folding of checkpoint chains, ms a second, not in it)")
 	if eq != nil {

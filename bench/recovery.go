@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"spate/coord"
+	"spate/internal/human"
 )
 
 // Recovery is the result of `spate bench recovery`: per shape (a number
@@ -442,7 +443,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 			res.Shapes[j].CapacityRPS, res.Shapes[j].Rate = capacity, math.Round(*load*capacity)
 			s.discard(cfg.Data)
 			fmt.Fprintf(text, "%v: capacity %s records/s (--ft none, unpaced, from 4 s to 9 s of the job); offered load %.0f%% of it: %s records/s\n",
-				sh, si(capacity), 100**load, si(res.Shapes[j].Rate))
+				sh, human.Count(capacity), 100**load, human.Count(res.Shapes[j].Rate))
 		}
 	}
 	for i := range *rounds {
@@ -486,7 +487,7 @@ func recoveryMain(args []string, stdout, stderr io.Writer) (rc int) {
 					o.kill, o.age, o.interval = *killAt, phase, *interval
 					when = fmt.Sprintf("after %v, %v after a checkpoint of its", *killAt, *interval+phase)
 				}
-				s.step("round %d of %d, %v: %s, %s's node killed %s (%s records/s, %v)", i+1, *rounds, sh, what, *victim, when, si(shr.Rate), *dur)
+				s.step("round %d of %d, %v: %s, %s's node killed %s (%s records/s, %v)", i+1, *rounds, sh, what, *victim, when, human.Count(shr.Rate), *dur)
 				var r *run
 				if ft == "base" {
 					r, err = binaryRecoveryRun(s.ctx, bin, cfg, baseArgs(cfg), o)
@@ -694,10 +695,10 @@ func printRun(w io.Writer, sh recShape, rr RecoveryRun, width int) {
 	}
 	later := ""
 	if rr.ReplayedLater > 0 {
-		later = fmt.Sprintf(" (and %s after it, by the merge back)", si(rr.ReplayedLater))
+		later = fmt.Sprintf(" (and %s after it, by the merge back)", human.Count(rr.ReplayedLater))
 	}
 	fmt.Fprintf(w, "%v round %d %-*s killed at %.2fs (%s lost), %s (%v); %s records replayed%s; restarted %s from %s; %v%s\n",
-		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, si(rr.Replayed), later, rr.restartedText(), rr.restoredText(), rr.Output,
+		sh, rr.Round, width, k, rr.KillAtS, strings.Join(rr.Lost, ", "), back, rr.Phases, human.Count(rr.Replayed), later, rr.restartedText(), rr.restoredText(), rr.Output,
 		busyText(rr.BusyCores, runtime.NumCPU()))
 	if rr.Store != "" {
 		fmt.Fprintf(w, "%v round %d %-*s %v\n", sh, rr.Round, width, k, rr.Figures)
@@ -717,9 +718,9 @@ func busyText(busy float64, cores int) string {
 }
 
 func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
-	offered := si(shr.Rate) + " records/s"
+	offered := human.Count(shr.Rate) + " records/s"
 	if shr.CapacityRPS > 0 {
-		offered += fmt.Sprintf(" (%.0f%% of the capacity, %s)", 100*load, si(shr.CapacityRPS))
+		offered += fmt.Sprintf(" (%.0f%% of the capacity, %s)", 100*load, human.Count(shr.CapacityRPS))
 	}
 	fmt.Fprintf(w, "  %s, %s:\n", shr.Name, offered)
 	width := keyWidth(keys)
@@ -741,7 +742,7 @@ func printShape(w io.Writer, shr RecoveryShape, keys []string, load float64) {
 			busy += " (median)"
 		}
 		fmt.Fprintf(w, "    %-*s %.2fs to normal output lag (rounds %s); %s records replayed; %s; %s; %v; %v%s\n",
-			width, k, shr.RecoveryS[k], ratios(rounds), si(shr.Replayed[k]), what, age, shr.PhasesMs[k], shr.Output[k], busy)
+			width, k, shr.RecoveryS[k], ratios(rounds), human.Count(shr.Replayed[k]), what, age, shr.PhasesMs[k], shr.Output[k], busy)
 		if sf, ok := shr.Stores[k]; ok {
 			fmt.Fprintf(w, "    %-*s %v\n", width, "", sf)
 		}
@@ -839,7 +840,7 @@ func recoveryPanels(res Recovery, keys []string) []panel {
 	var ps []panel
 	for _, shr := range res.Shapes {
 		pt := panel{Title: shr.Name + ": time to normal output lag after the kill, s", Format: func(v float64) string { return fmt.Sprintf("%.2fs", v) }}
-		pp := panel{Title: shr.Name + ": records replayed", Format: si}
+		pp := panel{Title: shr.Name + ": records replayed", Format: human.Count}
 		po := panel{Title: shr.Name + ": untouched key groups' output during the recovery / before", Format: func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }}
 		pr := panel{Title: shr.Name + ": restore, from the loss detected to the last restore, ms", Format: func(v float64) string { return fmt.Sprintf("%.0fms", v) }}
 		for _, k := range keys {

@@ -22,6 +22,7 @@ import (
 	"spate/control"
 	"spate/coord"
 	"spate/events"
+	"spate/internal/human"
 	"spate/stores"
 	"spate/traces"
 )
@@ -353,7 +354,7 @@ func resumeBench(bin string, args []string, stdout, stderr io.Writer) (rc int) {
 				what += " --store " + conf.store.label
 			}
 			s.step("round %d of %d: %s, spate up SIGKILLed %v after its job started, resumed %v after (%d nodes, %s records/s, %v)",
-				i+1, *rounds, what, (*killAt + phase).Round(time.Millisecond), *gap, *nodes, si(*rate), *dur)
+				i+1, *rounds, what, (*killAt + phase).Round(time.Millisecond), *gap, *nodes, human.Count(*rate), *dur)
 			o := resumeOpts{args: args, dir: cfg.Data, kill: *killAt + phase, gap: *gap}
 			rr, err := resumeRun(s.ctx, bin, o)
 			if s.interrupted() {
@@ -395,7 +396,7 @@ func resumeBench(bin string, args []string, stdout, stderr io.Writer) (rc int) {
 		_ = json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(text, "resume (%d nodes, %d keys, %s records/s, interval %v, --duration %v; spate up SIGKILLed %v after its job started plus a phase over the interval, spate up --resume started %v after its death; times from the start of the --resume process, as this process started it; rounds: %d; medians):\n",
-		*nodes, *keys, si(*rate), *interval, *dur, *killAt, *gap, *rounds)
+		*nodes, *keys, human.Count(*rate), *interval, *dur, *killAt, *gap, *rounds)
 	for _, c := range res.Configs {
 		printResumeConfig(text, c, res.Runs)
 	}

@@ -17,6 +17,7 @@ import (
 	"spate/control"
 	"spate/coord"
 	"spate/events"
+	"spate/internal/human"
 )
 
 // Scaling is the result of `spate bench scaling`.
@@ -412,11 +413,11 @@ func scalingMain(args []string, stdout, stderr io.Writer) (rc int) {
 	if *asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
 	} else {
-		fmt.Fprintf(stdout, "scaling (4 nodes, count 2→4 at %v, %s records/s, %d keys, %d rounds, medians):\n", scaleAt, si(*rate), *keys, *rounds)
+		fmt.Fprintf(stdout, "scaling (4 nodes, count 2→4 at %v, %s records/s, %d keys, %d rounds, medians):\n", scaleAt, human.Count(*rate), *keys, *rounds)
 		fmt.Fprintf(stdout, "  pause     eds %.3fs   restart %.3fs   (restart/eds %.1fx)\n", res.PauseS["eds"], res.PauseS["restart"], res.PauseS["restart"]/max(res.PauseS["eds"], 1e-3))
 		fmt.Fprintf(stdout, "  recovery  eds %.2fs   checkpoint %.2fs   (checkpoint/eds %.1fx; killed %.1fs after the rescale; replayed eds %s, checkpoint %s)\n",
 			res.RecoveryS["eds"], res.RecoveryS["checkpoint"], res.RecoveryS["checkpoint"]/max(res.RecoveryS["eds"], 1e-3),
-			median(res.Rounds["kill_after_eds"]), si(median(res.Rounds["replayed_eds"])), si(median(res.Rounds["replayed_checkpoint"])))
+			median(res.Rounds["kill_after_eds"]), human.Count(median(res.Rounds["replayed_eds"])), human.Count(median(res.Rounds["replayed_checkpoint"])))
 		fmt.Fprintf(stdout, "  overhead  throughput sliced/fixed %.3f\n", res.OverheadRatio)
 	}
 	if !res.Verified {

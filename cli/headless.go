@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 )
 
 // The headless output of `spate up` is a filter over the event stream
@@ -106,15 +107,56 @@ type printer struct {
 	checkpoints, faults  int
 	recoveries, rescales int
 	finished             bool
+
+	// eof counts, by peer, the streams whose connection ended (EOF) with
+	// their peer: a killed node closes every stream from it at once, and
+	// one line says so.
+	eof map[string]int
+	// lostOn is the node each lost instance was on (node_lost): a stream
+	// toward one fails with its node, and counts with that node's.
+	lostOn map[string]string
 }
 
-func newPrinter(w io.Writer, mode outputMode) *printer { return &printer{w: w, mode: mode} }
+func newPrinter(w io.Writer, mode outputMode) *printer {
+	return &printer{w: w, mode: mode, eof: map[string]int{}, lostOn: map[string]string{}}
+}
+
+// peerEOF reports whether e is a stream that ended with its peer after
+// the first one of that peer, which alone is printed: a stream from the
+// peer whose connection closed (EOF), or one toward an instance of a node
+// lost.
+func (p *printer) peerEOF(e events.Event) bool {
+	if e.Kind == events.NodeLost {
+		f, _ := e.Fields.(events.NodeLostFields)
+		for _, id := range f.Instances {
+			p.lostOn[string(id)] = e.Node
+		}
+		return false
+	}
+	f, _ := e.Fields.(events.FrameErrorFields)
+	if e.Kind != events.FrameError {
+		return false
+	}
+	peer := f.Peer
+	switch {
+	case peer != "" && strings.HasSuffix(e.Text, "EOF"):
+	case f.To != "" && p.lostOn[f.To] != "":
+		peer = p.lostOn[f.To]
+	default:
+		return false
+	}
+	p.eof[peer]++
+	return p.eof[peer] > 1
+}
 
 // Add takes one event (coord.Options.Observe).
 func (p *printer) Add(e events.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.count(e)
+	if p.peerEOF(e) {
+		return
+	}
 	switch {
 	case p.mode.show != nil || p.mode.prefixes != nil:
 		if p.mode.shows(e.Kind) {
@@ -176,11 +218,14 @@ func (p *printer) summary(dir string) string {
 	b.WriteString("summary: ")
 	if !p.jobStart.IsZero() && p.end.After(p.jobStart) {
 		secs := p.end.Sub(p.jobStart).Seconds()
-		fmt.Fprintf(&b, "%s records in %.1fs (%s records/s); ", human(p.in), secs, human(p.in/secs))
+		fmt.Fprintf(&b, "%s in %s (%s records/s); ", human.PluralCount(p.in, "record"), human.Seconds(secs), human.Count(p.in/secs))
 	}
-	fmt.Fprintf(&b, "%d checkpoints, %d faults, %d recoveries", p.checkpoints, p.faults, p.recoveries)
+	fmt.Fprintf(&b, "%s, %s, %s", human.Plural(p.checkpoints, "checkpoint"), human.Plural(p.faults, "fault"), human.Plural(p.recoveries, "recovery"))
 	if p.rescales > 0 {
-		fmt.Fprintf(&b, ", %d rescales", p.rescales)
+		fmt.Fprintf(&b, ", %s", human.Plural(p.rescales, "rescale"))
+	}
+	if n := p.eofStreams(); n > 0 {
+		fmt.Fprintf(&b, "; %s closed as their peer ended (one line each peer)", human.Plural(n, "stream"))
 	}
 	if dir != "" {
 		fmt.Fprintf(&b, "; data in %s; check it with: spate verify --data %s", dir, dir)
@@ -200,6 +245,14 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 }
 
 func (p *printer) line(s string) { fmt.Fprintln(p.w, s) }
+
+func (p *printer) eofStreams() int {
+	n := 0
+	for _, k := range p.eof {
+		n += k
+	}
+	return n
+}
 
 func (p *printer) count(e events.Event) {
 	switch e.Kind {
@@ -299,14 +352,15 @@ func (s *checkpointSum) line() string {
 	if s.n > 0 {
 		fmt.Fprintf(&b, "%d complete", s.n)
 		if span >= 100*time.Millisecond {
-			fmt.Fprintf(&b, " in %.1fs", span.Seconds())
+			fmt.Fprintf(&b, " in %s", human.Duration(span))
 		}
+		slowest := human.Duration(time.Duration(s.slowestUs * 1e3))
 		switch {
 		case s.global > 0:
-			fmt.Fprintf(&b, " (global), slowest %s", time.Duration(s.slowestUs*1e3).Round(time.Microsecond*10))
+			fmt.Fprintf(&b, " (global), slowest %s", slowest)
 		default:
-			fmt.Fprintf(&b, " (%d full, %d delta): %s stored of %s, %s keys, slowest %s (%s)", s.full, s.n-s.full,
-				bytesText(s.bytes), bytesText(s.raw), human(s.keys), time.Duration(s.slowestUs*1e3).Round(time.Microsecond*10), s.slowest)
+			fmt.Fprintf(&b, " (%d full, %d delta): %s stored of %s, %s, slowest %s (%s)", s.full, s.n-s.full,
+				human.Bytes(s.bytes), human.Bytes(s.raw), human.PluralCount(s.keys, "key"), slowest, s.slowest)
 		}
 	}
 	var more []string
@@ -314,7 +368,7 @@ func (s *checkpointSum) line() string {
 		more = append(more, fmt.Sprintf("%d compacted", s.compacted))
 	}
 	if s.intervals > 0 {
-		more = append(more, fmt.Sprintf("%d interval decisions", s.intervals))
+		more = append(more, human.Plural(s.intervals, "interval decision"))
 	}
 	if len(more) > 0 {
 		if b.Len() > 0 {
@@ -348,34 +402,10 @@ func (s *windowSum) line() string {
 	if s.n == 0 {
 		return ""
 	}
-	upTo := fmt.Sprintf("up to %.3fs", s.upTo/1000)
+	upTo := "up to " + human.EventTime(int64(s.upTo))
 	if s.upTo >= math.MaxInt64/2 {
 		upTo = "at the drain's final watermark"
 	}
-	return fmt.Sprintf("%s %-15s %d instances fired windows %s: %s results", s.last.Format("15:04:05.000"),
-		events.WindowFired, s.n, upTo, human(s.results))
-}
-
-func human(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2fG", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
-func bytesText(b float64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", b/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", b/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", b)
+	return fmt.Sprintf("%s %-15s %s fired windows %s: %s", s.last.Format("15:04:05.000"),
+		events.WindowFired, human.Plural(s.n, "instance"), upTo, human.PluralCount(s.results, "result"))
 }

@@ -78,10 +78,10 @@ func TestDefaultHeadlessOutputSumsEachSecond(t *testing.T) {
 	}
 	// The first second: two full checkpoints summed, the slowest named,
 	// the interval decision counted; two instances' windows on one line.
-	if !strings.Contains(lines[4], "2 complete in 0.1s (2 full, 0 delta): 8.0 KiB stored of 16.0 KiB, 2.1k keys, slowest 5ms (count#1); 1 interval decisions") {
+	if !strings.Contains(lines[4], "2 complete in 150 ms (2 full, 0 delta): 8.0 KiB stored of 16.0 KiB, 2.1k keys, slowest 5.0 ms (count#1); 1 interval decision") {
 		t.Errorf("checkpoint line %q", lines[4])
 	}
-	if !strings.Contains(lines[3], "2 instances fired windows up to 1.004s: 61 results") {
+	if !strings.Contains(lines[3], "2 instances fired windows up to 1.0 s: 61 results") {
 		t.Errorf("window line %q", lines[3])
 	}
 	if strings.Contains(strings.Join(lines, "\n"), "metrics") {
@@ -91,7 +91,7 @@ func TestDefaultHeadlessOutputSumsEachSecond(t *testing.T) {
 		t.Errorf("the sum is not stamped with its last event: %q", lines[4])
 	}
 	sum := lines[len(lines)-1]
-	if !strings.Contains(sum, "210.0k records in 2.2s (95.5k records/s)") || !strings.Contains(sum, "4 checkpoints, 1 faults, 1 recoveries") ||
+	if !strings.Contains(sum, "210k records in 2.2 s (95.5k records/s)") || !strings.Contains(sum, "4 checkpoints, 1 fault, 1 recovery") ||
 		!strings.Contains(sum, "spate verify --data /tmp/r1") {
 		t.Errorf("summary %q", sum)
 	}

@@ -18,7 +18,9 @@ func (a *app) viewCmd() *cobra.Command {
 		Long: `View shows a finished run in the dashboard, from its events.jsonl: the
 same panes and keys as spate up's, plus a transport. space plays and
 pauses, ←/→ step one event (shift+←/→ one second), [ and ] jump to the
-previous or next fault, checkpoint or recovery, + and - change the speed
+previous or next fault, recovery or rescale; f, r, s and c jump to the
+next fault, recovery, rescale or checkpoint (F, R, S, C: the previous
+one); + and - change the speed
 (0.25x to 16x), g and G go to the start and the end; the header shows the
 position. Actions that would change a cluster are refused: it is a
 recording. A line of events.jsonl that is not an event is one line

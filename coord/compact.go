@@ -8,6 +8,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/human"
 	"spate/state"
 	"spate/wire"
 )
@@ -126,5 +127,5 @@ func (c *core) compacted(r compaction) {
 		}
 	}
 	c.emit(events.CheckpointCompacted, "", string(r.cp.Instance), events.CheckpointCompactedFields{ID: r.cp.ID, Files: r.files, Bytes: r.bytes, Ms: r.took.Milliseconds()},
-		"chain of %d files up to checkpoint %d of %s compacted into one (%s) in %v", r.files, r.cp.ID, r.cp.Instance, bytesText(r.bytes), r.took.Round(time.Millisecond))
+		"chain of %d files up to checkpoint %d of %s compacted into one (%s) in %v", r.files, r.cp.ID, r.cp.Instance, human.Bytes(float64(r.bytes)), r.took.Round(time.Millisecond))
 }

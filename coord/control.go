@@ -16,6 +16,7 @@ import (
 	"spate/chaos"
 	"spate/control"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -337,8 +338,8 @@ func (c *core) checkpointNow(a control.Action) (control.Result, error) {
 			c.send(ns, wire.Control{Kind: wire.CtlCheckpoint, Instances: list})
 		}
 	}
-	c.emit(events.CheckpointRequested, "", "", events.CheckpointRequestedFields{Instances: ids}, "checkpoint requested of %d instances", len(ids))
-	return control.Result{Text: fmt.Sprintf("checkpoint requested of %d instances", len(ids))}, nil
+	c.emit(events.CheckpointRequested, "", "", events.CheckpointRequestedFields{Instances: ids}, "checkpoint requested of %s", human.Plural(len(ids), "instance"))
+	return control.Result{Text: fmt.Sprintf("checkpoint requested of %s", human.Plural(len(ids), "instance"))}, nil
 }
 
 // resolve names the nodes a target means: a node name, one, minority,
@@ -574,6 +575,6 @@ func (c *core) healTarget(target string) (control.Result, error) {
 	if target != "" {
 		what = " on " + strings.Join(only, ",")
 	}
-	c.emit(events.Healed, "", "", events.HealedFields{Faults: len(ids), Target: target}, "healed%s: %d faults lifted", what, len(ids))
+	c.emit(events.Healed, "", "", events.HealedFields{Faults: len(ids), Target: target}, "healed%s: %s lifted", what, human.Plural(len(ids), "fault"))
 	return control.Result{Text: fmt.Sprintf("healed %d faults%s", len(ids), what), Nodes: only}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -284,7 +285,7 @@ func (c *core) start() {
 			c.send(ns, wire.Control{Kind: wire.CtlStart})
 		}
 	}
-	c.emit(events.JobStarted, "", "", nil, "job %s started: %d instances on %d nodes", c.spec.Name, len(c.plan.Instances), len(c.order))
+	c.emit(events.JobStarted, "", "", nil, "job %s started: %s on %s", c.spec.Name, human.Plural(len(c.plan.Instances), "instance"), human.Plural(len(c.order), "node"))
 }
 
 func (c *core) heartbeat(ns *nodeState, hb *wire.Heartbeat, at time.Time) {
@@ -458,7 +459,7 @@ func (c *core) instanceDone(ns *nodeState, d *wire.Done) {
 	}
 	c.done[d.Instance] = d
 	c.emit(events.InstanceDone, ns.name, string(d.Instance), events.InstanceDoneFields{In: d.In, Out: d.Out, Late: d.Late},
-		"%s drained: %d in, %d out", d.Instance, d.In, d.Out)
+		"%s drained: %s in, %s out", d.Instance, human.Count(float64(d.In)), human.Count(float64(d.Out)))
 }
 
 // reopen forgets that instance p drained, for its recovery: a source
@@ -551,17 +552,17 @@ func (c *core) throughput() {
 	c.lastIn, c.lastOut, c.lastTick = in, out, now
 	wmText := "none yet"
 	if wm != job.NoWatermark && wm != job.MaxWatermark {
-		wmText = fmt.Sprintf("%.1fs", float64(wm)/1000)
+		wmText = human.EventTime(wm)
 	}
 	fields := events.ThroughputFields{InRps: rin, OutRps: rout, In: in, Out: out, Watermark: wm}
 	lagText := ""
 	if n := len(c.info.Lag); n > 0 {
 		lag := c.info.Lag[n-1][1]
 		fields.LagMs = &lag
-		lagText = fmt.Sprintf(", output lag %dms", c.info.Lag[n-1][1])
+		lagText = ", output lag " + human.Duration(time.Duration(c.info.Lag[n-1][1])*time.Millisecond)
 	}
 	c.emit(events.Throughput, "", "", fields,
-		"%s records/s in, %s results/s out (total %s in); sink watermark %s%s", human(rin), human(rout), human(float64(in)), wmText, lagText)
+		"%s records/s in, %s results/s out (total %s in); sink watermark %s%s", human.Count(rin), human.Count(rout), human.Count(float64(in)), wmText, lagText)
 	c.metrics(dt)
 }
 
@@ -596,7 +597,7 @@ func (c *core) metrics(dt float64) {
 			c.lastStats[id] = s
 			nin, nout, backlog = nin+rin, nout+rout, backlog+s.Backlog
 			c.emit(events.Metrics, name, string(id), events.MetricsFields{InRate: rin, OutRate: rout, Backlog: s.Backlog,
-				Backpressure: pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human(rin), human(rout), s.Backlog)
+				Backpressure: pressure(s.Backlog)}, "%s: %s in/s, %s out/s, backlog %d", id, human.Count(rin), human.Count(rout), s.Backlog)
 		}
 		cpu := 0.0
 		if ns.lastCPU > 0 && ns.cpu >= ns.lastCPU {
@@ -604,7 +605,7 @@ func (c *core) metrics(dt float64) {
 		}
 		ns.lastCPU = ns.cpu
 		c.emit(events.Metrics, name, "", events.MetricsFields{CPU: cpu, RSS: ns.rss, InRate: nin, OutRate: nout, Backlog: backlog},
-			"node %s: cpu %.0f%%, rss %s, %s in/s, %s out/s", name, cpu, bytesText(int(ns.rss)), human(nin), human(nout))
+			"node %s: cpu %.0f%%, rss %s, %s in/s, %s out/s", name, cpu, human.Bytes(float64(ns.rss)), human.Count(nin), human.Count(nout))
 	}
 }
 
@@ -671,16 +672,6 @@ func (c *core) sampleLag() {
 	c.info.Lag = append(c.info.Lag, [2]int64{now.Sub(*c.info.JobStart).Milliseconds(), lag})
 }
 
-func human(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
 // finish records the final source positions and the run's figures in
 // c.info, for run.json, and returns the event that says the run is over
 // (the driver publishes it once run.json is written).
@@ -719,7 +710,7 @@ func (c *core) finish() events.Event {
 	for _, v := range c.info.Positions {
 		total += v
 	}
-	msg := fmt.Sprintf("run %s finished: %d records read; output in %s; check it with: spate verify --data %s", c.run, total, c.outputWhere(), c.dir)
+	msg := fmt.Sprintf("run %s finished: %s read; output in %s; check it with: spate verify --data %s", c.run, human.PluralCount(float64(total), "record"), c.outputWhere(), c.dir)
 	if len(lost) > 0 {
 		msg += fmt.Sprintf(" (instances lost: %s)", strings.Join(lost, ", "))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/internal/human"
 	"spate/netfault"
 	"spate/state"
 	"spate/stores"
@@ -378,14 +379,14 @@ func (c *Coordinator) serve(ctx context.Context) error {
 			"run %s resumed by a new coordinator at %s: waiting for its nodes to rejoin", c.run, addr)
 	} else {
 		c.publish(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
-			"run %s: job %s on %d nodes, source %s, data in %s", c.run, c.spec.Name, c.cfg.Nodes, c.cfg.Source, c.dir)
+			"run %s: job %s on %s, source %s, data in %s", c.run, c.spec.Name, human.Plural(c.cfg.Nodes, "node"), c.cfg.Source, c.dir)
 	}
 	if c.tlsOn() {
 		c.publish(events.RunStarted, "", "", nil, "links are TLS 1.3 with the run's CA (%s); nodes get their certificates by the token challenge", c.caFile())
 	}
 	if c.cfg.Local < c.cfg.Nodes && !c.resumed {
-		c.publish(events.RunStarted, "", "", nil, "waiting for %d nodes to join: spate node --join %s --token $(cat %s)",
-			c.cfg.Nodes-c.cfg.Local, addr, filepath.Join(c.dir, "token"))
+		c.publish(events.RunStarted, "", "", nil, "waiting for %s to join: spate node --join %s --token $(cat %s)",
+			human.Plural(c.cfg.Nodes-c.cfg.Local, "node"), addr, filepath.Join(c.dir, "token"))
 	}
 	stopControl, err := c.startControl()
 	if err != nil {

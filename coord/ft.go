@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -237,9 +238,9 @@ func (c *core) spateCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	c.emit(events.Checkpoint, ns.name, string(cp.Instance), events.CheckpointFields{
 		ID: cp.ID, Full: cp.Full, Keys: cp.Keys, RawBytes: cp.RawBytes, Bytes: cp.Bytes,
 		CaptureUs: cp.CaptureUs, EncodeUs: cp.EncodeUs, PersistUs: cp.PersistUs, TotalUs: cp.TotalUs, Gen: cp.Gen},
-		"checkpoint %d of %s complete: %s, %d keys, %s raw, %s stored, capture %s, persist %s, total %s",
-		cp.ID, cp.Instance, kind, cp.Keys, bytesText(cp.RawBytes), bytesText(cp.Bytes),
-		usText(cp.CaptureUs), usText(cp.PersistUs), usText(cp.TotalUs))
+		"checkpoint %d of %s complete: %s, %s, %s raw, %s stored, capture %s, persist %s, total %s",
+		cp.ID, cp.Instance, kind, human.PluralCount(float64(cp.Keys), "key"), human.Bytes(float64(cp.RawBytes)), human.Bytes(float64(cp.Bytes)),
+		human.Duration(time.Duration(cp.CaptureUs)*time.Microsecond), human.Duration(time.Duration(cp.PersistUs)*time.Microsecond), human.Duration(time.Duration(cp.TotalUs)*time.Microsecond))
 }
 
 // manifestWriter writes checkpoints/MANIFEST.json beside the event loop
@@ -694,18 +695,4 @@ func (c *core) checkCaughtUp() {
 			now.Sub(r.detected).Round(time.Millisecond), r.restored.Sub(r.placed).Round(time.Millisecond), now.Sub(r.restored).Round(time.Millisecond))
 		delete(c.recovering, id)
 	}
-}
-
-func bytesText(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func usText(us int64) string {
-	return (time.Duration(us) * time.Microsecond).Round(10 * time.Microsecond).String()
 }

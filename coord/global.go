@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -115,7 +116,7 @@ func (c *core) rollback(lost string) {
 		}
 	}
 	c.emit(events.RecoveryPlaced, lost, "", events.RecoveryPlacedFields{Checkpoint: g.complete, Records: again},
-		"rolling the whole job back to %s: every instance restarts, the sources read %d records again", what, again)
+		"rolling the whole job back to %s: every instance restarts, the sources read %s again", what, human.PluralCount(float64(again), "record"))
 	plan := append([]wire.Placement(nil), c.plan.Instances...)
 	for _, p := range plan {
 		rs := &wire.Restore{Place: p, Hold: true, Plan: plan, Clock: c.pacingClock(p.Node, p.ID)}

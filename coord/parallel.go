@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	eds "spate/slices"
 	"spate/wire"
@@ -101,7 +102,7 @@ func (c *core) splitRecovery(ids []job.InstanceID) {
 		plan.OldMaxLoad, plan.MaxLoad = slices.Max(old.Loads(load)), slices.Max(plan.New.Loads(load))
 	}
 	c.emit(events.RecoverySplit, "", "", events.RecoverySplitFields{Op: best, Instances: lost[best], Parts: parts, KeyGroups: plan.Moved()},
-		"parallel recovery of %v: %d key groups move to %d new instances, restored at once (%v)", lost[best], plan.Moved(), next-old.N(), parts)
+		"parallel recovery of %v: %s move to %s, restored at once (%v)", lost[best], human.Plural(plan.Moved(), "key group"), human.Plural(next-old.N(), "new instance"), parts)
 	why := fmt.Sprintf("parallel recovery of %v", lost[best])
 	r := c.beginRescale(best, old.N(), next, plan, load, why, lost[best])
 	if r != nil && !c.cfg.Autoscale {

@@ -11,6 +11,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	eds "spate/slices"
 	"spate/wire"
@@ -653,7 +654,7 @@ func (c *core) onCaptured(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 		prev: c.captureFallback(mv.from, mv.ckpt, mv.r)}
 	c.eds.slices[mv.to] = append(c.eds.slices[mv.to], mv.slice)
 	c.emit(events.RescaleCaptured, ns.name, string(mv.from), r.capturedFields(mv),
-		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, bytesText(mv.bytes), mv.to)
+		"rescale %d: %s captured %v durably (checkpoint %d, %s); it is %s's from now on", r.id, mv.from, mv.r, mv.ckpt, human.Bytes(float64(mv.bytes)), mv.to)
 	mv.place = place
 	if tn := c.nodes[q.Node]; tn != nil && !tn.gone() {
 		c.sendCaptureLoad(r, mv)
@@ -759,7 +760,7 @@ func (c *core) onStaged(ns *nodeState, r *rescaleOp, m *wire.Rescale) {
 			}
 			c.emit(events.RescaleStaged, ns.name, string(mv.to), events.RescaleStagedFields{Op: r.op, Range: mv.r.String(), From: string(mv.from),
 				To: string(mv.to), Checkpoint: mv.base, Bytes: m.Bytes, Ms: c.now.Sub(r.started).Milliseconds(), ID: r.id},
-				"rescale %d: %s staged %v from checkpoint %d of %s (%s) while %s keeps processing it", r.id, mv.to, mv.r, mv.base, mv.from, bytesText(m.Bytes), mv.from)
+				"rescale %d: %s staged %v from checkpoint %d of %s (%s) while %s keeps processing it", r.id, mv.to, mv.r, mv.base, mv.from, human.Bytes(float64(m.Bytes)), mv.from)
 		}
 	}
 	c.rescaleAdvance()
@@ -951,6 +952,15 @@ func (c *core) sendRelease(r *rescaleOp, mv *move) {
 // rescaleSettled ends the rescale once every new owner has a complete
 // checkpoint holding its slices (and has applied a record of each key
 // group, or 10 s have passed).
+// pauseText is a key group's longest pause in a rescale, ms; negative
+// when no record reached a moved key group after its move.
+func pauseText(ms int64) string {
+	if ms < 0 {
+		return "not seen (no record since the move)"
+	}
+	return human.Duration(time.Duration(ms) * time.Millisecond)
+}
+
 func (c *core) rescaleSettled() {
 	r := c.eds.cur
 	if r == nil || r.phase != phaseSettle {
@@ -970,8 +980,8 @@ func (c *core) rescaleSettled() {
 	now := c.now
 	c.emit(events.RescaleDone, "", "", events.RescaleDoneFields{Op: r.op, From: r.from, To: r.to, BytesMoved: bytes, Bytes: bytes,
 		PauseMs: pause, Moves: len(r.moves), TotalMs: now.Sub(r.started).Milliseconds(), ID: r.id},
-		"rescale %d of %s %d→%d done in %v: %s moved, longest key-group pause %dms", r.id, r.op, r.from, r.to,
-		now.Sub(r.started).Round(time.Millisecond), bytesText(bytes), pause)
+		"rescale %d of %s %d→%d done in %v: %s moved, longest key-group pause %s", r.id, r.op, r.from, r.to,
+		now.Sub(r.started).Round(time.Millisecond), human.Bytes(float64(bytes)), pauseText(pause))
 	c.eds.cur = nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	eds "spate/slices"
 	"spate/wire"
@@ -119,7 +120,7 @@ func (c *core) restartStopped(name string) {
 func (c *core) restartAll(r *restartOp) {
 	c.emit(events.RescaleCaptured, "", "", events.RescaleCapturedFields{Op: r.op, FromN: r.from, ToN: r.to, Bytes: r.bytes, Mode: "restart",
 		Ms: r.stopped.Sub(r.asked).Milliseconds(), ID: r.id},
-		"rescale %d: every instance has a full checkpoint (%s); the job stops and restarts", r.id, bytesText(r.bytes))
+		"rescale %d: every instance has a full checkpoint (%s); the job stops and restarts", r.id, human.Bytes(float64(r.bytes)))
 	// The old owner of every key group of the operator, and its chain.
 	owner := make([]job.InstanceID, c.spec.Groups)
 	for _, p := range c.plan.Instances {

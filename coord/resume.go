@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -217,7 +218,7 @@ func (c *core) resumeTick() error {
 	rs.waiting = nil
 	c.emit(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "rejoined", Rejoined: back, Missing: missing,
 		Ms: c.now.Sub(rs.since).Milliseconds()},
-		"resume: %d nodes rejoined (%v), %d missing; every instance stops, then is restored from its checkpoints", len(back), back, len(missing))
+		"resume: %s rejoined (%v), %d missing; every instance stops, then is restored from its checkpoints", human.Plural(len(back), "node"), back, len(missing))
 	rs.phase, rs.stopping = resumeStop, map[string]bool{}
 	for _, name := range back {
 		rs.stopping[name] = true
@@ -263,7 +264,7 @@ func (c *core) resumeRestore() {
 	}
 	c.emit(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "restoring", Instances: len(ids),
 		Ms: c.now.Sub(rs.since).Milliseconds()},
-		"resume: %d instances restored from their checkpoints with new generations (%v since the resume started)", len(ids), c.now.Sub(rs.since).Round(time.Millisecond))
+		"resume: %s restored from their checkpoints with new generations (%v since the resume started)", human.Plural(len(ids), "instance"), c.now.Sub(rs.since).Round(time.Millisecond))
 	if c.ft.mode() == wire.FTGlobal {
 		c.rollback("")
 		return

@@ -10,6 +10,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/tuner"
 	"spate/wire"
@@ -422,7 +423,8 @@ func summaryText(accts []TunerAccount) string {
 		cps += a.Checkpoints
 		rep += a.Replayed
 	}
-	return fmt.Sprintf("%d checkpoints costing %.3fs, %d failures (%.3fs down, %d records replayed), %.3fs processing", cps, ck, fails, down, rep, busy)
+	return fmt.Sprintf("%s costing %s, %s (%s down, %s replayed), %s processing", human.Plural(cps, "checkpoint"), human.Seconds(ck),
+		human.Plural(fails, "failure"), human.Seconds(down), human.PluralCount(float64(rep), "record"), human.Seconds(busy))
 }
 
 // actInterval is the control action `interval TARGET interval=DURATION|auto`:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,16 +22,17 @@ type Exporter struct {
 	mu       sync.Mutex // guards the last totals and the open recoveries
 	lastIn   float64
 	lastOut  float64
-	open     map[string]bool // instances (or "job") lost and not yet caught up
+	lastAt   map[string]time.Time // a task's last metrics event
+	open     map[string]bool      // tasks (or "job") lost and not yet caught up
 	faultsOn map[int]bool
 
 	readTotal, writtenTotal    prometheus.Counter
-	inRate, outRate, lag       prometheus.Gauge
-	instIn, instBacklog        *prometheus.GaugeVec
+	lag                        prometheus.Gauge
+	taskIn, taskOut            *prometheus.CounterVec
+	taskBacklog                *prometheus.GaugeVec
 	ckpts                      *prometheus.CounterVec
 	ckptDur, ckptBytes         *prometheus.HistogramVec
 	ckptCapture                prometheus.Histogram
-	ckptBytesTotal             prometheus.Counter
 	backupHeld, backupSpilling *prometheus.GaugeVec
 	backupPauses               *prometheus.CounterVec
 	interval                   *prometheus.GaugeVec
@@ -43,7 +45,7 @@ type Exporter struct {
 // New returns an exporter with its own registry (nothing global), the
 // Go runtime's and the process's collectors included.
 func New() *Exporter {
-	x := &Exporter{reg: prometheus.NewRegistry(), open: map[string]bool{}, faultsOn: map[int]bool{}}
+	x := &Exporter{reg: prometheus.NewRegistry(), lastAt: map[string]time.Time{}, open: map[string]bool{}, faultsOn: map[int]bool{}}
 	f := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "spate", Name: name, Help: help}
 	}
@@ -62,6 +64,11 @@ func New() *Exporter {
 		x.reg.MustRegister(g)
 		return g
 	}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts(f(name, help)), labels)
+		x.reg.MustRegister(c)
+		return c
+	}
 	histVec := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "spate", Name: name, Help: help, Buckets: buckets}, labels)
 		x.reg.MustRegister(h)
@@ -70,24 +77,20 @@ func New() *Exporter {
 	seconds := prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 100 µs .. ~15 s
 	x.readTotal = counter("records_read_total", "Records read by the sources.")
 	x.writtenTotal = counter("results_written_total", "Results written by the sinks.")
-	x.inRate = gauge("input_records_per_second", "Records read by the sources per second, over the last throughput sample.")
-	x.outRate = gauge("output_results_per_second", "Results written by the sinks per second, over the last throughput sample.")
 	x.lag = gauge("output_lag_seconds", "How far the output is behind the input, at the last sample.")
-	x.instIn = gaugeVec("instance_input_records_per_second", "An instance's input records per second.", "instance")
-	x.instBacklog = gaugeVec("instance_backlog", "An instance's queued input batches.", "instance")
-	x.ckpts = prometheus.NewCounterVec(prometheus.CounterOpts(f("checkpoints_total", "Completed checkpoints, by kind: full, delta or global.")), []string{"kind"})
-	x.reg.MustRegister(x.ckpts)
+	x.taskIn = counterVec("task_input_records_total", "Records a task (an operator's instance) took in, summed from its sampled rates.", "task", "operator")
+	x.taskOut = counterVec("task_output_records_total", "Records a task sent on, summed from its sampled rates.", "task", "operator")
+	x.taskBacklog = gaugeVec("task_backlog", "A task's queued input batches.", "task", "operator")
+	x.ckpts = counterVec("checkpoints_total", "Completed checkpoints, by kind: full, delta or global.", "kind")
 	x.ckptDur = histVec("checkpoint_duration_seconds", "A checkpoint's time from capture to durable, by kind.", seconds, "kind")
 	x.ckptBytes = histVec("checkpoint_stored_bytes", "A checkpoint's size as stored, by kind.", prometheus.ExponentialBuckets(1024, 4, 12), "kind")
 	x.ckptCapture = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "spate", Name: "checkpoint_capture_seconds",
 		Help: "The capture of a checkpoint: how long its instance stopped processing.", Buckets: seconds})
 	x.reg.MustRegister(x.ckptCapture)
-	x.ckptBytesTotal = counter("checkpoint_stored_bytes_total", "Bytes of checkpoints stored.")
-	x.backupHeld = gaugeVec("backup_held_bytes", "Bytes an instance's upstream backup held (memory and spill) at its last trim or change.", "instance")
-	x.backupSpilling = gaugeVec("backup_spilling", "1 while an instance's upstream backup spills to disk.", "instance")
-	x.backupPauses = prometheus.NewCounterVec(prometheus.CounterOpts(f("backup_full_pauses_total", "Times an instance's input was paused for a full backup.")), []string{"instance"})
-	x.reg.MustRegister(x.backupPauses)
-	x.interval = gaugeVec("checkpoint_interval_seconds", "An instance's checkpoint interval, as the tuner last set it.", "instance")
+	x.backupHeld = gaugeVec("backup_held_bytes", "Bytes a task's upstream backup held (memory and spill) at its last trim or change.", "task", "operator")
+	x.backupSpilling = gaugeVec("backup_spilling", "1 while a task's upstream backup spills to disk.", "task", "operator")
+	x.backupPauses = counterVec("backup_full_pauses_total", "Times a task's input was paused for a full backup.", "task", "operator")
+	x.interval = gaugeVec("checkpoint_interval_seconds", "A task's checkpoint interval, as the tuner last set it.", "task", "operator")
 	x.lost = counter("nodes_lost_total", "Nodes lost.")
 	x.recStarted = counter("recoveries_started_total", "Instances (or, with --ft global, job rollbacks) whose recovery began.")
 	x.recDone = counter("recoveries_done_total", "Recoveries finished: the instance caught up with its upstreams.")
@@ -115,8 +118,6 @@ func (x *Exporter) Observe(e events.Event) {
 	switch e.Kind {
 	case events.Throughput:
 		f, _ := e.Fields.(events.ThroughputFields)
-		x.inRate.Set(f.InRps)
-		x.outRate.Set(f.OutRps)
 		if f.LagMs != nil {
 			x.lag.Set(float64(*f.LagMs) / 1000)
 		}
@@ -133,10 +134,18 @@ func (x *Exporter) Observe(e events.Event) {
 		x.mu.Unlock()
 	case events.Metrics:
 		f, _ := e.Fields.(events.MetricsFields)
-		if e.Instance != "" {
-			x.instIn.WithLabelValues(e.Instance).Set(f.InRate)
-			x.instBacklog.WithLabelValues(e.Instance).Set(float64(f.Backlog))
+		if e.Instance == "" {
+			break // a node's sums: the tasks' own series add up to them
 		}
+		x.mu.Lock()
+		prev, ok := x.lastAt[e.Instance]
+		x.lastAt[e.Instance] = e.Time
+		x.mu.Unlock()
+		if dt := e.Time.Sub(prev).Seconds(); ok && dt > 0 {
+			x.taskIn.WithLabelValues(task(e.Instance)...).Add(f.InRate * dt)
+			x.taskOut.WithLabelValues(task(e.Instance)...).Add(f.OutRate * dt)
+		}
+		x.taskBacklog.WithLabelValues(task(e.Instance)...).Set(float64(f.Backlog))
 	case events.Checkpoint:
 		f, _ := e.Fields.(events.CheckpointFields)
 		kind := "delta"
@@ -152,23 +161,22 @@ func (x *Exporter) Observe(e events.Event) {
 			x.ckptDur.WithLabelValues(kind).Observe(float64(f.TotalUs) / 1e6)
 			x.ckptCapture.Observe(float64(f.CaptureUs) / 1e6)
 			x.ckptBytes.WithLabelValues(kind).Observe(float64(f.Bytes))
-			x.ckptBytesTotal.Add(float64(f.Bytes))
 		}
 	case events.Trim:
 		f, _ := e.Fields.(events.TrimFields)
-		x.backupHeld.WithLabelValues(e.Instance).Set(float64(f.HeldBytes))
+		x.backupHeld.WithLabelValues(task(e.Instance)...).Set(float64(f.HeldBytes))
 	case events.BackupSpill:
 		f, _ := e.Fields.(events.BackupSpillFields)
-		x.backupHeld.WithLabelValues(e.Instance).Set(float64(f.MemBytes + f.SpillBytes))
+		x.backupHeld.WithLabelValues(task(e.Instance)...).Set(float64(f.MemBytes + f.SpillBytes))
 		v := 0.0
 		if f.Spilling {
 			v = 1
 		}
-		x.backupSpilling.WithLabelValues(e.Instance).Set(v)
+		x.backupSpilling.WithLabelValues(task(e.Instance)...).Set(v)
 	case events.BackupFull:
 		f, _ := e.Fields.(events.BackupFullFields)
 		if f.Full {
-			x.backupPauses.WithLabelValues(e.Instance).Inc()
+			x.backupPauses.WithLabelValues(task(e.Instance)...).Inc()
 		}
 	case events.Interval:
 		f, _ := e.Fields.(events.IntervalFields)
@@ -176,7 +184,7 @@ func (x *Exporter) Observe(e events.Event) {
 		if id == "" {
 			id = e.Instance
 		}
-		x.interval.WithLabelValues(id).Set(float64(f.IntervalMs) / 1000)
+		x.interval.WithLabelValues(task(id)...).Set(float64(f.IntervalMs) / 1000)
 	case events.NodeLost:
 		x.lost.Inc()
 	case events.RecoveryPlaced:
@@ -213,6 +221,13 @@ func (x *Exporter) Observe(e events.Event) {
 	case events.RescaleDone:
 		x.rescales.Inc()
 	}
+}
+
+// task is the label values of a task: its id (count#0) and its
+// operator (count). An id without an index is its own operator.
+func task(id string) []string {
+	op, _, _ := strings.Cut(id, "#")
+	return []string{id, op}
 }
 
 func (x *Exporter) finish(id string, totalMs float64) {

@@ -57,7 +57,9 @@ func feed(x *Exporter) {
 	evs := []events.Event{
 		{Kind: events.Throughput, Fields: events.ThroughputFields{InRps: 50000, OutRps: 1200, In: 50000, Out: 1200, LagMs: ms(80)}},
 		{Kind: events.Throughput, Fields: events.ThroughputFields{InRps: 40000, OutRps: 900, In: 90000, Out: 2100, LagMs: ms(120)}},
-		{Kind: events.Metrics, Node: "n1", Instance: "count#0", Fields: events.MetricsFields{InRate: 25000, Backlog: 3, Backpressure: "OK"}},
+		{Kind: events.Metrics, Node: "n1", Instance: "count#0", Fields: events.MetricsFields{InRate: 30000, OutRate: 8000, Backlog: 1, Backpressure: "OK"}},
+		{Kind: events.Metrics, Node: "n1", Instance: "count#0", Fields: events.MetricsFields{InRate: 25000, OutRate: 10000, Backlog: 3, Backpressure: "OK"}},
+		{Kind: events.Metrics, Node: "n1", Fields: events.MetricsFields{InRate: 25000, CPU: 40}},
 		{Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{Full: true, Bytes: 4096, TotalUs: 5000, CaptureUs: 200}},
 		{Kind: events.Checkpoint, Instance: "count#0", Fields: events.CheckpointFields{Full: false, Bytes: 1024, TotalUs: 2000, CaptureUs: 100}},
 		{Kind: events.Checkpoint, Fields: events.CheckpointFields{Global: true, TookMs: 30}},
@@ -91,33 +93,32 @@ func TestScrapeOverLoopback(t *testing.T) {
 	feed(x)
 	got := scrape(t, addr.String())
 	for name, want := range map[string]float64{
-		"spate_records_read_total":                                    90000,
-		"spate_results_written_total":                                 2100,
-		"spate_input_records_per_second":                              40000,
-		"spate_output_lag_seconds":                                    0.12,
-		`spate_instance_input_records_per_second{instance="count#0"}`: 25000,
-		`spate_instance_backlog{instance="count#0"}`:                  3,
-		`spate_checkpoints_total{kind="full"}`:                        1,
-		`spate_checkpoints_total{kind="delta"}`:                       1,
-		`spate_checkpoints_total{kind="global"}`:                      1,
-		`spate_checkpoint_duration_seconds_count{kind="full"}`:        1,
-		`spate_checkpoint_duration_seconds_sum{kind="full"}`:          0.005,
-		`spate_checkpoint_duration_seconds_sum{kind="global"}`:        0.03,
-		"spate_checkpoint_capture_seconds_count":                      2,
-		`spate_checkpoint_stored_bytes_sum{kind="delta"}`:             1024,
-		"spate_checkpoint_stored_bytes_total":                         5120,
-		`spate_backup_held_bytes{instance="source#0"}`:                65536,
-		`spate_backup_held_bytes{instance="count#1"}`:                 1<<20 + 4096,
-		`spate_backup_spilling{instance="count#1"}`:                   1,
-		`spate_backup_full_pauses_total{instance="count#1"}`:          1,
-		`spate_checkpoint_interval_seconds{instance="count#0"}`:       2.5,
-		"spate_nodes_lost_total":                                      1,
-		"spate_recoveries_started_total":                              2,
-		"spate_recoveries_done_total":                                 1,
-		"spate_recoveries_in_progress":                                1,
-		"spate_recovery_duration_seconds_sum":                         0.3,
-		"spate_faults_active":                                         0,
-		"spate_rescales_total":                                        1,
+		"spate_records_read_total":                                           90000,
+		"spate_results_written_total":                                        2100,
+		"spate_output_lag_seconds":                                           0.12,
+		`spate_task_input_records_total{operator="count",task="count#0"}`:    25000, // the second sample's rate over the second since the first
+		`spate_task_output_records_total{operator="count",task="count#0"}`:   10000,
+		`spate_task_backlog{operator="count",task="count#0"}`:                3,
+		`spate_checkpoints_total{kind="full"}`:                               1,
+		`spate_checkpoints_total{kind="delta"}`:                              1,
+		`spate_checkpoints_total{kind="global"}`:                             1,
+		`spate_checkpoint_duration_seconds_count{kind="full"}`:               1,
+		`spate_checkpoint_duration_seconds_sum{kind="full"}`:                 0.005,
+		`spate_checkpoint_duration_seconds_sum{kind="global"}`:               0.03,
+		"spate_checkpoint_capture_seconds_count":                             2,
+		`spate_checkpoint_stored_bytes_sum{kind="delta"}`:                    1024,
+		`spate_backup_held_bytes{operator="source",task="source#0"}`:         65536,
+		`spate_backup_held_bytes{operator="count",task="count#1"}`:           1<<20 + 4096,
+		`spate_backup_spilling{operator="count",task="count#1"}`:             1,
+		`spate_backup_full_pauses_total{operator="count",task="count#1"}`:    1,
+		`spate_checkpoint_interval_seconds{operator="count",task="count#0"}`: 2.5,
+		"spate_nodes_lost_total":                                             1,
+		"spate_recoveries_started_total":                                     2,
+		"spate_recoveries_done_total":                                        1,
+		"spate_recoveries_in_progress":                                       1,
+		"spate_recovery_duration_seconds_sum":                                0.3,
+		"spate_faults_active":                                                0,
+		"spate_rescales_total":                                               1,
 	} {
 		v, ok := got[name]
 		if !ok {
@@ -200,7 +201,7 @@ func TestARecordedRunAddsUp(t *testing.T) {
 	if got["spate_nodes_lost_total"] != 1 || got["spate_rescales_total"] != 1 || got["spate_faults_active"] != 0 {
 		t.Errorf("lost %v, rescales %v, faults active %v", got["spate_nodes_lost_total"], got["spate_rescales_total"], got["spate_faults_active"])
 	}
-	if got["spate_records_read_total"] <= 0 || got[`spate_backup_full_pauses_total{instance="count#0"}`] != 1 {
-		t.Errorf("records read %v, count#0's pauses %v", got["spate_records_read_total"], got[`spate_backup_full_pauses_total{instance="count#0"}`])
+	if got["spate_records_read_total"] <= 0 || got[`spate_backup_full_pauses_total{operator="count",task="count#0"}`] != 1 {
+		t.Errorf("records read %v, count#0's pauses %v", got["spate_records_read_total"], got[`spate_backup_full_pauses_total{operator="count",task="count#0"}`])
 	}
 }

@@ -1,10 +1,10 @@
 package node
 
 import (
-	"fmt"
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 )
 
 // input is the channel runKeyed takes input from: nil while one of the
@@ -29,7 +29,7 @@ func (in *instance) input() chan inMsg {
 		in.paused = time.Now()
 		st := in.ports[full].backup.Stats()
 		in.n.event(events.BackupFull, in.id, events.BackupFullFields{Full: true, MemBytes: st.MemBytes, LimitBytes: st.MemLimit, SpillBytes: st.SpillBytes},
-			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", mib(st.MemBytes), mib(st.MemLimit))
+			"upstream backup full (%s in memory, limit %s): input paused until trims free memory", human.Bytes(float64(st.MemBytes)), human.Bytes(float64(st.MemLimit)))
 	case full < 0 && !in.paused.IsZero():
 		d := time.Since(in.paused)
 		in.paused = time.Time{}
@@ -41,5 +41,3 @@ func (in *instance) input() chan inMsg {
 	}
 	return in.in
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -10,6 +10,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -240,7 +241,7 @@ func (in *instance) capture(id uint64, full bool) *pendingCheckpoint {
 			if st := pt.backup.Stats(); st.Spilling != in.ck.spilling {
 				in.ck.spilling = st.Spilling
 				in.n.event(events.BackupSpill, in.id, events.BackupSpillFields{Spilling: st.Spilling, MemBytes: st.MemBytes, SpillBytes: st.SpillBytes},
-					"upstream backup spilling to disk: %v (%d bytes in memory, %d spilled)", st.Spilling, st.MemBytes, st.SpillBytes)
+					"upstream backup spilling to disk: %v (%s in memory, %s spilled)", st.Spilling, human.Bytes(float64(st.MemBytes)), human.Bytes(float64(st.SpillBytes)))
 			}
 			// The mark points into the backup's chunks, pinned until the
 			// checkpoint is written: the records, megabytes a second, are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -585,9 +586,9 @@ func (f *firedReport) maybeReport(in *instance, final bool) {
 	}
 	upTo := "the end"
 	if f.upTo != job.MaxWatermark {
-		upTo = fmt.Sprintf("%.3fs", float64(f.upTo)/1000)
+		upTo = human.EventTime(f.upTo)
 	}
 	in.n.event(events.WindowFired, in.id, events.WindowFiredFields{Watermark: float64(f.upTo), Results: f.results},
-		"windows up to %s fired: %d results", upTo, f.results)
+		"windows up to %s fired: %s", upTo, human.PluralCount(float64(f.results), "result"))
 	f.last, f.results = time.Now(), 0
 }

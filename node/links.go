@@ -12,6 +12,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
 )
@@ -326,7 +327,7 @@ func (in *instance) applyTrim(pi int, l *link, ps []wire.Position) {
 		st := pt.backup.Stats()
 		in.n.event(events.Trim, in.id, events.TrimFields{To: string(l.place.ID), Slice: events.Ranges(l.place.Ranges), Positions: len(ps),
 			UpTo: upTo, FreedBytes: freed, HeldBytes: st.MemBytes + st.SpillBytes},
-			"backup toward %s %v trimmed: %d bytes freed, %d held", l.place.ID, l.place.Ranges, freed, st.MemBytes+st.SpillBytes)
+			"backup toward %s %v trimmed: %s freed, %s held", l.place.ID, l.place.Ranges, human.Bytes(float64(freed)), human.Bytes(float64(st.MemBytes+st.SpillBytes)))
 	}
 }
 

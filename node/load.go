@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -177,7 +178,7 @@ func (in *instance) attachLoaded(ld *earlyLoad, kg job.KeyGroup, b job.BuiltGrou
 	}
 	took := time.Since(ld.began).Round(time.Millisecond)
 	in.n.event(events.RecoveryLoaded, in.id, events.RecoveryLoadedFields{Groups: len(ld.groups), LoadMs: took.Milliseconds(), HeldMax: ld.maxHeld},
-		"%s's state is whole: %d key groups built %v after the load began, %d records held at most meanwhile", in.id, len(ld.groups), took, ld.maxHeld)
+		"%s's state is whole: %s built %v after the load began, %s held at most meanwhile", in.id, human.Plural(len(ld.groups), "key group"), took.Round(time.Millisecond), human.Plural(ld.maxHeld, "record"))
 	in.ld = nil
 	for _, f := range ld.after {
 		f()

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/traces"
 	"spate/wire"
@@ -412,7 +413,7 @@ func (rp *replay) close(in *instance) {
 	if rp.n > 0 {
 		in.nReplayed.Add(rp.n)
 		in.n.event(events.Replay, in.id, events.ReplayFields{To: string(rp.to), Records: rp.n},
-			"replayed %d records to %s", rp.n, rp.to)
+			"replayed %s to %s", human.PluralCount(float64(rp.n), "record"), rp.to)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/human"
 	"spate/job"
 	"spate/state"
 	"spate/wire"
@@ -233,7 +234,7 @@ func (in *instance) rescaleTick(ctx context.Context, now time.Time) {
 		}
 		sort.Strings(gaps)
 		in.n.event(events.HeldRecords, in.id, events.HeldRecordsFields{Held: n, Gaps: gaps},
-			"%s: %d records held for %v behind gaps in their numbers (%v)", in.id, n, now.Sub(in.rs.heldSince).Round(time.Millisecond), gaps)
+			"%s: %s held for %v behind gaps in their numbers (%v)", in.id, human.Plural(int(n), "record"), now.Sub(in.rs.heldSince).Round(time.Millisecond), gaps)
 	}
 }
 

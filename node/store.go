@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 
 	"spate/state"
 	"spate/stores"
@@ -144,7 +145,7 @@ func (n *Node) reportTraffic(force bool) {
 		return
 	}
 	n.event(events.StoreTraffic, "", events.StoreTrafficFields{Store: string(tr.kind), ToStore: t.ToStore, FromStore: t.FromStore},
-		"store traffic so far (%s): %d bytes sent, %d received", tr.kind, t.ToStore, t.FromStore)
+		"store traffic so far (%s): %s sent, %s received", tr.kind, human.Bytes(float64(t.ToStore)), human.Bytes(float64(t.FromStore)))
 }
 
 // localDirFor is the directory of its own a node that cannot see the run

@@ -7,6 +7,7 @@ import (
 	stdslices "slices"
 	"strings"
 
+	"spate/internal/human"
 	"spate/job"
 )
 
@@ -48,14 +49,16 @@ func (p Plan) Moved() int {
 	return n
 }
 
-// String is "count 2→4: 64 key groups in 2 moves ([32,64) 0→2, [96,128) 1→3); max load 64 → 32".
+// String is "count 2→4: 64 key groups in 2 moves ([32,64) 0→2, [96,128) 1→3); max load 64 → 32",
+// the loads as human.Count prints them (62.2k, never 6.216e+04).
 func (p Plan) String() string {
 	ms := make([]string, len(p.Moves))
 	for i, m := range p.Moves {
 		ms[i] = m.String()
 	}
-	return fmt.Sprintf("%s %d→%d: %d key groups in %d moves (%s); max load %.4g → %.4g",
-		p.New.Op, p.Old.N(), p.New.N(), p.Moved(), len(p.Moves), strings.Join(ms, ", "), p.OldMaxLoad, p.MaxLoad)
+	return fmt.Sprintf("%s %d→%d: %s in %s (%s); max load %s → %s",
+		p.New.Op, p.Old.N(), p.New.N(), human.Plural(p.Moved(), "key group"), human.Plural(len(p.Moves), "move"), strings.Join(ms, ", "),
+		human.Count(p.OldMaxLoad), human.Count(p.MaxLoad))
 }
 
 // Rebalance is Rescale at the same parallelism: it moves key groups only

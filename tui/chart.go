@@ -290,4 +290,4 @@ func (s *state) marks(start time.Time, step time.Duration, cols int) []rune {
 }
 
 // marksLegend explains the marks row and the shading.
-const marksLegend = "┆ checkpoint  F full  ✗ node lost  ✓ recovered  ░ fault"
+const marksLegend = "┆ ckpt F full ✗ lost ✓ recovered ░ fault"

@@ -70,7 +70,8 @@
 // refused with a line saying this is a recording.
 //
 // Opening maps the file and indexes every line (start, time, and whether
-// it is a fault, checkpoint or recovery, for [ and ]) without decoding it,
+// it is a fault, checkpoint, recovery or rescale, for the jump keys
+// [ ] f r s c) without decoding it,
 // on two goroutines; a background fold then decodes everything once and
 // keeps a clone of the state every 16,384 events. A seek clones the
 // snapshot at or before its target and folds what lies between (decoded

@@ -23,13 +23,17 @@ type keyMap struct {
 	Isolate, Heal    key.Binding
 
 	// The transport of spate view (recording set).
-	Play               key.Binding
-	StepBack, StepFwd  key.Binding
-	SecBack, SecFwd    key.Binding
-	PrevMark, NextMark key.Binding
-	Slower, Faster     key.Binding
-	Start, End         key.Binding
-	recording          bool
+	Play                           key.Binding
+	StepBack, StepFwd              key.Binding
+	SecBack, SecFwd                key.Binding
+	PrevMark, NextMark             key.Binding
+	NextFault, PrevFault           key.Binding
+	NextRecovery, PrevRecovery     key.Binding
+	NextRescale, PrevRescale       key.Binding
+	NextCheckpoint, PrevCheckpoint key.Binding
+	Slower, Faster                 key.Binding
+	Start, End                     key.Binding
+	recording                      bool
 
 	// The lesson of spate tour (tour set).
 	NextStep, PrevStep key.Binding
@@ -41,39 +45,47 @@ func keyIs(k tea.KeyMsg, b key.Binding) bool { return key.Matches(k, b) }
 
 func defaultKeys() keyMap {
 	return keyMap{
-		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
-		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		NextPane:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
-		Prev:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
-		Pane:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "go to pane")),
-		Up:        key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
-		Down:      key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
-		Top:       key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
-		Bottom:    key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row")),
-		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
-		PageDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
-		Enter:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
-		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Command:   key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
-		Kill:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
-		Pause:     key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
-		Isolate:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate")),
-		Heal:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal")),
-		Play:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play")),
-		StepBack:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "back one event")),
-		StepFwd:   key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "step")),
-		SecBack:   key.NewBinding(key.WithKeys("shift+left"), key.WithHelp("shift+←", "back one second")),
-		SecFwd:    key.NewBinding(key.WithKeys("shift+right"), key.WithHelp("shift+→", "on one second")),
-		PrevMark:  key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous fault, checkpoint or recovery")),
-		NextMark:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "jump")),
-		Slower:    key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
-		Faster:    key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
-		Start:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start")),
-		End:       key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end")),
-		NextStep:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
-		PrevStep:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
+		Quit:           key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit:      key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Help:           key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		NextPane:       key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
+		Prev:           key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+		Pane:           key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "go to pane")),
+		Up:             key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:           key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		Top:            key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
+		Bottom:         key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last row")),
+		PageUp:         key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown:       key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+		Enter:          key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Back:           key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:         key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Command:        key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
+		Kill:           key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "kill")),
+		Pause:          key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Isolate:        key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "isolate")),
+		Heal:           key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "heal")),
+		Play:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play")),
+		StepBack:       key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "back one event")),
+		StepFwd:        key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "step")),
+		SecBack:        key.NewBinding(key.WithKeys("shift+left"), key.WithHelp("shift+←", "back one second")),
+		SecFwd:         key.NewBinding(key.WithKeys("shift+right"), key.WithHelp("shift+→", "on one second")),
+		PrevMark:       key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous fault, recovery or rescale")),
+		NextMark:       key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "jump")),
+		NextFault:      key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "next fault")),
+		PrevFault:      key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "previous fault")),
+		NextRecovery:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "next recovery")),
+		PrevRecovery:   key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "previous recovery")),
+		NextRescale:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "next rescale")),
+		PrevRescale:    key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "previous rescale")),
+		NextCheckpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next checkpoint")),
+		PrevCheckpoint: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "previous checkpoint")),
+		Slower:         key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
+		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
+		Start:          key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start")),
+		End:            key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end")),
+		NextStep:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		PrevStep:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
 	}
 }
 
@@ -100,7 +112,11 @@ var longHelp = map[string]string{
 var viewHelp = map[string]string{
 	"space": "play or pause the recording",
 	"→":     "on one event",
-	"]":     "next fault, checkpoint or recovery",
+	"]":     "next fault, recovery or rescale (not checkpoints: c)",
+	"f":     "next fault: a fault begins or a node is lost (F: previous)",
+	"r":     "next step of a recovery: placed, restored, caught up (R: previous)",
+	"s":     "next step of a rescale: planned, re-routed, done (S: previous)",
+	"c":     "next checkpoint (C: previous)",
 	"+":     "faster (up to 16x)",
 	"-":     "slower (down to 0.25x)",
 	"g":     "the start of the recording (home: first row)",
@@ -121,7 +137,8 @@ func (k keyMap) groups() []helpGroup {
 		bottom.SetKeys("end")
 		bottom.SetHelp("end", "last row")
 		return []helpGroup{
-			{"transport (a recording)", []key.Binding{k.Play, k.StepFwd, k.StepBack, k.SecFwd, k.SecBack, k.NextMark, k.PrevMark, k.Faster, k.Slower, k.Start, k.End}},
+			{"transport (a recording)", []key.Binding{k.Play, k.StepFwd, k.StepBack, k.SecFwd, k.SecBack, k.Faster, k.Slower, k.Start, k.End}},
+			{"jump to", []key.Binding{k.NextMark, k.PrevMark, k.NextFault, k.NextRecovery, k.NextRescale, k.NextCheckpoint}},
 			{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, top, bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
 			{"other", []key.Binding{k.Filter, k.Command, k.Help, k.Quit, k.ForceQuit}},
 		}
@@ -153,7 +170,7 @@ func (k keyMap) short() []key.Binding {
 		step := k.StepFwd
 		step.SetHelp("←/→", "step")
 		jump := k.NextMark
-		jump.SetHelp("[/]", "jump")
+		jump.SetHelp("[/] f r s c", "jump")
 		speed := k.Faster
 		speed.SetHelp("+/-", "speed")
 		return []key.Binding{k.Play, step, jump, speed, k.Help, k.NextPane, k.Enter, k.Filter, k.Quit}

@@ -430,7 +430,11 @@ func (m *model) move(d int) {
 
 // view is the render context of pane p.
 func (m *model) view(p int) view {
-	v := view{s: m.s, st: m.st, now: m.now(), sel: m.sel[p], filter: m.filter}
+	now := m.now()
+	if e := m.s.ended; !e.IsZero() && now.After(e) {
+		now = e // a finished run's panes and charts stop at its end
+	}
+	v := view{s: m.s, st: m.st, now: now, sel: m.sel[p], filter: m.filter}
 	if p == paneLog {
 		v.log = m.filteredLog()
 		if v.sel >= len(v.log) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/human"
 )
 
 // view is what a pane renders from: the state, the styles, the clock and
@@ -103,6 +104,8 @@ func stateMark(s string) string {
 		return "⊘ "
 	case "dead", "lost", "failed", "exited":
 		return "✗ "
+	case "stopped":
+		return "○ "
 	}
 	return "· "
 }
@@ -273,7 +276,7 @@ func (checkpointsPane) render(v view, w, h int) []string {
 		}
 		bytes += c.Stored
 	}
-	head := fmt.Sprintf("%d checkpoints (%d full, %d delta), %s stored", len(s.ckpts), full, len(s.ckpts)-full, fmtBytes(bytes))
+	head := fmt.Sprintf("%s (%d full, %d delta), %s stored", human.Plural(len(s.ckpts), "checkpoint"), full, len(s.ckpts)-full, fmtBytes(bytes))
 	out := []string{v.st.title.Render(fit(head, w))}
 	gantt := h >= 16 && len(s.ckptByInst) > 0
 	tableH := h - 1
@@ -425,10 +428,10 @@ func (backupPane) render(v view, w, h int) []string {
 	}
 	head := fmt.Sprintf("upstream backup: %s held, %s trimmed", fmtBytes(held), fmtBytes(freed))
 	if n := sum(s.spills); n > 0 {
-		head += fmt.Sprintf(", %d spills to disk", n)
+		head += ", " + human.Plural(n, "spill") + " to disk"
 	}
 	if n := sum(s.pauses); n > 0 {
-		head += fmt.Sprintf(", %d input pauses", n)
+		head += ", " + human.Plural(n, "input pause")
 	}
 	cols := []column{
 		{Title: "UPSTREAM", W: 9}, {Title: "TOWARD", W: 9}, {Title: "SLICE", W: 9, Flex: true},
@@ -541,7 +544,7 @@ func (scalingPane) detail(v view) (string, []string) {
 	r := v.s.rescales[len(v.s.rescales)-1-v.sel]
 	lines := []string{
 		fmt.Sprintf("operator %s: %d → %d instances", r.Op, r.From, r.To),
-		fmt.Sprintf("%d slices moved, %s, paused %s", r.Moves, fmtBytes(r.Bytes), fmtMs(r.PauseMs)),
+		fmt.Sprintf("%s moved, %s, paused %s", human.Plural(r.Moves, "slice"), fmtBytes(r.Bytes), fmtMs(r.PauseMs)),
 		"", v.st.title.Render("phases"),
 	}
 	for _, p := range r.Phases {
@@ -828,7 +831,7 @@ func (recoveryPane) detail(v view) (string, []string) {
 		lines = append(lines, "suspected   "+fmtClock(r.Suspect))
 	}
 	if r.Global {
-		lines = append(lines, fmt.Sprintf("global rollback to checkpoint %d, %d records read again", r.Ckpt, r.Records))
+		lines = append(lines, fmt.Sprintf("global rollback to checkpoint %d, %s read again", r.Ckpt, human.PluralCount(float64(r.Records), "record")))
 	}
 	lines = append(lines, "", v.st.title.Render("instances"))
 	for _, ir := range r.Insts {
@@ -917,6 +920,11 @@ func charts(v view, w, h int) []string {
 	if each < 4 {
 		return nil
 	}
+	if v.s.first.IsZero() {
+		// Nothing folded yet (spate view at its start): no time axis of
+		// a minute before the run.
+		return []string{fit(v.st.dim.Render("throughput and output lag: no events yet"), w)}
+	}
 	const label = 7
 	cols := cw - label
 	step := v.s.chartStep(v.now, cols)
@@ -945,8 +953,11 @@ func charts(v view, w, h int) []string {
 		}
 		return rows, withMarks, withTimes
 	}
-	mk := func(title string, ls []line, unit func(float64) string, under bool) []string {
+	mk := func(title string, ls []line, unit func(float64) string, under, legend bool) []string {
 		rows, withMarks, withTimes := layoutRows(under)
+		if withMarks && legend {
+			title += v.st.dim.Render("  marks: " + marksLegend) // explained where it is drawn
+		}
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, l := range ls {
 			for _, x := range l.vals {
@@ -985,8 +996,8 @@ func charts(v view, w, h int) []string {
 	outLine := line{vals: out, g: heavyLine, style: v.st.bar2}
 	tpTitle := v.st.title.Render("throughput") + "  " + v.st.bar.Render("─") + " in " + fmtRate(lastIn) + "/s  " +
 		v.st.bar2.Render("━") + " out " + fmtRate(lastOut) + "/s" + v.st.dim.Render("  (a column is "+fmtDur(step)+")")
-	tp := mk(tpTitle, []line{inLine, outLine}, fmtRate, pair)
-	lt := mk(v.st.title.Render("output lag")+"  "+v.st.bar.Render("─")+" "+fmtMs(lastLag), []line{{vals: lag, g: lightLine, style: v.st.bar}}, fmtMs, true)
+	tp := mk(tpTitle, []line{inLine, outLine}, fmtRate, pair, false)
+	lt := mk(v.st.title.Render("output lag")+"  "+v.st.bar.Render("─")+" "+fmtMs(lastLag), []line{{vals: lag, g: lightLine, style: v.st.bar}}, fmtMs, true, true)
 	if pair {
 		return sideBySide(tp, lt, v.st.dim.Render(" │ "))
 	}
@@ -995,7 +1006,7 @@ func charts(v view, w, h int) []string {
 }
 
 func (chartsPane) render(v view, w, h int) []string {
-	head := v.st.title.Render("throughput and latency") + v.st.dim.Render(fmt.Sprintf("  %s (%d faults)", marksLegend, len(v.s.faults)))
+	head := v.st.title.Render("throughput and latency") + v.st.dim.Render("  "+human.Plural(len(v.s.faults), "fault"))
 	out := []string{fit(head, w)}
 	ch := h - 1
 	fl := 0

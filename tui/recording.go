@@ -28,7 +28,7 @@ type recording struct {
 	data      []byte
 	offs      []int64  // where event i's line starts
 	times     []int64  // event i's time, unix ns, never decreasing (a late stamp takes its predecessor's)
-	class     []uint8  // event i's class, for [ and ]
+	class     []uint8  // event i's class, for the jump keys
 	codes     []uint8  // event i's fold code and flags, for skim (skim.go)
 	key       []uint16 // event i's key among keys (0: none), for skim
 	keys      []string // the keys, as written: key k is keys[k-1]
@@ -56,14 +56,42 @@ type recording struct {
 // most this many.
 const snapEvery = 16384
 
-// The classes of events that [ and ] jump between.
+// The classes of events that the jump keys ([ ] f r s c) jump between.
 const (
 	classOther    uint8 = iota
 	classFault          // a fault begins: marked ✗ on the position bar
 	classFaultEnd       // a fault ends
 	classCheckpoint
 	classRecovery
+	classRescale
 )
+
+// jump is what a jump key of spate view lands on: the classes it stops
+// at and the words its help and its "no later ..." say.
+type jump struct {
+	classes []uint8
+	what    string
+}
+
+// The jumps: ] and [ stop at what changes the run (a fault, a recovery, a
+// rescale; checkpoints come every second or so and would bury them), and
+// a key of its own jumps to each.
+var (
+	jumpNotable    = jump{[]uint8{classFault, classFaultEnd, classRecovery, classRescale}, "fault, recovery or rescale"}
+	jumpFault      = jump{[]uint8{classFault}, "fault"}
+	jumpRecovery   = jump{[]uint8{classRecovery}, "recovery"}
+	jumpRescale    = jump{[]uint8{classRescale}, "rescale"}
+	jumpCheckpoint = jump{[]uint8{classCheckpoint}, "checkpoint"}
+)
+
+func (j jump) has(c uint8) bool {
+	for _, k := range j.classes {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
 
 func classOf(k []byte) uint8 {
 	switch string(k) {
@@ -75,6 +103,8 @@ func classOf(k []byte) uint8 {
 		return classCheckpoint
 	case string(events.RecoveryPlaced), string(events.RecoveryRestored), string(events.RecoveryLoaded), string(events.RecoveryDone):
 		return classRecovery
+	case string(events.RescalePlanned), string(events.RescaleRerouted), string(events.RescaleDone):
+		return classRescale
 	}
 	return classOther
 }
@@ -487,21 +517,21 @@ func (r *recording) stateAt(pos int) (*state, bool, error) {
 	return s, true, nil
 }
 
-// next is the first notable event (a fault, a checkpoint, a recovery)
-// after pos-1, the one shown last; -1 if none.
-func (r *recording) next(pos int) int {
+// next is the first event j stops at after pos-1, the one shown last;
+// -1 if none.
+func (r *recording) next(pos int, j jump) int {
 	for i := max(pos, 0); i < len(r.class); i++ {
-		if r.class[i] != classOther {
+		if j.has(r.class[i]) {
 			return i
 		}
 	}
 	return -1
 }
 
-// prev is the last notable event before pos-1; -1 if none.
-func (r *recording) prev(pos int) int {
+// prev is the last event j stops at before pos-1; -1 if none.
+func (r *recording) prev(pos int, j jump) int {
 	for i := min(pos-2, len(r.class)-1); i >= 0; i-- {
-		if r.class[i] != classOther {
+		if j.has(r.class[i]) {
 			return i
 		}
 	}

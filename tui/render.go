@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"spate/internal/human"
 )
 
 // Plain string helpers shared by the panes. Widths are terminal cells;
@@ -252,14 +254,13 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
 
+// fmtRate is a count or rate as human.Count prints it, whole below a
+// thousand (a rate's fraction is noise on a dashboard).
 func fmtRate(v float64) string {
-	switch {
-	case v < 1000:
+	if v < 1000 {
 		return fmt.Sprintf("%.0f", v)
-	case v < 1e6:
-		return fmt.Sprintf("%.1fk", v/1e3)
 	}
-	return fmt.Sprintf("%.2fM", v/1e6)
+	return human.Count(v)
 }
 
 func fmtDur(d time.Duration) string {

@@ -269,21 +269,25 @@ func (m *model) viewKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		p.playing = false
 		m.seek(min(rec.countUpTo(p.at.Add(-time.Second)), p.pos-1))
 	case keyIs(k, km.NextMark):
-		p.playing = false
-		if i := rec.next(p.pos); i >= 0 {
-			m.seek(i + 1)
-			m.flashMark(i)
-		} else {
-			m.flash, m.flashOK = "no later fault, checkpoint or recovery", false
-		}
+		m.jumpTo(jumpNotable, true)
 	case keyIs(k, km.PrevMark):
-		p.playing = false
-		if i := rec.prev(p.pos); i >= 0 {
-			m.seek(i + 1)
-			m.flashMark(i)
-		} else {
-			m.flash, m.flashOK = "no earlier fault, checkpoint or recovery", false
-		}
+		m.jumpTo(jumpNotable, false)
+	case keyIs(k, km.NextFault):
+		m.jumpTo(jumpFault, true)
+	case keyIs(k, km.PrevFault):
+		m.jumpTo(jumpFault, false)
+	case keyIs(k, km.NextRecovery):
+		m.jumpTo(jumpRecovery, true)
+	case keyIs(k, km.PrevRecovery):
+		m.jumpTo(jumpRecovery, false)
+	case keyIs(k, km.NextRescale):
+		m.jumpTo(jumpRescale, true)
+	case keyIs(k, km.PrevRescale):
+		m.jumpTo(jumpRescale, false)
+	case keyIs(k, km.NextCheckpoint):
+		m.jumpTo(jumpCheckpoint, true)
+	case keyIs(k, km.PrevCheckpoint):
+		m.jumpTo(jumpCheckpoint, false)
 	case keyIs(k, km.Faster):
 		p.speed = min(p.speed+1, len(speeds)-1)
 	case keyIs(k, km.Slower):
@@ -298,6 +302,23 @@ func (m *model) viewKey(k tea.KeyMsg) (tea.Cmd, bool) {
 		return nil, false
 	}
 	return m.keepTicking(), true
+}
+
+// jumpTo moves to the next (or previous) event j stops at, and says in
+// the footer where it landed or that there is none.
+func (m *model) jumpTo(j jump, forward bool) {
+	p := m.rp
+	p.playing = false
+	i, word := p.rec.next(p.pos, j), "later"
+	if !forward {
+		i, word = p.rec.prev(p.pos, j), "earlier"
+	}
+	if i < 0 {
+		m.flash, m.flashOK = "no "+word+" "+j.what, false
+		return
+	}
+	m.seek(i + 1)
+	m.flashMark(i)
 }
 
 // flashMark says in the footer which event a jump landed on.

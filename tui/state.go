@@ -27,6 +27,7 @@ type state struct {
 	run, job, ft, phase string
 	source              string
 	first, last         time.Time // times of the first and the latest event
+	ended               time.Time // run_finished: the run's clock stops here
 	total               uint64    // events applied
 	lastSeq             uint64
 
@@ -532,7 +533,12 @@ func (s *state) apply(e events.Event) {
 			s.endImplicit(r.Node, e.Time)
 		}
 	case events.RunFinished:
-		s.phase = "finished"
+		s.phase, s.ended = "finished", e.Time
+		for _, id := range s.nodeOrder {
+			if n := s.nodes[id]; n.State != "dead" && n.State != "exited" {
+				s.setNode(n, "stopped", e.Time) // the run is over: no node is alive in it
+			}
+		}
 	case events.FaultStarted:
 		f, _ := e.Fields.(events.FaultStartedFields)
 		ft := &fault{ID: itoa(f.ID), Verb: f.Verb, Target: f.Target, Nodes: f.Nodes, Args: argsText(f.Args), Start: e.Time}

@@ -78,9 +78,20 @@ func TestStateOfFutureKinds(t *testing.T) {
 	if got := s.nodes["n3"].State; got != "paused" {
 		t.Errorf("n3 is %s after node_paused", got)
 	}
-	applyAll(s, evs[at+1:])
+	end := len(evs)
+	for i, e := range evs {
+		if e.Kind == events.RunFinished {
+			end = i
+		}
+	}
+	applyAll(s, evs[at+1:end])
 	if got := s.nodes["n4"].State; got != "alive" {
 		t.Errorf("n4 is %s after the partition healed", got)
+	}
+	// Once the run has finished no node is alive in it.
+	applyAll(s, evs[end:])
+	if got := s.nodes["n4"].State; end < len(evs) && got != "stopped" {
+		t.Errorf("n4 is %s after the run finished", got)
 	}
 	if len(s.rescales) != 1 || !s.rescales[0].Done || s.rescales[0].Moves != 2 || len(s.rescales[0].Phases) != 5 {
 		t.Errorf("rescales %+v", s.rescales)

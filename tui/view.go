@@ -3,8 +3,6 @@ package tui
 import (
 	"fmt"
 	"strings"
-
-	"spate/events"
 )
 
 // layout is how much fits. The dashboard degrades in steps: the charts
@@ -116,7 +114,10 @@ func (m *model) header(w int, compact bool) string {
 		title = s.run
 	}
 	phase := s.phase
-	if phase == "" {
+	switch {
+	case phase == "" && m.rp != nil:
+		phase = "at the start"
+	case phase == "":
 		phase = "waiting for events"
 	}
 	if m.ended {
@@ -151,6 +152,9 @@ func (m *model) header(w int, compact bool) string {
 	}
 	left := " " + strings.Join(parts, " │ ")
 	right := m.now().Format("15:04:05") + " "
+	if e := s.ended; !e.IsZero() {
+		right = "ended " + e.Format("15:04:05") + " " // the run's clock stops with it
+	}
 	if compact {
 		right = ""
 	}
@@ -229,45 +233,6 @@ func scrolled(lines []string, off, h int) []string {
 		lines = lines[:h]
 	}
 	return lines
-}
-
-// side is the side pane: the nodes at a glance and the log's tail.
-func (m *model) side(w, h int) []string {
-	s := m.s
-	out := []string{m.st.title.Render("nodes")}
-	sel := m.selectedNode()
-	for _, id := range s.nodeOrder {
-		n := s.nodes[id]
-		mark := "  "
-		if id == sel {
-			mark = "▸ "
-		}
-		line := fmt.Sprintf("%s%-4s %s %s", mark, id, m.st.stateStyle(n.State).Render(pad(stateMark(n.State)+n.State, 13)), strings.Join(s.nodeInsts(id), " "))
-		out = append(out, fit(line, w))
-		if len(out) > h/3 {
-			break
-		}
-	}
-	out = append(out, "", m.st.title.Render("recent events"))
-	rest := h - len(out)
-	v := m.view(paneLog)
-	tail := make([]int, 0, rest)
-	for j := len(v.log) - 1; j >= 0 && len(tail) < rest; j-- {
-		if k := s.log[v.log[j]].E.Kind; k != events.Metrics && k != events.WindowFired {
-			tail = append(tail, v.log[j])
-		}
-	}
-	for j := len(tail) - 1; j >= 0; j-- {
-		le := s.log[tail[j]]
-		l := le.E.Time.Format("15:04:05") + " " + string(le.E.Kind) + " " + le.E.Text
-		if le.Bad {
-			l = m.st.bad.Render(l)
-		} else if le.Local {
-			l = m.st.key.Render(l)
-		}
-		out = append(out, fit(l, w))
-	}
-	return out
 }
 
 // footer is the input line when typing, else the last action's result and

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"spate/internal/human"
 	"spate/job"
 )
 
@@ -174,12 +175,12 @@ func (d Decision) Reason() string {
 		return fmt.Sprintf("kept %s: capacity not measured yet", fmtDur(d.Interval))
 	}
 	p := d.Inputs
-	fmt.Fprintf(&b, " (rate %.4g/s, util %.0f%%, checkpoint %s", p.Rate, 100*p.Util(), fmtSec(p.Cost.Seconds(p.Rate*d.Interval.Seconds())))
+	fmt.Fprintf(&b, " (rate %s, util %.0f%%, checkpoint %s", human.Rate(p.Rate), 100*p.Util(), fmtSec(p.Cost.Seconds(p.Rate*d.Interval.Seconds())))
 	mtbf := math.Inf(1)
 	if p.FailureRate > 0 {
 		mtbf = 1 / p.FailureRate
 	}
-	fmt.Fprintf(&b, ", MTBF %s from %d failures in %s of its own and %d in %s of all", fmtSec(mtbf), d.Own, fmtDur(d.OwnExp), d.Failures, fmtDur(d.Exposure))
+	fmt.Fprintf(&b, ", MTBF %s from %s in %s of its own and %d in %s of all", fmtSec(mtbf), human.Plural(d.Own, "failure"), fmtDur(d.OwnExp), d.Failures, fmtDur(d.Exposure))
 	if !math.IsInf(d.Weight, 1) {
 		fmt.Fprintf(&b, " (prior weight %.2g)", d.Weight)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"spate/internal/human"
 )
 
 // Dist is a distribution of positive durations, in seconds: a time between
@@ -155,6 +157,8 @@ func FitDurations(failed, censored []float64) (Fit, error) {
 func fmtSec(s float64) string {
 	a := math.Abs(s)
 	switch {
+	case math.IsInf(s, 1):
+		return "∞"
 	case math.IsInf(s, 0) || math.IsNaN(s):
 		return fmt.Sprint(s)
 	case a == 0:
@@ -170,7 +174,7 @@ func fmtSec(s float64) string {
 	case a < 2*86400:
 		return fmt.Sprintf("%.3gh", s/3600)
 	}
-	return fmt.Sprintf("%.3gd", s/86400)
+	return human.Count(s/86400) + "d" // never an exponent, however long
 }
 
 // fmtDur is fmtSec for a Duration.

@@ -44,7 +44,7 @@ func Count(v float64) string {
 func Rate(perSecond float64) string { return Count(perSecond) + "/s" }
 
 // Duration is d in the unit that fits, to two or three significant
-// digits: 850 ns, 157 µs, 9.0 ms, 2.1 s, 3m05s, 2h10m.
+// digits: 850 ns, 157 µs, 9.0 ms, 2.1 s, 3m05s, 2h10m; nothing is 0 s.
 func Duration(d time.Duration) string {
 	neg := d < 0
 	if neg {
@@ -52,6 +52,8 @@ func Duration(d time.Duration) string {
 	}
 	var s string
 	switch {
+	case d == 0:
+		return "0 s"
 	case d < time.Microsecond:
 		s = fmt.Sprintf("%d ns", d.Nanoseconds())
 	case d < time.Millisecond:

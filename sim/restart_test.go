@@ -56,7 +56,7 @@ func TestACoordinatorCrashInARestartRescale(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Rescale = "restart"
 	var shapes []shape
-	for _, at := range []int{5, 40, 80, 120, 200, 400} {
+	for _, at := range []int{1, 10, 19, 20, 21, 40, 120, 400} {
 		for _, resume := range []string{"50ms", "600ms", "1500ms"} {
 			shapes = append(shapes,
 				shape{name: "count 2→1, the coordinator crashed " + ms(at).String() + " in, resumed after " + resume, steps: []Step{

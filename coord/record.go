@@ -57,6 +57,18 @@ type Record struct {
 	// them from their capture until their own checkpoints hold them.
 	Slices map[job.InstanceID][]RecordSlice `json:"slices,omitempty"`
 	EDSSeq uint64                           `json:"eds_seq,omitempty"`
+	// Restart is the --rescale restart in flight (restart.go).
+	Restart *RecordRestart `json:"restart,omitempty"`
+}
+
+// RecordRestart is a --rescale restart in flight: which, and where
+// (restartCheckpoint, restartStopping or restartRestoring).
+type RecordRestart struct {
+	ID    uint64 `json:"id"`
+	Op    string `json:"op"`
+	From  int    `json:"from"`
+	To    int    `json:"to"`
+	Phase string `json:"phase"`
 }
 
 // RecordNode is a node of the record.
@@ -102,6 +114,9 @@ func (c *core) record() *Record {
 		r.Lost = append(r.Lost, id)
 	}
 	slices.Sort(r.Lost)
+	if rs := c.eds.restart; rs != nil {
+		r.Restart = &RecordRestart{ID: rs.id, Op: rs.op, From: rs.from, To: rs.to, Phase: rs.phase()}
+	}
 	r.Paused = slices.Sorted(maps.Keys(c.paused))
 	for id, list := range c.eds.slices {
 		if r.Slices == nil {
@@ -117,7 +132,8 @@ func (c *core) record() *Record {
 // recordKey is what of the record, when it changes, must be durable
 // before the work that follows: placements and generations, ranges, the
 // nodes and whether they are gone, the start and the drain, grants,
-// drained and lost instances, --ft global's checkpoints, moved slices.
+// drained and lost instances, --ft global's checkpoints, moved slices,
+// a --rescale restart's phase.
 // (The sources' farthest positions and the pacing clock go along with
 // the next write.)
 func (c *core) recordKey(b []byte) []byte {
@@ -184,6 +200,11 @@ func (c *core) recordKey(b []byte) []byte {
 			u(sl.load.After)
 			u(uint64(sl.done))
 		}
+	}
+	b = append(b, '|')
+	if rs := c.eds.restart; rs != nil {
+		u(rs.id)
+		s(rs.phase())
 	}
 	return b
 }

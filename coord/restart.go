@@ -36,6 +36,30 @@ type restartOp struct {
 	restored map[job.InstanceID]bool // instances not restored yet
 	running  time.Time               // every instance restored
 	waiting  map[string]bool         // nodes stopping their instances
+	// resumed: taken over from the record by a resumed coordinator, past
+	// its re-split; the resume's restore carries it out (resumeRestart).
+	resumed bool
+}
+
+// Where a restart is, as the record has it (PROTOCOL.md, "--rescale
+// restart"): before the re-split a crash rolls it back, after it the
+// resumed coordinator's restore finishes it.
+const (
+	restartCheckpoint = "checkpoint" // the full checkpoints are awaited
+	restartStopping   = "stop"       // the nodes stop their instances
+	restartRestoring  = "restore"    // re-split: the plan and the moved slices are the new ones
+)
+
+// phase is where r is, for the record.
+func (r *restartOp) phase() string {
+	switch {
+	case r.resumed || r.restored != nil:
+		return restartRestoring
+	case !r.stopped.IsZero():
+		return restartStopping
+	default:
+		return restartCheckpoint
+	}
 }
 
 // scaleRestart starts a --rescale restart of op to n instances.
@@ -131,10 +155,11 @@ func (c *core) restartAll(r *restartOp) {
 		}
 	}
 	chains := map[job.InstanceID][]string{}
+	ckpts := map[job.InstanceID]uint64{}
 	for _, id := range owner {
 		if _, ok := chains[id]; !ok {
-			if ch, _ := c.manifest.restorable(id); len(ch) > 0 {
-				chains[id] = ch[0]
+			if ch, cps := c.manifest.restorable(id); len(ch) > 0 {
+				chains[id], ckpts[id] = ch[0], cps[0].ID
 			} else {
 				chains[id] = nil
 			}
@@ -157,6 +182,7 @@ func (c *core) restartAll(r *restartOp) {
 		c.plan.Instances = append(c.plan.Instances, wire.Placement{ID: id, Op: r.op, Index: i, Node: node, Gen: 0, Ranges: rs})
 		c.reindex()
 	}
+	c.restartSlices(r, owner, chains, ckpts)
 	r.restored = map[job.InstanceID]bool{}
 	var sends []func()
 	for i := range c.plan.Instances {
@@ -178,13 +204,7 @@ func (c *core) restartAll(r *restartOp) {
 			rs.Fallback = own[1]
 		}
 		rs.Scratch = len(own) == 1 && c.manifest.untrimmed(p.ID)
-		if p.Op == r.op {
-			for _, g := range keyGroupsOfRanges(p.Ranges) {
-				if o := owner[g]; o != p.ID {
-					rs.Slices = appendSlice(rs.Slices, chains[o], g)
-				}
-			}
-		}
+		rs.Slices, _, _ = c.edsRestore(p.ID) // the moved key groups among them (restartSlices)
 		if c.recovering[p.ID] == nil {
 			c.recovering[p.ID] = &recovery{id: p.ID, from: p.Node, detected: r.stopped, placed: r.stopped,
 				lastWM: c.nodes[p.Node].stats[p.ID].Watermark}
@@ -201,21 +221,59 @@ func (c *core) restartAll(r *restartOp) {
 	}
 }
 
-// appendSlice adds key group g, from chain, to a restore's slices
-// (adjacent key groups of one chain share a slice).
-func appendSlice(sl []wire.SliceLoad, chain []string, g job.KeyGroup) []wire.SliceLoad {
-	if len(chain) == 0 {
-		return sl // no checkpoint: the key group starts empty, by replay
+// restartSlices makes the key groups the restart moves moved slices of
+// their new owners (eds.slices), as a live rescale's captures are: each
+// loads them from the old owner's latest complete chain at this restore
+// and at every later one until two complete checkpoints of its own hold
+// them (edsCheckpointed), the old owner's chain (and the checkpoint
+// before it, the slice's fallback) stays pinned (edsPinned) meanwhile,
+// and the record holds them before any restore is sent. Before, they
+// were only in the restart's restore message: a new owner lost before
+// its first checkpoint restored empty, and the upstreams' backup of its
+// key groups was trimmed past the old owner's positions already.
+// The operator's slices from earlier rescales keep only the key groups
+// their instance still owns.
+func (c *core) restartSlices(r *restartOp, owner []job.InstanceID, chains map[job.InstanceID][]string, ckpts map[job.InstanceID]uint64) {
+	c.eds.init()
+	added := map[job.InstanceID][]*sliceRef{}
+	for _, p := range c.plan.Instances {
+		if p.Op != r.op {
+			continue
+		}
+		var list []*sliceRef
+		for _, g := range keyGroupsOfRanges(p.Ranges) {
+			o := owner[g]
+			if o == p.ID || len(chains[o]) == 0 {
+				continue // its own, or no checkpoint: the key group starts empty, by replay
+			}
+			if n := len(list); n > 0 && list[n-1].owner == o && list[n-1].load.Ranges[0].Hi == g {
+				list[n-1].load.Ranges[0].Hi = g + 1
+				continue
+			}
+			list = append(list, &sliceRef{load: wire.SliceLoad{Chain: chains[o], Ranges: []job.Range{{Lo: g, Hi: g + 1}}, After: math.MaxUint64},
+				owner: o, ckpt: ckpts[o]})
+		}
+		for _, s := range list {
+			s.prev = c.captureFallback(s.owner, s.ckpt, s.load.Ranges[0])
+		}
+		added[p.ID] = list
 	}
-	if n := len(sl); n > 0 {
-		last := &sl[n-1]
-		rr := &last.Ranges[len(last.Ranges)-1]
-		if last.Chain[len(last.Chain)-1] == chain[len(chain)-1] && rr.Hi == g {
-			rr.Hi = g + 1
-			return sl
+	for _, p := range c.plan.Instances {
+		if p.Op != r.op {
+			continue
+		}
+		var kept []*sliceRef
+		for _, s := range c.eds.slices[p.ID] {
+			if s.load.Ranges = intersect(s.load.Ranges, p.Ranges); len(s.load.Ranges) > 0 {
+				kept = append(kept, s)
+			}
+		}
+		if kept = append(kept, added[p.ID]...); len(kept) > 0 {
+			c.eds.slices[p.ID] = kept
+		} else {
+			delete(c.eds.slices, p.ID)
 		}
 	}
-	return append(sl, wire.SliceLoad{Chain: chain, Ranges: []job.Range{{Lo: g, Hi: g + 1}}, After: math.MaxUint64})
 }
 
 // restartRestored counts the restored instances of a restart.
@@ -238,6 +296,9 @@ func (c *core) restartRestored(p *wire.Placement) {
 // restartTick ends a restart once every restored instance has caught up.
 func (c *core) restartTick() {
 	r := c.eds.restart
+	if r != nil && r.resumed && r.running.IsZero() && c.resume == nil {
+		r.running = c.now // the resume's restore has placed every instance
+	}
 	if r == nil || r.running.IsZero() || len(c.recovering) > 0 {
 		return
 	}
@@ -247,6 +308,28 @@ func (c *core) restartTick() {
 		"rescale %d of %s %d→%d by restart done: the whole job stood still %v (full checkpoints %v before, caught up %v after)", r.id, r.op, r.from, r.to,
 		r.running.Sub(r.stopped).Round(time.Millisecond), r.stopped.Sub(r.asked).Round(time.Millisecond), now.Sub(r.running).Round(time.Millisecond))
 	c.eds.restart = nil
+}
+
+// resumeRestart takes over the restart a crashed coordinator had in
+// flight, from its record. Before the re-split nothing of it is in the
+// plan or the slices: it is rolled back (the full checkpoints are
+// checkpoints like any; the resume stops and restores every instance
+// with the old assignment). After it the plan and the moved slices are
+// the new ones, and the resume's restore of every instance is the
+// restart's: it is done once every instance has caught up.
+func (c *core) resumeRestart(rr *RecordRestart) {
+	if rr == nil {
+		return
+	}
+	if rr.Phase != restartRestoring {
+		c.emit(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "restart rolled back"},
+			"resume: rescale %d of %s %d→%d by restart was in its %s phase, before the re-split: it is rolled back, %s stays at %d",
+			rr.ID, rr.Op, rr.From, rr.To, rr.Phase, rr.Op, rr.From)
+		return
+	}
+	c.eds.restart = &restartOp{id: rr.ID, op: rr.Op, from: rr.From, to: rr.To, asked: c.now, stopped: c.now, resumed: true}
+	c.emit(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "restart resumed"},
+		"resume: rescale %d of %s %d→%d by restart was re-split: the resume's restore finishes it", rr.ID, rr.Op, rr.From, rr.To)
 }
 
 func keyGroupsOfRanges(rs []job.Range) []job.KeyGroup {

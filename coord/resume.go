@@ -107,6 +107,7 @@ func (c *core) resumeFrom(m *Manifest, outputs OutputManifest) error {
 			c.eds.slices[id] = append(c.eds.slices[id], &sliceRef{load: s.Load, owner: s.Owner, ckpt: s.Ckpt, prev: s.Prev, done: s.Done})
 		}
 	}
+	c.resumeRestart(r.Restart)
 	rs := &resumeState{id: c.eds.seq, since: c.now, phase: resumeRejoin, waiting: map[string]bool{},
 		beat: map[string]bool{}, done: r.Done}
 	c.eds.seq++

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -38,9 +39,10 @@ func newManifest(run, jobName string) *Manifest {
 		files: map[job.InstanceID]map[string]bool{}, byID: map[job.InstanceID]map[uint64]wire.Checkpoint{}}
 }
 
-// add records a complete checkpoint.
-func (m *Manifest) add(c wire.Checkpoint) {
-	m.trimmedTo(c.Instance)
+// add records a complete checkpoint and returns its fallback: the
+// checkpoint whose positions the instance's upstreams may trim to now (0:
+// none; trim nothing).
+func (m *Manifest) add(c wire.Checkpoint) (fallback uint64) {
 	m.Instances[c.Instance] = append(m.Instances[c.Instance], c)
 	if m.byID[c.Instance] == nil {
 		m.byID[c.Instance] = map[uint64]wire.Checkpoint{}
@@ -49,6 +51,7 @@ func (m *Manifest) add(c wire.Checkpoint) {
 	m.byID[c.Instance][c.ID] = c
 	m.files[c.Instance][c.File] = true
 	m.note(c.Instance, c.ID)
+	return m.trimmedTo(c.Instance)
 }
 
 // chain returns the files that restore checkpoint c: its full base, then
@@ -94,17 +97,33 @@ func (m *Manifest) compacted(inst job.InstanceID, id uint64, file string) bool {
 	return true
 }
 
-// restorable returns the chains of the latest two restorable checkpoints of
-// id (latest first), with the checkpoints themselves.
+// restorable returns the chains of the two restorable checkpoints of id,
+// with the checkpoints themselves: the latest whose chain is whole, and
+// its fallback, the newest before it whose chain shares no file with the
+// latest's, so that no one damaged file leaves neither restorable (with
+// incremental chains the latest two usually share their base). Both are
+// at or above the floor.
 func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.Checkpoint) {
 	list := m.Instances[id]
 	for i := len(list) - 1; i >= 0 && len(chains) < 2 && list[i].ID >= m.Floor[id]; i-- {
-		if files, ok := m.chain(list[i]); ok {
-			chains = append(chains, files)
-			cps = append(cps, list[i])
+		files, ok := m.chain(list[i])
+		if !ok || len(chains) == 1 && sharesFile(files, chains[0]) {
+			continue
 		}
+		chains = append(chains, files)
+		cps = append(cps, list[i])
 	}
 	return chains, cps
+}
+
+// sharesFile reports whether two chains have a file in common.
+func sharesFile(a, b []string) bool {
+	for _, f := range a {
+		if slices.Contains(b, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // collect returns the files of id that no restorable chain needs any more,
@@ -199,12 +218,12 @@ func (c *core) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
 	}
-	c.manifest.add(*cp)
+	fallback := c.manifest.add(*cp)
 	c.tunerCheckpointed(cp)
 	c.edsCheckpointed(cp)
 	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
-	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
+	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID, Fallback: fallback}, version: c.mw.version, drop: drop})
 	c.writeManifest()
 	c.maybeCompact(*cp)
 	c.ft.checkpointed(c, ns, cp)

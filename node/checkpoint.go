@@ -24,7 +24,6 @@ type checkpointer struct {
 	inflight               bool
 	next                   time.Time
 	pending                map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
-	prev                   [][]wire.Position            // positions of the latest completed checkpoint
 	spilling               bool                         // the backup is spilling (reported)
 	chain                  state.ChainState             // the current chain's sizes: when a full one pays
 	perKey                 float64                      // stored bytes a key took in the latest full checkpoint: what a fresh one would take
@@ -48,10 +47,11 @@ type doneCheckpoint struct {
 	pos      [][]wire.Position
 }
 
-// keepDone is how many complete checkpoints an instance remembers: the
-// latest two are restorable, and one more stands in when a scrub finds
-// one of them damaged.
-const keepDone = 3
+// keepDone bounds how many complete checkpoints an instance remembers:
+// those from its fallback on (the coordinator names it at each
+// completion, and no older one is ever the fallback again), a chain and
+// a little more.
+const keepDone = 64
 
 // markParts returns port pi's mark storage, for the next capture: the
 // previous checkpoint is persisted (one is in flight at a time) and its
@@ -503,16 +503,16 @@ func (in *instance) forgetDamaged(pc *pendingCheckpoint) {
 			delete(in.ck.bases, id)
 		}
 	}
-	in.ck.prev = nil
-	if n := len(in.ck.done); n > 0 {
-		in.ck.prev = in.ck.done[n-1].pos
-	}
 }
 
 // onCompleted runs when the coordinator has recorded checkpoint id as
-// complete: the upstreams may now drop what the previous complete
-// checkpoint no longer needs.
-func (in *instance) onCompleted(id uint64) {
+// complete, with fallback the instance's fallback checkpoint now (0:
+// none): the upstreams may drop what the fallback no longer needs. The
+// fallback's chain shares no file with the latest's, so that one damaged
+// file leaves one of them restorable (PROTOCOL.md, "Damage"); a fallback
+// the instance does not remember (forgotten as damaged, or of an earlier
+// generation) trims nothing.
+func (in *instance) onCompleted(id, fallback uint64) {
 	cur, ok := in.ck.pending[id]
 	if !ok {
 		return
@@ -524,16 +524,35 @@ func (in *instance) onCompleted(id uint64) {
 			delete(in.ck.bases, k)
 		}
 	}
-	for i, ps := range in.ck.prev {
+	for i, ps := range in.trimPoint(fallback) {
 		if ps = in.trimmable(ps); in.back[i] != nil && len(ps) > 0 {
 			in.back[i](ps)
 		}
 	}
-	in.ck.prev = cur
-	in.ck.done = append(in.ck.done, doneCheckpoint{id: id, base: base, pos: cur})
+	kept := in.ck.done[:0]
+	for _, d := range in.ck.done {
+		if d.id >= fallback {
+			kept = append(kept, d) // older ones are never the fallback again
+		}
+	}
+	in.ck.done = append(kept, doneCheckpoint{id: id, base: base, pos: cur})
 	if n := len(in.ck.done); n > keepDone {
 		in.ck.done = append(in.ck.done[:0], in.ck.done[n-keepDone:]...)
 	}
+}
+
+// trimPoint is the positions, per input, of complete checkpoint fallback
+// if the instance remembers it (nil: trim nothing).
+func (in *instance) trimPoint(fallback uint64) [][]wire.Position {
+	if fallback == 0 {
+		return nil
+	}
+	for _, d := range in.ck.done {
+		if d.id == fallback {
+			return d.pos
+		}
+	}
+	return nil
 }
 
 // restore loads the chain of a complete checkpoint into a fresh instance.

@@ -361,7 +361,13 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// too: the fallback of a loss before the next checkpoint, which
 		// nothing else would check (seed 677 lost sink#0 for good: its
 		// latest two files damaged, the older under a full one).
-		if e := in.scrubFile(pc.parent, snap.Full); e != nil {
+		if e := in.scrubFile(pc.parent, snap.Full); retryable(e) {
+			// Unreadable for now, not damaged: a delta on it waits for
+			// the next checkpoint; a full one needs nothing of it.
+			if !snap.Full {
+				err = fmt.Errorf("parent %s could not be read back: %w", pc.parent, e)
+			}
+		} else if e != nil {
 			pc.damaged, pc.damagedID = pc.parent, pc.parentID
 			if !snap.Full {
 				err = fmt.Errorf("parent %s: %w: %w", pc.parent, errChainBroken, e)
@@ -375,7 +381,9 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// checkpoint, off the instance's goroutine. A base collected
 		// since (a compaction folded the chain into a file of its own) is
 		// no longer what restores it.
-		if e := in.scrubFile(pc.base, true); e != nil {
+		if e := in.scrubFile(pc.base, true); retryable(e) {
+			err = fmt.Errorf("base %s could not be read back: %w", pc.base, e)
+		} else if e != nil {
 			pc.damaged, pc.damagedID, pc.damagedBase = pc.base, pc.baseID, true
 			err = fmt.Errorf("base %s: %w: %w", pc.base, errChainBroken, e)
 		}
@@ -436,19 +444,21 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 // that may be gone (a base a compaction folded away) is not checked when
 // it is.
 func (in *instance) scrubFile(name string, mayBeGone bool) error {
-	if v, ok := in.n.store.Store.(verifier); ok {
-		// A store that checks where the file lies (the coordinator's):
-		// the file does not cross the network for it.
-		err := v.Verify(name)
-		if mayBeGone && errors.Is(err, state.ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-	f, err := in.n.store.Open(name)
+	err := readRetry(in.n.sleep, func() error { return in.verifyFile(name) })
 	if mayBeGone && errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
+	return err
+}
+
+// verifyFile reads file name once and checks its checksum.
+func (in *instance) verifyFile(name string) error {
+	if v, ok := in.n.store.Store.(verifier); ok {
+		// A store that checks where the file lies (the coordinator's):
+		// the file does not cross the network for it.
+		return v.Verify(name)
+	}
+	f, err := in.n.store.Open(name)
 	if err == nil {
 		if in.ck.scrub == nil {
 			in.ck.scrub = make([]byte, 256<<10)
@@ -573,7 +583,8 @@ func (in *instance) restoreChain(files []string, early bool) (uint64, error) {
 	var wg sync.WaitGroup
 	for i, f := range files {
 		wg.Go(func() {
-			data, err := in.n.store.Get(f)
+			var data []byte
+			err := readRetry(in.n.sleep, func() (err error) { data, err = in.n.store.Get(f); return err })
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}

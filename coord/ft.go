@@ -572,10 +572,11 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 	rs := m.Restore
 	r := c.recovering[p.ID]
 	if m.Error != "" {
-		// Nothing left to restore from: the instance is lost, and its
-		// downstreams treat its streams as ended so the job still drains
-		// (verify then reports what is missing).
-		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s; the instance is lost", p.ID, m.Error)
+		// Nothing left to restore from: the instance is lost for good.
+		// The run says so in one event and stops with that reason; it
+		// used to drain on with a hole (its downstreams treating its
+		// streams as ended) that only verify reported.
+		c.unrecoverable(ns, p, m.Error)
 		c.lost[p.ID] = true
 		delete(c.recovering, p.ID)
 		for _, name := range c.order {
@@ -637,6 +638,24 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 		}
 	}
 	c.edsRestored(p, rs.ID, rs.Place.Ranges)
+}
+
+// unrecoverable ends the run: instance p could not be restored from any
+// checkpoint offered (why: the restore's error), and a start from nothing
+// was not offered either (the upstreams trimmed what it needs), so
+// whatever it held is gone. The core halts (step returns the error: Up
+// ends with it, exit 1) rather than run on with a hole.
+func (c *core) unrecoverable(ns *nodeState, p *wire.Placement, why string) {
+	var ids []uint64
+	_, cps := c.manifest.restorable(p.ID)
+	for _, cp := range cps {
+		ids = append(ids, cp.ID)
+	}
+	c.emit(events.InstanceUnrecoverable, ns.name, string(p.ID), events.InstanceUnrecoverableFields{Error: why, Gen: p.Gen, Checkpoints: ids},
+		"%s cannot be restored (generation %d, checkpoints %v): %s; the job stops rather than run on without it", p.ID, p.Gen, ids, why)
+	if c.halt == nil {
+		c.halt = fmt.Errorf("%s cannot be restored from any checkpoint: %s", p.ID, why)
+	}
 }
 
 // isSource reports whether operator op is a source of the job (false for

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"spate/chaos"
 	"spate/events"
@@ -62,5 +65,61 @@ func TestOneDamagedFileNeverLosesAnInstance(t *testing.T) {
 		}},
 	} {
 		t.Run(sh.name, func(t *testing.T) { runShapes(t, DefaultConfig(), []shape{sh}) })
+	}
+}
+
+// TestNothingLeftToRestoreStopsTheRun damages both restorable
+// checkpoints of count#0 (its latest chain's base and its fallback's own
+// file) and kills its node 20 ms later: nothing is left to restore it
+// from, and the upstreams trimmed what a start from nothing needs. The
+// run says so in one instance_unrecoverable event and stops with that
+// reason, before the drain (before, it drained on with a hole that only
+// the verification reported).
+func TestNothingLeftToRestoreStopsTheRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulated runs")
+	}
+	root := simRoot(t)
+	cfg := DefaultConfig()
+	cfg.Schedule = []Step{
+		{At: ms(5000), Action: act("store", "count/0", "file", "base")},
+		{At: ms(5000), Action: act("store", "count/0", "file", "fallback")},
+		{At: ms(5020), Action: act("kill", "count/0")},
+		{At: cfg.Duration, Action: act("drain", "")},
+	}
+	for seed := uint64(1); seed <= uint64(*runsOf); seed++ {
+		runtime.GC() // sync.Pools (yamux's timers) empty: nothing of one bubble reaches the next
+		runtime.GC()
+		synctest.Test(t, func(t *testing.T) {
+			r := Run(context.Background(), seed, cfg, Dir(filepath.Join(root, "unrecoverable"), seed))
+			for _, s := range r.Steps[:2] {
+				if !strings.Contains(s, "damaged") {
+					t.Fatalf("seed %d: a damage did not happen: %q", seed, s)
+				}
+			}
+			if !strings.Contains(r.Err, "count#0 cannot be restored") {
+				t.Fatalf("seed %d: %s: want the run stopped, count#0 unrecoverable", seed, r.Verdict())
+			}
+			evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var said []events.Event
+			drained := false
+			for _, e := range evs {
+				switch e.Kind {
+				case events.InstanceUnrecoverable:
+					said = append(said, e)
+				case events.DrainStarted:
+					drained = true
+				}
+			}
+			if len(said) != 1 || said[0].Instance != "count#0" {
+				t.Fatalf("seed %d: instance_unrecoverable events %v, want one, of count#0", seed, said)
+			}
+			if drained {
+				t.Fatalf("seed %d: the job drained on after count#0 was unrecoverable", seed)
+			}
+		})
 	}
 }

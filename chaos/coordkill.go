@@ -183,6 +183,7 @@ func (rn *runner) notFinished(ctx context.Context, stop func(error) (int, string
 // unverified ends a run whose job did not finish (why): a report whose
 // every check fails, saying why, and the verdict fail.
 func (rn *runner) unverified(why string) (int, string, *Report, error) {
+	rn.unfinished = why // the verdict line says it, not counts never taken
 	r, err := BuildReport(rn.dir, rn.sc, Verify{})
 	if err != nil {
 		return ExitNotRun, rn.dir, nil, fmt.Errorf("chaos: report: %w", err)

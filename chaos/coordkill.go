@@ -177,16 +177,23 @@ func (rn *runner) notFinished(ctx context.Context, stop func(error) (int, string
 			fmt.Fprintf(out, "chaos: the nodes did not all exit: %v\n", err)
 		}
 	}
+	return rn.unverified(rn.unfinished)
+}
+
+// unverified ends a run whose job did not finish (why): a report whose
+// every check fails, saying why, and the verdict fail.
+func (rn *runner) unverified(why string) (int, string, *Report, error) {
+	rn.unfinished = why // the verdict line says it, not counts never taken
 	r, err := BuildReport(rn.dir, rn.sc, Verify{})
 	if err != nil {
 		return ExitNotRun, rn.dir, nil, fmt.Errorf("chaos: report: %w", err)
 	}
 	for i := range r.Checks {
 		r.Checks[i].Pass = false
-		r.Checks[i].Detail = "not met: the run did not finish: " + rn.unfinished
+		r.Checks[i].Detail = "not met: the run did not finish: " + why
 	}
 	r.Verdict = VerdictFail
-	rn.notes = append(rn.notes, "the run did not finish ("+rn.unfinished+"): its output was not verified")
+	rn.notes = append(rn.notes, "the run did not finish ("+why+"): its output was not verified")
 	rn.fill(r)
 	return rn.finish(r)
 }

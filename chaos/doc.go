@@ -87,7 +87,12 @@
 //	           bandwidth: RATE (1MB/s, 512KiB/s), stall: true, reset: true;
 //	           [for: D]
 //	store      [target], exactly one of slow: D, fail: true, corrupt: true;
-//	           [for: D]
+//	           [for: D]; [file: newest|base|fallback] damages that file
+//	           of each instance (of the target's alone when the target is
+//	           an instance): the newest file (what corrupt: true damages),
+//	           the base of the latest restorable checkpoint's chain, or
+//	           the fallback checkpoint's own file; corrupt: is implied.
+//	           Each damage changes a byte no earlier damage changed
 //	heal       [target]                lift every fault (on target)
 //
 // Targets: a node (n1, n2, ...), one, minority, majority, all, an operator

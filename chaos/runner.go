@@ -156,6 +156,12 @@ func run(ctx context.Context, sc *Scenario, opt RunOptions) (verdict int, dir st
 	}
 
 	v, err := opt.Verify(dir)
+	if err != nil && rn.coord.err != nil {
+		// The cluster stopped the job (an instance with nothing left to
+		// restore it from, say): a failed verdict that says why, not a
+		// run that could not be run.
+		return rn.unverified("the cluster stopped the job: " + rn.coord.err.Error())
+	}
 	if err != nil {
 		return ExitNotRun, dir, nil, fmt.Errorf("chaos: verify %s: %w", dir, err)
 	}

@@ -922,6 +922,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// DamageFiles are the files of an instance's checkpoint chain a store
+// fault's file: damages: the newest file (what corrupt: true damages),
+// the base of the latest restorable checkpoint's chain, the fallback
+// checkpoint's own file.
+var DamageFiles = []string{"newest", "base", "fallback"}
+
 // verbFields are the fields each fault takes beyond at/every/until/fault.
 var verbFields = map[string][]string{
 	"kill":      {"target", ResumeAfter}, // resume_after: the coordinator only
@@ -930,7 +936,7 @@ var verbFields = map[string][]string{
 	"resume":    {"target"},
 	"partition": {"target", "shape", "groups", "oneway", "for"},
 	"link":      {"target", "latency", "jitter", "bandwidth", "stall", "reset", "for"},
-	"store":     {"target", "slow", "fail", "corrupt", "for"},
+	"store":     {"target", "slow", "fail", "corrupt", "file", "for"},
 	"heal":      {"target"},
 	"scale":     {"op", "n"},
 }
@@ -1093,6 +1099,15 @@ func (p *scParser) arg(a *control.Action, f field, path string) error {
 			return err
 		}
 		a.Args[f.key] = s
+	case "file": // store: which file of the target's chain to damage
+		s, err := p.str(f.value, path)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(DamageFiles, s) {
+			return p.errf(f.value, path, "unknown file %q (want %s)", s, strings.Join(DamageFiles, ", "))
+		}
+		a.Args[f.key] = s
 	case "shape":
 		s, err := p.str(f.value, path)
 		if err != nil {
@@ -1173,8 +1188,11 @@ func (p *scParser) checkAction(a control.Action, line int, path string) error {
 				n++
 			}
 		}
+		if has("file") && !has("corrupt") {
+			n++ // file: names what to damage: corrupt: true is implied
+		}
 		if n != 1 {
-			return p.errAt(line, path, "store needs exactly one of slow: DURATION, fail: true, corrupt: true")
+			return p.errAt(line, path, "store needs exactly one of slow: DURATION, fail: true, corrupt: true (or file: base|newest|fallback)")
 		}
 	}
 	return nil

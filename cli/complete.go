@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"spate/chaos"
 	"spate/control"
 	"spate/coord"
 )
@@ -117,6 +118,8 @@ func keyValues(v verb, key, data string) []string {
 		return nodes
 	case "shape":
 		return []string{"one", "majority", "bridge"}
+	case "file":
+		return chaos.DamageFiles
 	case "oneway", "stall", "reset", "corrupt", "fail":
 		return []string{"true", "false"}
 	case "latency", "jitter", "slow":

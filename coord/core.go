@@ -96,6 +96,10 @@ type core struct {
 	// places the instances.
 	resume   *resumeState
 	resuming bool
+
+	// halt, once set, ends the run with it (an instance with nothing
+	// left to restore it from: ft.go unrecoverable).
+	halt error
 }
 
 // newCore is a coordinator's decisions before any node has joined.
@@ -283,6 +287,11 @@ type (
 func (c *core) step(now time.Time, in any) (err error) {
 	c.now = now
 	defer c.seal()
+	defer func() {
+		if err == nil {
+			err = c.halt
+		}
+	}()
 	switch in := in.(type) {
 	case nodeMsg:
 		return c.handleMsg(in)

@@ -516,7 +516,11 @@ func describe(m wire.Control) string {
 		}
 		return fmt.Sprintf("reroute %s to %s gen %d", m.Reroute.ID, node, m.Reroute.Gen)
 	case wire.CtlCompleted, wire.CtlCompacted:
-		return fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
+		s := fmt.Sprintf("%s %s %d", m.Kind, m.Checkpoint.Instance, m.Checkpoint.ID)
+		if m.Checkpoint.Fallback != 0 {
+			s += fmt.Sprintf(" fallback %d", m.Checkpoint.Fallback) // trims to its positions
+		}
+		return s
 	case wire.CtlDrain, wire.CtlGrant:
 		return fmt.Sprintf("%s until %v", m.Kind, sortedPositions(m.Until))
 	case wire.CtlLost:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -39,9 +40,10 @@ func newManifest(run, jobName string) *Manifest {
 		files: map[job.InstanceID]map[string]bool{}, byID: map[job.InstanceID]map[uint64]wire.Checkpoint{}}
 }
 
-// add records a complete checkpoint.
-func (m *Manifest) add(c wire.Checkpoint) {
-	m.trimmedTo(c.Instance)
+// add records a complete checkpoint and returns its fallback: the
+// checkpoint whose positions the instance's upstreams may trim to now (0:
+// none; trim nothing).
+func (m *Manifest) add(c wire.Checkpoint) (fallback uint64) {
 	m.Instances[c.Instance] = append(m.Instances[c.Instance], c)
 	if m.byID[c.Instance] == nil {
 		m.byID[c.Instance] = map[uint64]wire.Checkpoint{}
@@ -50,6 +52,7 @@ func (m *Manifest) add(c wire.Checkpoint) {
 	m.byID[c.Instance][c.ID] = c
 	m.files[c.Instance][c.File] = true
 	m.note(c.Instance, c.ID)
+	return m.trimmedTo(c.Instance)
 }
 
 // chain returns the files that restore checkpoint c: its full base, then
@@ -95,17 +98,33 @@ func (m *Manifest) compacted(inst job.InstanceID, id uint64, file string) bool {
 	return true
 }
 
-// restorable returns the chains of the latest two restorable checkpoints of
-// id (latest first), with the checkpoints themselves.
+// restorable returns the chains of the two restorable checkpoints of id,
+// with the checkpoints themselves: the latest whose chain is whole, and
+// its fallback, the newest before it whose chain shares no file with the
+// latest's, so that no one damaged file leaves neither restorable (with
+// incremental chains the latest two usually share their base). Both are
+// at or above the floor.
 func (m *Manifest) restorable(id job.InstanceID) (chains [][]string, cps []wire.Checkpoint) {
 	list := m.Instances[id]
 	for i := len(list) - 1; i >= 0 && len(chains) < 2 && list[i].ID >= m.Floor[id]; i-- {
-		if files, ok := m.chain(list[i]); ok {
-			chains = append(chains, files)
-			cps = append(cps, list[i])
+		files, ok := m.chain(list[i])
+		if !ok || len(chains) == 1 && sharesFile(files, chains[0]) {
+			continue
 		}
+		chains = append(chains, files)
+		cps = append(cps, list[i])
 	}
 	return chains, cps
+}
+
+// sharesFile reports whether two chains have a file in common.
+func sharesFile(a, b []string) bool {
+	for _, f := range a {
+		if slices.Contains(b, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // collect returns the files of id that no restorable chain needs any more,
@@ -200,12 +219,12 @@ func (c *core) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
 	}
-	c.manifest.add(*cp)
+	fallback := c.manifest.add(*cp)
 	c.tunerCheckpointed(cp)
 	c.edsCheckpointed(cp)
 	drop := c.manifest.collect(cp.Instance, append(c.edsPinned(cp.Instance), c.global.complete, c.global.prev)...)
 	c.mw.version++
-	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID}, version: c.mw.version, drop: drop})
+	c.mw.acks = append(c.mw.acks, manifestAck{node: ns, cp: wire.Checkpoint{Instance: cp.Instance, Gen: cp.Gen, ID: cp.ID, Fallback: fallback}, version: c.mw.version, drop: drop})
 	c.writeManifest()
 	c.maybeCompact(*cp)
 	c.ft.checkpointed(c, ns, cp)
@@ -554,10 +573,11 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 	rs := m.Restore
 	r := c.recovering[p.ID]
 	if m.Error != "" {
-		// Nothing left to restore from: the instance is lost, and its
-		// downstreams treat its streams as ended so the job still drains
-		// (verify then reports what is missing).
-		c.emit(events.Error, ns.name, string(p.ID), nil, "restore of %s failed: %s; the instance is lost", p.ID, m.Error)
+		// Nothing left to restore from: the instance is lost for good.
+		// The run says so in one event and stops with that reason; it
+		// used to drain on with a hole (its downstreams treating its
+		// streams as ended) that only verify reported.
+		c.unrecoverable(ns, p, m.Error)
 		c.lost[p.ID] = true
 		delete(c.recovering, p.ID)
 		for _, name := range c.order {
@@ -619,6 +639,24 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 		}
 	}
 	c.edsRestored(p, rs.ID, rs.Place.Ranges)
+}
+
+// unrecoverable ends the run: instance p could not be restored from any
+// checkpoint offered (why: the restore's error), and a start from nothing
+// was not offered either (the upstreams trimmed what it needs), so
+// whatever it held is gone. The core halts (step returns the error: Up
+// ends with it, exit 1) rather than run on with a hole.
+func (c *core) unrecoverable(ns *nodeState, p *wire.Placement, why string) {
+	var ids []uint64
+	_, cps := c.manifest.restorable(p.ID)
+	for _, cp := range cps {
+		ids = append(ids, cp.ID)
+	}
+	c.emit(events.InstanceUnrecoverable, ns.name, string(p.ID), events.InstanceUnrecoverableFields{Error: why, Gen: p.Gen, Checkpoints: ids},
+		"%s cannot be restored (generation %d, checkpoints %v): %s; the job stops rather than run on without it", p.ID, p.Gen, ids, why)
+	if c.halt == nil {
+		c.halt = fmt.Errorf("%s cannot be restored from any checkpoint: %s", p.ID, why)
+	}
 }
 
 // isSource reports whether operator op is a source of the job (false for

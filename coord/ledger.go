@@ -68,18 +68,23 @@ func (m *Manifest) note(inst job.InstanceID, id uint64) {
 func (m *Manifest) nextID(inst job.InstanceID) uint64 { return m.High[inst] + 1 }
 
 // trimmedTo records, as a checkpoint of inst completes, that the
-// upstreams trim their backups to what the latest restorable checkpoint
-// before it needs: its acknowledgement lets the instance order those
-// trims (node/checkpoint.go onCompleted). No older checkpoint is ever
+// upstreams trim their backups to what its fallback needs (the newest
+// restorable checkpoint whose chain shares no file with the latest's),
+// and returns the fallback (0: none yet, and no trim): the completion's
+// acknowledgement names it, and the instance orders those trims
+// (node/checkpoint.go onCompleted). No older checkpoint is ever
 // restorable again, whatever is forgotten later (a dead branch, a damaged
 // file): the records it would need may be gone.
-func (m *Manifest) trimmedTo(inst job.InstanceID) {
-	if _, cps := m.restorable(inst); len(cps) > 0 {
-		if m.Floor == nil {
-			m.Floor = map[job.InstanceID]uint64{}
-		}
-		m.Floor[inst] = max(m.Floor[inst], cps[0].ID)
+func (m *Manifest) trimmedTo(inst job.InstanceID) uint64 {
+	_, cps := m.restorable(inst)
+	if len(cps) < 2 {
+		return 0
 	}
+	if m.Floor == nil {
+		m.Floor = map[job.InstanceID]uint64{}
+	}
+	m.Floor[inst] = max(m.Floor[inst], cps[1].ID)
+	return cps[1].ID
 }
 
 // untrimmed reports whether no trim was ever ordered for inst: its

@@ -21,15 +21,25 @@ func cp(id uint64, full bool, parent uint64) wire.Checkpoint {
 	return wire.Checkpoint{Instance: "count#0", Gen: 1, ID: id, Full: full, Parent: parent, File: fmt.Sprintf("c%d-%s", id, kind)}
 }
 
+// The two restorable checkpoints share no file: the fallback of a delta
+// is the newest checkpoint of the chain before its base, kept (files and
+// trims) until the next full checkpoint is complete; a damaged base
+// leaves the fallback whole.
 func TestManifestChainsAndCollection(t *testing.T) {
 	m := newManifest("run", "windowcount")
 	for _, c := range []wire.Checkpoint{cp(1, true, 0), cp(2, false, 1), cp(3, false, 2), cp(4, true, 0), cp(5, false, 4)} {
 		m.add(c)
 	}
 	chains, cps := m.restorable("count#0")
-	want := [][]string{{"c4-full", "c5-delta"}, {"c4-full"}}
-	if !reflect.DeepEqual(chains, want) || cps[0].ID != 5 || cps[1].ID != 4 {
+	want := [][]string{{"c4-full", "c5-delta"}, {"c1-full", "c2-delta", "c3-delta"}}
+	if !reflect.DeepEqual(chains, want) || cps[0].ID != 5 || cps[1].ID != 3 {
 		t.Fatalf("restorable = %v (%v), want %v", chains, cps, want)
+	}
+	if drop := m.collect("count#0"); len(drop) != 0 {
+		t.Fatalf("collect dropped %v: the fallback's chain is still needed", drop)
+	}
+	if fb := m.add(cp(6, true, 0)); fb != 5 || m.Floor["count#0"] != 5 {
+		t.Fatalf("full checkpoint 6 names fallback %d (floor %d), want 5", fb, m.Floor["count#0"])
 	}
 	drop := m.collect("count#0")
 	if !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta"}) {
@@ -38,8 +48,23 @@ func TestManifestChainsAndCollection(t *testing.T) {
 	if again := m.collect("count#0"); len(again) != 0 {
 		t.Fatalf("a second collect dropped %v", again)
 	}
+	want = [][]string{{"c6-full"}, {"c4-full", "c5-delta"}}
 	if chains, _ := m.restorable("count#0"); !reflect.DeepEqual(chains, want) {
-		t.Fatalf("after collect restorable = %v", chains)
+		t.Fatalf("after collect restorable = %v, want %v", chains, want)
+	}
+}
+
+// Within the first chain there is no fallback sharing no file with the
+// latest: nothing is trimmed, and an empty start stays the fallback.
+func TestManifestFirstChainTrimsNothing(t *testing.T) {
+	m := newManifest("run", "windowcount")
+	for _, c := range []wire.Checkpoint{cp(1, true, 0), cp(2, false, 1), cp(3, false, 2)} {
+		if fb := m.add(c); fb != 0 {
+			t.Fatalf("checkpoint %d names fallback %d, want none", c.ID, fb)
+		}
+	}
+	if chains, _ := m.restorable("count#0"); len(chains) != 1 || !m.untrimmed("count#0") {
+		t.Fatalf("restorable = %v, untrimmed %v: want one chain, untrimmed", chains, m.untrimmed("count#0"))
 	}
 }
 
@@ -81,13 +106,15 @@ func TestManifestCompactedChain(t *testing.T) {
 	}
 	m.add(cp(5, false, 4))
 	chains, _ := m.restorable("count#0")
-	want := [][]string{{"c4-compacted", "c5-delta"}, {"c4-compacted"}}
+	// The compacted file is a base of its own: 3's chain shares no file
+	// with 5's.
+	want := [][]string{{"c4-compacted", "c5-delta"}, {"c1-full", "c2-delta", "c3-delta"}}
 	if !reflect.DeepEqual(chains, want) {
 		t.Fatalf("restorable = %v, want %v", chains, want)
 	}
 	drop := m.collect("count#0")
-	if !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta", "c4-delta"}) {
-		t.Fatalf("collect dropped %v: the compacted file replaces the whole chain", drop)
+	if !reflect.DeepEqual(drop, []string{"c4-delta"}) {
+		t.Fatalf("collect dropped %v: the compacted file replaces 4's own file", drop)
 	}
 }
 
@@ -108,8 +135,8 @@ func TestManifestKeepsTheParentOfTheNextDelta(t *testing.T) {
 	if want := []string{"c4-compacted", "c5-delta"}; !reflect.DeepEqual(chains[0], want) {
 		t.Fatalf("restorable = %v, want %v first", chains, want)
 	}
-	if drop := m.collect("count#0"); !reflect.DeepEqual(drop, []string{"c1-full", "c2-delta", "c3-delta", "c4-delta"}) {
-		t.Fatalf("collect dropped %v, want the old chain and c4-delta once checkpoint 5 is complete", drop)
+	if drop := m.collect("count#0"); !reflect.DeepEqual(drop, []string{"c4-delta"}) {
+		t.Fatalf("collect dropped %v, want c4-delta once checkpoint 5 is complete (3's chain is the fallback)", drop)
 	}
 	// Two more deltas on the compacted checkpoint: it is no longer one of
 	// the latest two, but both their chains start at its compacted file.
@@ -118,7 +145,7 @@ func TestManifestKeepsTheParentOfTheNextDelta(t *testing.T) {
 		m.collect("count#0")
 	}
 	chains, _ = m.restorable("count#0")
-	want := [][]string{{"c4-compacted", "c5-delta", "c6-delta", "c7-delta"}, {"c4-compacted", "c5-delta", "c6-delta"}}
+	want := [][]string{{"c4-compacted", "c5-delta", "c6-delta", "c7-delta"}, {"c1-full", "c2-delta", "c3-delta"}}
 	if !reflect.DeepEqual(chains, want) {
 		t.Fatalf("restorable = %v, want %v: the compacted checkpoint was forgotten", chains, want)
 	}

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,6 +33,7 @@ type netFault struct {
 	cut     []string                                 // nodes cut off by a partition
 	resets  bool                                     // the links carry a reset: send it once
 	corrupt map[string][]string                      // node → instances whose latest checkpoint to damage, once
+	damage  map[string][]wire.Damage                 // node → checkpoint files to damage, once
 }
 
 func (f *netFault) addLink(proc, peer string, lf netfault.LinkFault) {
@@ -196,15 +198,18 @@ func (c *core) link(a control.Action, dur time.Duration) (control.Result, error)
 }
 
 // storeFault slows or fails the checkpoint writes of the target nodes
-// (slow=200ms, fail=true), or damages the latest checkpoint file of each
-// instance they host (corrupt=true, an action).
+// (slow=200ms, fail=true), or damages a checkpoint file of each instance
+// they host (an action): corrupt=true the newest file, file=newest|base|
+// fallback the newest file, the base of the latest restorable
+// checkpoint's chain, or the fallback checkpoint's own file; with file=
+// and an instance as the target, of that instance alone.
 func (c *core) storeFault(a control.Action, dur time.Duration) (control.Result, error) {
 	targets, err := c.resolve(a.Target)
 	if err != nil {
 		return control.Result{}, fmt.Errorf("store: %w", err)
 	}
 	var sf wire.StoreFault
-	corrupt := false
+	corrupt, file := false, ""
 	for k, v := range a.Args {
 		var err error
 		switch k {
@@ -219,27 +224,55 @@ func (c *core) storeFault(a control.Action, dur time.Duration) (control.Result, 
 			sf.Fail, err = strconv.ParseBool(v)
 		case "corrupt":
 			corrupt, err = strconv.ParseBool(v)
+		case "file":
+			file = v
+			if !slices.Contains(chaos.DamageFiles, v) {
+				err = fmt.Errorf("not a file of a chain (%s)", strings.Join(chaos.DamageFiles, ", "))
+			}
 		default:
-			err = errors.New("not an argument of store (slow, fail, corrupt, for)")
+			err = errors.New("not an argument of store (slow, fail, corrupt, file, for)")
 		}
 		if err != nil {
 			return control.Result{}, fmt.Errorf("store: %s=%s: %v", k, v, err)
 		}
 	}
+	if file != "" && !corrupt {
+		if _, given := a.Args["corrupt"]; given {
+			return control.Result{}, errors.New("store: file= damages a file; corrupt=false contradicts it")
+		}
+		corrupt = true
+	}
 	if sf == (wire.StoreFault{}) && !corrupt {
-		return control.Result{}, errors.New("store: no fault given (slow, fail or corrupt)")
+		return control.Result{}, errors.New("store: no fault given (slow, fail, corrupt or file)")
 	}
 	nf := &netFault{store: map[string]wire.StoreFault{}}
+	only := job.InstanceID(strings.Replace(a.Target, "/", "#", 1))
+	if c.placeOf[only] == nil || file == "" {
+		only = ""
+	}
+	var what []string
 	for _, t := range targets {
 		if sf != (wire.StoreFault{}) {
 			nf.store[t] = sf
 		}
-		if corrupt {
-			if nf.corrupt == nil {
-				nf.corrupt = map[string][]string{}
-			}
-			for _, in := range c.hostedBy(t) {
-				nf.corrupt[t] = append(nf.corrupt[t], in)
+		if !corrupt {
+			continue
+		}
+		for _, in := range c.hostedBy(t) {
+			if only == "" || only == job.InstanceID(in) {
+				name, err := c.damageFile(job.InstanceID(in), file)
+				if err != nil && only != "" {
+					return control.Result{}, fmt.Errorf("store: file=%s: %v", file, err)
+				} else if err != nil {
+					continue // another instance of the node: it has no such file yet
+				}
+				if nf.damage == nil {
+					nf.damage = map[string][]wire.Damage{}
+				}
+				nf.damage[t] = append(nf.damage[t], wire.Damage{Instance: job.InstanceID(in), File: name, Nth: c.faultSeq})
+				if file != "" {
+					what = append(what, in+" "+cmp.Or(name, "newest"))
+				}
 			}
 		}
 	}
@@ -247,7 +280,29 @@ func (c *core) storeFault(a control.Action, dur time.Duration) (control.Result, 
 	if sf == (wire.StoreFault{}) { // corrupting alone is over at once
 		c.endFault(f)
 	}
-	return control.Result{Text: fmt.Sprintf("store fault on %s", strings.Join(targets, ",")), Nodes: targets}, nil
+	text := fmt.Sprintf("store fault on %s", strings.Join(targets, ","))
+	if len(what) > 0 {
+		text += ": damaged " + strings.Join(what, ", ")
+	}
+	return control.Result{Text: text, Nodes: targets}, nil
+}
+
+// damageFile is the checkpoint file of id that `store file=which`
+// damages ("": the newest file the node has, which it finds itself):
+// base, the first file of the latest restorable checkpoint's chain;
+// fallback, the fallback checkpoint's own file (its chain's last).
+func (c *core) damageFile(id job.InstanceID, which string) (string, error) {
+	if which == "" || which == "newest" {
+		return "", nil
+	}
+	chains, _ := c.manifest.restorable(id)
+	switch {
+	case which == "base" && len(chains) > 0:
+		return chains[0][0], nil
+	case which == "fallback" && len(chains) > 1:
+		return chains[1][len(chains[1])-1], nil
+	}
+	return "", fmt.Errorf("%s has no %s checkpoint yet", id, map[string]string{"base": "complete", "fallback": "fallback"}[which])
 }
 
 // hostedBy is the running instances on node name.
@@ -276,7 +331,7 @@ func (c *core) startNetFault(a control.Action, nodes []string, dur time.Duration
 			peers[p] = lf
 		}
 	}
-	nf.corrupt = nil
+	nf.corrupt, nf.damage = nil, nil
 	return f
 }
 
@@ -320,6 +375,7 @@ func (c *core) pushFaults(adding bool, once *netFault) {
 			for _, in := range once.corrupt[name] {
 				m.Corrupt = append(m.Corrupt, job.InstanceID(in))
 			}
+			m.Damage = once.damage[name]
 		}
 		c.send(ns, wire.Control{Kind: wire.CtlFaults, Faults: m})
 	}

@@ -51,8 +51,13 @@ const (
 	// later ones on a dead branch; they are no longer restorable.
 	CheckpointsForgotten Kind = "checkpoints_forgotten"
 	Error                Kind = "error"
-	Interval             Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
-	TunerSummary         Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
+	// InstanceUnrecoverable: an instance could not be restored from any
+	// of its checkpoints (every file it could load from damaged) and the
+	// upstreams no longer hold what a start from nothing needs: the job
+	// stops with this reason rather than run on with a hole.
+	InstanceUnrecoverable Kind = "instance_unrecoverable"
+	Interval              Kind = "interval"      // a checkpoint-interval decision: instance, interval_ms, reason, inputs
+	TunerSummary          Kind = "tuner_summary" // at the end of a run: each instance's processing, checkpoint, replay and downtime
 
 	Autoscale       Kind = "autoscale"
 	RescalePlanned  Kind = "rescale_planned"

@@ -570,6 +570,15 @@ type CheckpointChainBrokenFields struct {
 	Parent    uint64 `json:"parent"`
 }
 
+// InstanceUnrecoverableFields: nothing left to restore an instance from
+// (InstanceUnrecoverable): the restore's error, the generation that
+// tried, and the checkpoints it was offered (latest first).
+type InstanceUnrecoverableFields struct {
+	Checkpoints []uint64 `json:"checkpoints,omitempty"`
+	Error       string   `json:"error"`
+	Gen         uint64   `json:"gen"`
+}
+
 // CheckpointCorruptedFields: a checkpoint file was damaged on purpose (a
 // store fault).
 type CheckpointCorruptedFields struct {
@@ -632,6 +641,7 @@ func (CheckpointFailedFields) Kind() Kind      { return CheckpointFailed }
 func (CheckpointChainBrokenFields) Kind() Kind { return CheckpointChainBroken }
 func (CheckpointCorruptedFields) Kind() Kind   { return CheckpointCorrupted }
 func (StoreTrafficFields) Kind() Kind          { return StoreTraffic }
+func (InstanceUnrecoverableFields) Kind() Kind { return InstanceUnrecoverable }
 
 // payloads holds the zero payload of every kind: the registry Decode and
 // Kinds read.
@@ -647,5 +657,5 @@ var payloads = []Payload{
 	RescaleCapturedFields{}, RescaleMovedFields{}, RescaleReroutedFields{}, RescaleDoneFields{}, TrimFields{},
 	LinkReconnectedFields{}, PeerReconnectedFields{}, ReplayFields{}, HeldRecordsFields{}, BackupSpillFields{},
 	BackupFullFields{}, CheckpointDeclinedFields{}, CheckpointFailedFields{}, CheckpointChainBrokenFields{},
-	CheckpointCorruptedFields{}, StoreTrafficFields{},
+	CheckpointCorruptedFields{}, StoreTrafficFields{}, InstanceUnrecoverableFields{},
 }

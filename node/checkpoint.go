@@ -25,7 +25,6 @@ type checkpointer struct {
 	inflight               bool
 	next                   time.Time
 	pending                map[uint64][][]wire.Position // checkpoint id → positions per input at its capture
-	prev                   [][]wire.Position            // positions of the latest completed checkpoint
 	spilling               bool                         // the backup is spilling (reported)
 	chain                  state.ChainState             // the current chain's sizes: when a full one pays
 	perKey                 float64                      // stored bytes a key took in the latest full checkpoint: what a fresh one would take
@@ -49,10 +48,11 @@ type doneCheckpoint struct {
 	pos      [][]wire.Position
 }
 
-// keepDone is how many complete checkpoints an instance remembers: the
-// latest two are restorable, and one more stands in when a scrub finds
-// one of them damaged.
-const keepDone = 3
+// keepDone bounds how many complete checkpoints an instance remembers:
+// those from its fallback on (the coordinator names it at each
+// completion, and no older one is ever the fallback again), a chain and
+// a little more.
+const keepDone = 64
 
 // markParts returns port pi's mark storage, for the next capture: the
 // previous checkpoint is persisted (one is in flight at a time) and its
@@ -362,7 +362,13 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// too: the fallback of a loss before the next checkpoint, which
 		// nothing else would check (seed 677 lost sink#0 for good: its
 		// latest two files damaged, the older under a full one).
-		if e := in.scrubFile(pc.parent, snap.Full); e != nil {
+		if e := in.scrubFile(pc.parent, snap.Full); retryable(e) {
+			// Unreadable for now, not damaged: a delta on it waits for
+			// the next checkpoint; a full one needs nothing of it.
+			if !snap.Full {
+				err = fmt.Errorf("parent %s could not be read back: %w", pc.parent, e)
+			}
+		} else if e != nil {
 			pc.damaged, pc.damagedID = pc.parent, pc.parentID
 			if !snap.Full {
 				err = fmt.Errorf("parent %s: %w: %w", pc.parent, errChainBroken, e)
@@ -376,7 +382,9 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 		// checkpoint, off the instance's goroutine. A base collected
 		// since (a compaction folded the chain into a file of its own) is
 		// no longer what restores it.
-		if e := in.scrubFile(pc.base, true); e != nil {
+		if e := in.scrubFile(pc.base, true); retryable(e) {
+			err = fmt.Errorf("base %s could not be read back: %w", pc.base, e)
+		} else if e != nil {
 			pc.damaged, pc.damagedID, pc.damagedBase = pc.base, pc.baseID, true
 			err = fmt.Errorf("base %s: %w: %w", pc.base, errChainBroken, e)
 		}
@@ -437,19 +445,21 @@ func (in *instance) persist(pc *pendingCheckpoint) error {
 // that may be gone (a base a compaction folded away) is not checked when
 // it is.
 func (in *instance) scrubFile(name string, mayBeGone bool) error {
-	if v, ok := in.n.store.Store.(verifier); ok {
-		// A store that checks where the file lies (the coordinator's):
-		// the file does not cross the network for it.
-		err := v.Verify(name)
-		if mayBeGone && errors.Is(err, state.ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-	f, err := in.n.store.Open(name)
+	err := readRetry(in.n.sleep, func() error { return in.verifyFile(name) })
 	if mayBeGone && errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
+	return err
+}
+
+// verifyFile reads file name once and checks its checksum.
+func (in *instance) verifyFile(name string) error {
+	if v, ok := in.n.store.Store.(verifier); ok {
+		// A store that checks where the file lies (the coordinator's):
+		// the file does not cross the network for it.
+		return v.Verify(name)
+	}
+	f, err := in.n.store.Open(name)
 	if err == nil {
 		if in.ck.scrub == nil {
 			in.ck.scrub = make([]byte, 256<<10)
@@ -504,16 +514,16 @@ func (in *instance) forgetDamaged(pc *pendingCheckpoint) {
 			delete(in.ck.bases, id)
 		}
 	}
-	in.ck.prev = nil
-	if n := len(in.ck.done); n > 0 {
-		in.ck.prev = in.ck.done[n-1].pos
-	}
 }
 
 // onCompleted runs when the coordinator has recorded checkpoint id as
-// complete: the upstreams may now drop what the previous complete
-// checkpoint no longer needs.
-func (in *instance) onCompleted(id uint64) {
+// complete, with fallback the instance's fallback checkpoint now (0:
+// none): the upstreams may drop what the fallback no longer needs. The
+// fallback's chain shares no file with the latest's, so that one damaged
+// file leaves one of them restorable (PROTOCOL.md, "Damage"); a fallback
+// the instance does not remember (forgotten as damaged, or of an earlier
+// generation) trims nothing.
+func (in *instance) onCompleted(id, fallback uint64) {
 	cur, ok := in.ck.pending[id]
 	if !ok {
 		return
@@ -525,16 +535,35 @@ func (in *instance) onCompleted(id uint64) {
 			delete(in.ck.bases, k)
 		}
 	}
-	for i, ps := range in.ck.prev {
+	for i, ps := range in.trimPoint(fallback) {
 		if ps = in.trimmable(ps); in.back[i] != nil && len(ps) > 0 {
 			in.back[i](ps)
 		}
 	}
-	in.ck.prev = cur
-	in.ck.done = append(in.ck.done, doneCheckpoint{id: id, base: base, pos: cur})
+	kept := in.ck.done[:0]
+	for _, d := range in.ck.done {
+		if d.id >= fallback {
+			kept = append(kept, d) // older ones are never the fallback again
+		}
+	}
+	in.ck.done = append(kept, doneCheckpoint{id: id, base: base, pos: cur})
 	if n := len(in.ck.done); n > keepDone {
 		in.ck.done = append(in.ck.done[:0], in.ck.done[n-keepDone:]...)
 	}
+}
+
+// trimPoint is the positions, per input, of complete checkpoint fallback
+// if the instance remembers it (nil: trim nothing).
+func (in *instance) trimPoint(fallback uint64) [][]wire.Position {
+	if fallback == 0 {
+		return nil
+	}
+	for _, d := range in.ck.done {
+		if d.id == fallback {
+			return d.pos
+		}
+	}
+	return nil
 }
 
 // restore loads the chain of a complete checkpoint into a fresh instance.
@@ -555,7 +584,8 @@ func (in *instance) restoreChain(files []string, early bool) (uint64, error) {
 	var wg sync.WaitGroup
 	for i, f := range files {
 		wg.Go(func() {
-			data, err := in.n.store.Get(f)
+			var data []byte
+			err := readRetry(in.n.sleep, func() (err error) { data, err = in.n.store.Get(f); return err })
 			if err == nil {
 				snaps[i], err = state.DecodeLazy(data) // read by MergeGroups only
 			}

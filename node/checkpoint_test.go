@@ -407,15 +407,15 @@ func newestDamaged(t *testing.T) (in *instance, second [][]wire.Position, damage
 	r := f.drive(t, in)
 	r.feed(0, 100, 42_000)
 	r.checkpoint(2, false)
-	in.onCompleted(2)
+	in.onCompleted(2, 0)
 	r.feed(100, 200, 43_000)
 	r.checkpoint(3, false)
-	in.onCompleted(3)
+	in.onCompleted(3, 0)
 	if len(in.ck.done) != 2 {
 		t.Fatalf("%d complete checkpoints remembered, want 2", len(in.ck.done))
 	}
 	second = in.ck.done[0].pos
-	if slices.EqualFunc(second, in.ck.prev, slices.Equal) {
+	if slices.EqualFunc(second, in.ck.done[1].pos, slices.Equal) {
 		t.Fatal("the fixture's two checkpoints have the same positions")
 	}
 	damaged = f.files[len(f.files)-1]
@@ -444,8 +444,8 @@ func TestDamagedNewestCheckpointIsForgottenForTheTrims(t *testing.T) {
 		if pc.damaged != damaged || pc.damagedID != 3 {
 			t.Fatalf("full %v: found %q (checkpoint %d) damaged, want %q (3)", full, pc.damaged, pc.damagedID, damaged)
 		}
-		if !slices.EqualFunc(second, in.ck.prev, slices.Equal) {
-			t.Fatalf("full %v: the next trims keep what checkpoint 3 needed, not checkpoint 2", full)
+		if in.trimPoint(3) != nil || !slices.EqualFunc(second, in.trimPoint(2), slices.Equal) {
+			t.Fatalf("full %v: a completion naming the damaged checkpoint 3 as the fallback would trim to it", full)
 		}
 	}
 }
@@ -467,10 +467,10 @@ func TestACompletionBeforePersistedTrimsPastNoDamagedCheckpoint(t *testing.T) {
 	for len(in.ctlc) > 0 {
 		(<-in.ctlc)()
 	}
-	if !slices.EqualFunc(second, in.ck.prev, slices.Equal) {
-		t.Fatal("the completion of checkpoint 4 would trim to what the damaged checkpoint 3 needed, not checkpoint 2")
+	if in.trimPoint(3) != nil || !slices.EqualFunc(second, in.trimPoint(2), slices.Equal) {
+		t.Fatal("the completion of checkpoint 4 could trim to what the damaged checkpoint 3 needed")
 	}
-	in.onCompleted(4)
+	in.onCompleted(4, 2)
 	in.persisted(pc, nil)
 	if n := len(in.ck.done); n != 2 || in.ck.done[0].id != 2 || in.ck.done[1].id != 4 {
 		t.Fatalf("complete checkpoints remembered %v, want 2 and 4", in.ck.done)

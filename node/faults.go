@@ -65,18 +65,49 @@ func (n *Node) applyFaults(f *wire.Faults) {
 	if st != nil {
 		st.set(f.Store)
 		for _, id := range f.Corrupt {
-			if name, err := st.corruptLatest(id); err != nil {
-				n.event(events.Error, id, nil, "could not corrupt a checkpoint of %s: %v", id, err)
-			} else {
-				n.event(events.CheckpointCorrupted, id, events.CheckpointCorruptedFields{File: name}, "checkpoint file %s damaged on purpose", name)
-			}
+			n.damage(st, wire.Damage{Instance: id})
+		}
+		for _, d := range f.Damage {
+			n.damage(st, d)
 		}
 	}
 }
 
-// corruptLatest flips a byte in the middle of the newest checkpoint file of
-// instance id, so that its checksum no longer holds.
-func (s *faultStore) corruptLatest(id job.InstanceID) (string, error) {
+// damage applies one damage and says so.
+func (n *Node) damage(st *faultStore, d wire.Damage) {
+	if name, err := st.damage(d); err != nil {
+		n.event(events.Error, d.Instance, nil, "could not damage a checkpoint of %s: %v", d.Instance, err)
+	} else {
+		n.event(events.CheckpointCorrupted, d.Instance, events.CheckpointCorruptedFields{File: name}, "checkpoint file %s damaged on purpose", name)
+	}
+}
+
+// damage changes one byte of a checkpoint file of d.Instance (d.File, or
+// its newest), so that its checksum no longer holds: the byte d.Nth past
+// the middle, plus one. Two damages with distinct Nth change distinct
+// bytes, and two of the same byte never undo each other (a XOR of the
+// same byte did: two damages of the newest file left it whole).
+func (s *faultStore) damage(d wire.Damage) (string, error) {
+	name := d.File
+	if name == "" {
+		var err error
+		if name, err = s.latest(d.Instance); err != nil {
+			return "", err
+		}
+	}
+	data, err := s.Store.Get(name)
+	if err != nil {
+		return "", err
+	}
+	if len(data) == 0 {
+		return "", fmt.Errorf("%s is empty", name)
+	}
+	data[(len(data)/2+max(d.Nth, 0))%len(data)]++
+	return name, s.Store.Put(name, data)
+}
+
+// latest is the newest checkpoint file of instance id.
+func (s *faultStore) latest(id job.InstanceID) (string, error) {
 	names, err := s.Store.List(string(id) + "/")
 	if err != nil {
 		return "", err
@@ -90,12 +121,7 @@ func (s *faultStore) corruptLatest(id job.InstanceID) (string, error) {
 	if latest == "" {
 		return "", fmt.Errorf("no checkpoint file yet")
 	}
-	data, err := s.Store.Get(latest)
-	if err != nil {
-		return "", err
-	}
-	data[len(data)/2] ^= 0x5a
-	return latest, s.Store.Put(latest, data)
+	return latest, nil
 }
 
 // watchPeer redials a peer whose session ended while the node runs on: a

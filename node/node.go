@@ -506,7 +506,7 @@ func (n *Node) handle(ctx context.Context, m *wire.Control) bool {
 	case wire.CtlCompleted:
 		if c := m.Checkpoint; c != nil {
 			if in := n.instance(c.Instance); in != nil && in.place.Gen == c.Gen {
-				in.do(func() { in.onCompleted(c.ID) })
+				in.do(func() { in.onCompleted(c.ID, c.Fallback) })
 			}
 		}
 	case wire.CtlCompacted:

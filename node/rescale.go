@@ -482,7 +482,8 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 	file := files[len(files)-1]
 	snaps := make([]*state.Snapshot, 0, len(files))
 	for _, f := range files {
-		data, err := in.n.store.Get(f)
+		var data []byte
+		err := readRetry(in.n.sleep, func() (err error) { data, err = in.n.store.Get(f); return err })
 		if err != nil {
 			return fmt.Errorf("slice %v: %w", rs, err)
 		}

@@ -68,7 +68,7 @@ const seqBlock = 4096
 // keptInLog says whether the log keeps an event of kind k over the
 // frequent ones when it is full: appendLog's rule for a recorded event.
 func keptInLog(k events.Kind) bool {
-	return lifecycle(k) || k == events.Error || k == events.FrameError
+	return lifecycle(k) || k == events.Error || k == events.FrameError || k == events.InstanceUnrecoverable
 }
 
 // keptInLogBytes is keptInLog of a kind's bytes, without a copy.
@@ -697,7 +697,7 @@ func (r *recording) skim(base *state, from, to int) (*state, error) {
 			continue
 		}
 		e := evs[at[i]]
-		s.log = append(s.log, logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError})
+		s.log = append(s.log, logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError || e.Kind == events.InstanceUnrecoverable})
 	}
 	n := uint64(to - from)
 	s.total, s.logVer = base.total+n, base.logVer+n

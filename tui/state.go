@@ -604,7 +604,7 @@ func (s *state) apply(e events.Event) {
 		f, _ := e.Fields.(events.MetricsFields)
 		s.applyMetrics(e, f)
 	}
-	s.appendLog(logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError})
+	s.appendLog(logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError || e.Kind == events.InstanceUnrecoverable})
 }
 
 // argsText is a fault's arguments as {k=v ...}, sorted by key.

@@ -119,6 +119,19 @@ type Faults struct {
 	// Corrupt names instances whose latest checkpoint file the node must
 	// damage now (an action, like a link reset).
 	Corrupt []job.InstanceID `json:"corrupt,omitempty"`
+	// Damage names checkpoint files the node must damage now, one byte
+	// each (an action, like Corrupt).
+	Damage []Damage `json:"damage,omitempty"`
+}
+
+// Damage is one damaged byte of a checkpoint file of an instance: File
+// ("" the instance's newest file, as Corrupt), at byte Nth past the
+// file's middle (modulo its length), so that two damages the coordinator
+// orders never touch the same byte of one file.
+type Damage struct {
+	Instance job.InstanceID `json:"instance"`
+	File     string         `json:"file,omitempty"`
+	Nth      int            `json:"nth,omitempty"`
 }
 
 // StoreFault slows or fails the node's checkpoint writes.
@@ -158,6 +171,11 @@ type Checkpoint struct {
 	// full snapshot equal to the chain up to this checkpoint, written in
 	// the background; a restore reads it instead of the chain.
 	Compacted string `json:"compacted,omitempty"`
+	// Fallback, with CtlCompleted: the instance's fallback checkpoint now
+	// (the newest complete one whose chain shares no file with the
+	// latest's), whose positions its upstreams may trim to; 0: none yet,
+	// trim nothing.
+	Fallback uint64 `json:"fallback,omitempty"`
 }
 
 // Restore asks a node to host a failed instance from its checkpoints.

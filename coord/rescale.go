@@ -137,30 +137,50 @@ func (c *core) scale(a control.Action) (control.Result, error) {
 	if err != nil || n < 1 {
 		return control.Result{}, fmt.Errorf("scale: n: %q is not a positive number", a.Args["n"])
 	}
+	if err := c.scaleRefused(op, n); err != nil {
+		return control.Result{}, err
+	}
+	return c.rescaleTo(op, n, "requested")
+}
+
+// scaleRefused is why a rescale of op to n instances cannot start now
+// (nil: it can): the one check of `spate scale` and of the auto-scaler,
+// in every mode. Either kind of rescale (live or --rescale restart)
+// builds on --ft spate's per-instance checkpoints and upstream backup,
+// so under global and none both are refused.
+func (c *core) scaleRefused(op string, n int) error {
 	oi := c.spec.Op(op)
 	switch {
 	case oi < 0:
-		return control.Result{}, fmt.Errorf("scale: no operator %q", op)
+		return fmt.Errorf("scale: no operator %q", op)
 	case c.spec.Ops[oi].Kind != job.KindCount && c.spec.Ops[oi].Kind != job.KindRollup:
-		return control.Result{}, fmt.Errorf("scale: %s is a %s; only keyed operators (count, rollup) rescale", op, c.spec.Ops[oi].Kind)
+		return fmt.Errorf("scale: %s is a %s; only keyed operators (count, rollup) rescale", op, c.spec.Ops[oi].Kind)
 	case n > c.spec.Groups:
-		return control.Result{}, fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
+		return fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
 	case !c.started:
-		return control.Result{}, errors.New("scale: the job has not started")
+		return errors.New("scale: the job has not started")
 	case c.draining || c.drainPending != "":
-		return control.Result{}, errors.New("scale: the job is draining")
-	case c.eds.restart != nil:
-		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
-	case c.eds.cur != nil:
-		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart" && c.ft.mode() == wire.FTSpate:
-		return c.scaleRestart(op, n)
+		return errors.New("scale: the job is draining")
 	case c.ft.mode() != wire.FTSpate:
-		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
+		return fmt.Errorf("scale: a rescale needs --ft spate (this run has --ft %s): a live one and --rescale restart both build on its per-instance checkpoints and upstream backup", c.cfg.FT)
+	case c.eds.restart != nil:
+		return fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
+	case c.eds.cur != nil:
+		return fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
 	case len(c.recovering) > 0:
-		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")
+		return errors.New("scale: a recovery is in flight; try again once it is done")
 	}
-	res, err := c.startRescale(op, n, "requested")
+	return nil
+}
+
+// rescaleTo starts a rescale of op to n instances that scaleRefused
+// let through, of the run's kind (--rescale).
+func (c *core) rescaleTo(op string, n int, why string) (control.Result, error) {
+	c.eds.init()
+	if c.cfg.Rescale == "restart" {
+		return c.scaleRestart(op, n)
+	}
+	res, err := c.startRescale(op, n, why)
 	if err != nil {
 		return control.Result{}, fmt.Errorf("scale: %w", err)
 	}

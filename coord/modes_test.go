@@ -61,9 +61,9 @@ func newModesHarness(t *testing.T, ft, rescale string) *coreHarness {
 
 func TestTheAutoscalerFollowsTheRulesOfScaleInEveryMode(t *testing.T) {
 	for _, tc := range []struct{ ft, rescale string }{
-		{"spate", "live"}, {"spate", "restart"},
-		{"global", "live"}, {"global", "restart"},
-		{"none", "live"}, {"none", "restart"},
+		{"spate", "eds"}, {"spate", "restart"},
+		{"global", "eds"}, {"global", "restart"},
+		{"none", "eds"}, {"none", "restart"},
 	} {
 		t.Run(tc.ft+"/"+tc.rescale, func(t *testing.T) {
 			h := newModesHarness(t, tc.ft, tc.rescale)

@@ -19,7 +19,7 @@ import (
 // same path as `spate scale`, under the same rules (scaleRefused): a
 // change those rules refuse (a rescale or recovery in flight, the drain,
 // --ft global or none) is said in the event with the reason, once when
-// it is new and then once every 10 s while it stays the same. The
+// the reason is new and then once every 10 s while it stays the same. The
 // backlog is counted in queued batches; it is converted to records at
 // the operator's records per batch of the last second (an estimate).
 
@@ -30,8 +30,7 @@ type autoscaleState struct {
 	backlog    map[string]float64
 	lastChange map[string]time.Time
 	lastEvent  map[string]time.Time
-	lastTo     map[string]int    // the target of the last event
-	lastWhy    map[string]string // why it was refused ("": it was not)
+	lastWhy    map[string]string // why the last change was refused ("": it was not)
 }
 
 // autoscalePolicy is the policy of every operator: 1..8 instances (at most
@@ -54,7 +53,7 @@ func (c *core) autoscaleTick() {
 	if a.in == nil {
 		a.in, a.busy = map[job.InstanceID]uint64{}, map[job.InstanceID]uint64{}
 		a.backlog, a.lastChange, a.lastEvent = map[string]float64{}, map[string]time.Time{}, map[string]time.Time{}
-		a.lastTo, a.lastWhy = map[string]int{}, map[string]string{}
+		a.lastWhy = map[string]string{}
 	}
 	dt := now.Sub(a.last).Seconds()
 	first := a.last.IsZero()
@@ -111,10 +110,21 @@ func (c *core) autoscaleTick() {
 		if refused != nil {
 			why = refused.Error()
 		}
-		// A change is said when it is new or refused for a new reason;
-		// the same decision, refused the same way, once every 10 s.
-		if d.Changed() && (d.To != a.lastTo[op.Name] || why != a.lastWhy[op.Name]) || now.Sub(a.lastEvent[op.Name]) >= 10*time.Second {
-			a.lastEvent[op.Name], a.lastTo[op.Name], a.lastWhy[op.Name] = now, d.To, why
+		// A change carried out is always said; a refused one when the
+		// reason is new, then once every 10 s however its target moves,
+		// as is a decision to hold.
+		say := now.Sub(a.lastEvent[op.Name]) >= 10*time.Second
+		switch {
+		case refused != nil:
+			say = say || why != a.lastWhy[op.Name]
+		case d.Changed():
+			say = true
+		}
+		if d.Changed() {
+			a.lastWhy[op.Name] = why
+		}
+		if say {
+			a.lastEvent[op.Name] = now
 			text := fmt.Sprintf("autoscale %s", d)
 			if why != "" {
 				text += "; refused: " + strings.TrimPrefix(why, "scale: ")
@@ -124,11 +134,7 @@ func (c *core) autoscaleTick() {
 				Target: d.Target, Need: d.Need, Util: d.Util, Deferred: refused != nil, Refused: strings.TrimPrefix(why, "scale: ")},
 				"%s", text)
 		}
-		if !d.Changed() {
-			a.lastTo[op.Name], a.lastWhy[op.Name] = d.To, ""
-			continue
-		}
-		if refused != nil {
+		if !d.Changed() || refused != nil {
 			continue
 		}
 		if _, err := c.rescaleTo(op.Name, d.To, "autoscale: "+d.Reason); err != nil {

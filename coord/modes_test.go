@@ -1,7 +1,9 @@
 package coord
 
 import (
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,5 +113,86 @@ func TestAnAutoscaleDeferralIsSaidOnceWithItsReason(t *testing.T) {
 	evs := overload(t, h, 5)
 	if len(evs) != 1 || !evs[0].Deferred || !strings.Contains(evs[0].Refused, "rescale of rollup to 3 is still in flight") {
 		t.Fatalf("5 s of a deferral: events %+v, want one, deferred, saying the rollup rescale is in flight", evs)
+	}
+}
+
+// A node paused past the timeout is lost, still there, stopped; the
+// coordinator dies before the pause's time is up, and its timer with it.
+// The resumed coordinator ends the node (SIGKILL reaches a stopped
+// process) and watches it until it is gone; a node paused and not lost
+// is woken, as before.
+func TestAResumedCoordinatorEndsANodeLostWhilePaused(t *testing.T) {
+	h := newModesHarness(t, "spate", "eds")
+	for _, name := range []string{"n1", "n2"} {
+		h.c.nodes[name].local, h.c.nodes[name].pid = true, 100
+	}
+	var out strings.Builder
+	for _, line := range []string{"act pause n2 for=1m", "act pause n1 for=1m", "lose n2"} {
+		if err := h.line(line, &out); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out.String())
+		}
+	}
+	if err := h.crash(); err != nil {
+		t.Fatal(err)
+	}
+	sigs := map[string]syscall.Signal{}
+	for _, o := range h.c.take().ops {
+		if s, ok := o.(signalOp); ok {
+			sigs[s.node] = s.sig
+		}
+	}
+	if sigs["n2"] != syscall.SIGKILL || sigs["n1"] != syscall.SIGCONT {
+		t.Fatalf("the resumed coordinator signals %v: want n2 (lost while paused) SIGKILL, n1 (paused) SIGCONT", sigs)
+	}
+	if ns := h.c.nodes["n2"]; ns.state != nodeLost {
+		t.Fatalf("n2 is %s after the resume: want lost (not exited), so that adoptNodes watches its process", ns.state)
+	}
+}
+
+// A node that joined and was lost before the last one joined (its
+// stream ended: a kill during the start) still counted as joined, and
+// the deploy placed instances on it: nothing ever recovered them (the
+// loss was taken before there was a plan), the job started without
+// them, and the drain waited for them for ever. The deploy now places
+// on the nodes that are live; the lost node's share goes to the others.
+func TestANodeLostBeforeTheDeployHostsNothing(t *testing.T) {
+	for _, ft := range []string{"none", "spate", "global"} {
+		t.Run(ft, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Nodes, cfg.Interval, cfg.Respawn, cfg.FT = 3, "1s", false, ft
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			c := newCore(cfg, "run", now)
+			admit := func(name string) {
+				t.Helper()
+				if refused, err := c.admit(now, joinIn{name: name, listen: "mem:" + name}); refused != nil || err != nil {
+					t.Fatalf("join %s: %v %v", name, refused, err)
+				}
+			}
+			admit("n1")
+			admit("n2")
+			if err := c.handleMsg(nodeMsg{node: "n1", err: fmt.Errorf("EOF")}); err != nil {
+				t.Fatal(err)
+			}
+			admit("n3")
+			if c.plan == nil {
+				t.Fatal("no deploy once every node of the run had joined or been lost")
+			}
+			for _, p := range c.plan.Instances {
+				if p.Node == "n1" {
+					t.Fatalf("%s placed on n1, lost before the deploy", p.ID)
+				}
+			}
+			for _, name := range []string{"n2", "n3"} {
+				if err := c.handleMsg(nodeMsg{node: name, ctl: &wire.Control{Kind: wire.CtlReady}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !c.started {
+				t.Fatal("the job did not start on the nodes left")
+			}
+			if err := c.checkInvariants(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -196,3 +196,56 @@ func TestANodeLostBeforeTheDeployHostsNothing(t *testing.T) {
 		})
 	}
 }
+
+// A drain that has waited drainWaitLimit for a rescale that has not
+// prepared yet (a pre-copy waiting for its fresh checkpoints, the old
+// owner's store failing) starts, and the rescale is abandoned: it used to
+// stay in flight, and once the store was back it staged, prepared and
+// released during the drain, moving key groups out of instances that
+// were draining. One that has prepared (the nodes know its new instances
+// as inputs, the receivers hold their watermarks) is waited for, as one
+// that has released is.
+func TestADrainForcedPastARescaleAbandonsItBeforeItsPrepare(t *testing.T) {
+	run := func(t *testing.T, lines ...string) *coreHarness {
+		t.Helper()
+		h := newModesHarness(t, "spate", "eds")
+		var out strings.Builder
+		for _, line := range lines {
+			if err := h.line(line, &out); err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, out.String())
+			}
+		}
+		return h
+	}
+	t.Run("pre-copy waiting for its checkpoints", func(t *testing.T) {
+		h := run(t, "checkpointed count#0 id=1 full", "checkpointed count#1 id=1 full",
+			"act scale count n=4", "drain", "tick 10s alive", "drain")
+		if !h.c.draining {
+			t.Fatal("the drain did not start after drainWaitLimit")
+		}
+		if h.c.eds.cur != nil {
+			t.Fatalf("the drain started with rescale %d in its %s phase still in flight", h.c.eds.cur.id, h.c.eds.cur.phase)
+		}
+		var out strings.Builder
+		for _, line := range []string{"checkpointed source#0 id=1 full", "checkpointed source#1 id=1 full",
+			"checkpointed count#0 id=2", "checkpointed count#1 id=2"} {
+			if err := h.line(line, &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, "<- rescale") {
+				t.Fatalf("during the drain the coordinator went on with the rescale: %q\n%s", l, out.String())
+			}
+		}
+	})
+	t.Run("prepared", func(t *testing.T) {
+		h := run(t, "act scale count n=4", "drain", "tick 10s alive", "drain")
+		if h.c.eds.cur == nil || !h.c.eds.cur.prepared {
+			t.Fatal("no prepared rescale in flight")
+		}
+		if h.c.draining {
+			t.Fatal("the drain started while the nodes were preparing the rescale")
+		}
+	})
+}

@@ -1056,7 +1056,7 @@ func (c *core) edsCheckpointed(cp *wire.Checkpoint) {
 }
 
 // drainWaitLimit bounds how long a drain waits for a rescale in flight
-// that has released nothing yet.
+// that has not prepared yet.
 const drainWaitLimit = 10 * time.Second
 
 // drainWait reports whether the drain asked for now must wait: while a
@@ -1066,20 +1066,28 @@ const drainWaitLimit = 10 * time.Second
 // with the receiver's node isolated when the duration was up). The drain
 // starts once the rescale has re-routed (its watermarks move again).
 //
-// Before the release phase no old owner has dropped anything, so the
-// drain starts after drainWaitLimit whatever the rescale does: the old
-// owners still own their ranges and fire them. From the release on it
-// waits for the re-route however long that takes: an old owner may have
+// Before its prepare a rescale has changed nothing anywhere: no node
+// knows its new instances as inputs, no receiver holds its watermark, no
+// old owner has dropped anything. Past drainWaitLimit the drain starts
+// and the rescale is abandoned (rescaleAbandonedForDrain), every key
+// group with its old owner, which fires it. It used to stay in flight:
+// once its fresh checkpoints came (a failing store back) it prepared and
+// released during the drain, moving key groups out of instances that
+// were draining and naming new inputs to downstreams that were ending.
+// From the prepare on it waits for the re-route however long that takes:
+// the downstreams wait for the new instances, and an old owner may have
 // dropped a range whose capture is not durable yet (a failing store is
-// retried), and a drain then lost every window of it
-// (sim.TestDrainPastAStalledRescale: 2→1 with the old owner's store
-// failing, 6,111 windows lost). The wait says so once drainWaitLimit has
+// retried; a drain forced then lost every window of it:
+// sim.TestDrainPastAStalledRescale, 2→1 with the old owner's store
+// failing, 6,111 windows lost). So does a parallel recovery's rescale,
+// which the lost instances' recovery is, and a --rescale restart once
+// it has stopped the job. The wait says so once drainWaitLimit has
 // passed; the driver's drainLimit still ends a run whose store never
 // comes back, with an error.
 func (c *core) drainWait(why string) bool {
 	now := c.now
-	r := c.eds.cur
-	busy := (r != nil && r.phase != phaseSettle) || c.eds.restart != nil
+	r, rs := c.eds.cur, c.eds.restart
+	busy := (r != nil && r.phase != phaseSettle) || rs != nil
 	if !busy {
 		c.drainPending = ""
 		return false
@@ -1087,23 +1095,46 @@ func (c *core) drainWait(why string) bool {
 	if c.drainPending == "" {
 		c.drainPending, c.drainAsked, c.drainOverdue = why, now, false
 		c.emit(events.DrainWaiting, "", "", nil,
-			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v unless it has released)", why, drainWaitLimit)
+			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v unless it has prepared)", why, drainWaitLimit)
 		return true
 	}
 	if now.Sub(c.drainAsked) < drainWaitLimit {
 		return true
 	}
-	if r != nil && (r.phase == phaseRelease || r.phase == phaseCommit) {
+	if r != nil && (r.prepared || r.recovery != nil) || rs != nil && !rs.stopped.IsZero() {
 		if !c.drainOverdue {
 			c.drainOverdue = true
-			c.emit(events.DrainWaiting, "", "", nil,
-				"drain (%s) still waits after %v: rescale %d of %s is in its %s phase, and an old owner may have dropped key groups not durably captured yet",
-				c.drainPending, drainWaitLimit, r.id, r.op, r.phase)
+			what := "the --rescale restart has stopped the job"
+			if r != nil {
+				what = fmt.Sprintf("rescale %d of %s is in its %s phase: the nodes know its new instances, and an old owner may have dropped key groups not durably captured yet", r.id, r.op, r.phase)
+			}
+			c.emit(events.DrainWaiting, "", "", nil, "drain (%s) still waits after %v: %s", c.drainPending, drainWaitLimit, what)
 		}
 		return true
 	}
+	c.rescaleAbandonedForDrain()
 	c.drainPending = ""
 	return false
+}
+
+// rescaleAbandonedForDrain gives up the rescale in flight, which has not
+// prepared (or the restart, which has not stopped the job), as the drain
+// starts: nothing of it is anywhere but in the coordinator, and the
+// answers still to come are ignored (another id). Staged new instances
+// are never started; the pins of a pre-copy only keep upstream backup a
+// little longer.
+func (c *core) rescaleAbandonedForDrain() {
+	if r := c.eds.cur; r != nil && r.phase != phaseSettle {
+		c.emit(events.Error, "", "", events.ErrorFields{ID: r.id, Op: r.op},
+			"rescale %d of %s (%d→%d) abandoned in its %s phase: the drain starts after waiting %v, and every key group stays with its old owner",
+			r.id, r.op, r.from, r.to, r.phase, drainWaitLimit)
+		c.eds.cur = nil
+	}
+	if rs := c.eds.restart; rs != nil {
+		c.emit(events.Error, "", "", events.ErrorFields{ID: rs.id, Op: rs.op},
+			"rescale %d of %s (%d→%d) by restart abandoned before its stop: the drain starts after waiting %v", rs.id, rs.op, rs.from, rs.to, drainWaitLimit)
+		c.eds.restart = nil
+	}
 }
 
 // edsPinned lists the checkpoints of id that moved slices still need.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -72,4 +73,46 @@ func TestTheAutoscalerInEveryMode(t *testing.T) {
 			runShapes(t, cfg, []shape{{name: "autoscale", steps: tc.steps, check: autoscaleCheck(tc.ft == "spate")}})
 		})
 	}
+}
+
+// A drain forced past its wait for a rescale (drainWaitLimit) that has
+// not prepared: the old owner's store fails for a little longer than the
+// wait, so that the pre-copy's fresh checkpoints could complete during
+// the drain. count is slowed (Autoscale's cost; the auto-scaler then
+// defers to the rescale in flight) so that the drain takes a while. The
+// rescale must be abandoned as the drain starts, not carried on in it.
+func TestADrainForcedPastAStalledRescale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulated runs")
+	}
+	cfg := DefaultConfig()
+	cfg.Autoscale = true
+	at := cfg.Duration - 400*time.Millisecond
+	var shapes []shape
+	for _, fails := range []time.Duration{10*time.Second + 600*time.Millisecond, 11 * time.Second, 12 * time.Second} {
+		for _, n := range []string{"4", "1"} {
+			name := fmt.Sprintf("count 2→%s, store failing %v", n, fails)
+			shapes = append(shapes, shape{name: name, steps: []Step{
+				{At: at - 100*time.Millisecond, Action: act("store", "count/0", "fail", "true", "for", fails.String())},
+				{At: at, Action: act("scale", "count", "n", n)},
+			}, check: func(t *testing.T, r Result) {
+				evs, _, err := chaos.ReadEvents(filepath.Join(r.Dir, "events.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				draining := false
+				for _, e := range evs {
+					switch e.Kind {
+					case events.DrainStarted:
+						draining = true
+					case events.RescalePlanned, events.RescaleStaged, events.RescaleMoved, events.RescaleRerouted, events.RescaleCaptured: // a done (the settle) may follow
+						if draining {
+							t.Errorf("%s, seed %d: %s after the drain started: %s", name, r.Seed, e.Kind, e.Text)
+						}
+					}
+				}
+			}})
+		}
+	}
+	runShapes(t, cfg, shapes)
 }

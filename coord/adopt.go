@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -99,11 +100,30 @@ func lastSeq(path string) uint64 {
 
 // adoptNodes takes over the local node processes of the dead
 // coordinator: they are not this process's children, so they are
-// signalled by pid and watched until they are gone.
+// signalled by pid and watched until they are gone. Those are the
+// recorded nodes that were live, those spawned and not joined yet (whose
+// pid, which only a join tells the core, is read from the run's
+// node_spawned events: LiveNodes), and those lost while paused, which
+// are still there, stopped (resumeFrom ends them).
 func (c *Coordinator) adoptNodes() {
-	for _, name := range c.order {
+	var spawned map[string]int
+	names := make([]string, 0, len(c.nodes))
+	for name := range c.nodes {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return nodeLess(names[i], names[j]) })
+	for _, name := range names {
 		ns := c.nodes[name]
-		if !ns.local || ns.gone() || ns.pid <= 0 {
+		if ns.local && ns.state == nodeSpawned && ns.pid <= 0 && c.opt.Adopt == nil {
+			if spawned == nil {
+				spawned = map[string]int{}
+				for _, p := range LiveNodes(c.dir) {
+					spawned[p.Name] = p.PID
+				}
+			}
+			ns.pid = spawned[name]
+		}
+		if !ns.local || ns.state == nodeExited || ns.pid <= 0 {
 			continue
 		}
 		var p Process = adopted(ns.pid)

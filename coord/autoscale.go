@@ -1,6 +1,8 @@
 package coord
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"spate/events"
@@ -14,9 +16,12 @@ import (
 // the heartbeats' BusyUs), the input rate and the backlog, emits every
 // changing decision (and an unchanged one every 10 s) as an `autoscale`
 // event with its inputs and reason, and carries a change out through the
-// same path as `spate scale`. The backlog is counted in queued batches;
-// it is converted to records at the operator's records per batch of the
-// last second (an estimate).
+// same path as `spate scale`, under the same rules (scaleRefused): a
+// change those rules refuse (a rescale or recovery in flight, the drain,
+// --ft global or none) is said in the event with the reason, once when
+// the reason is new and then once every 10 s while it stays the same. The
+// backlog is counted in queued batches; it is converted to records at
+// the operator's records per batch of the last second (an estimate).
 
 // autoscaleState is the auto-scaler's memory; the event loop owns it.
 type autoscaleState struct {
@@ -25,6 +30,7 @@ type autoscaleState struct {
 	backlog    map[string]float64
 	lastChange map[string]time.Time
 	lastEvent  map[string]time.Time
+	lastWhy    map[string]string // why the last change was refused ("": it was not)
 }
 
 // autoscalePolicy is the policy of every operator: 1..8 instances (at most
@@ -47,6 +53,7 @@ func (c *core) autoscaleTick() {
 	if a.in == nil {
 		a.in, a.busy = map[job.InstanceID]uint64{}, map[job.InstanceID]uint64{}
 		a.backlog, a.lastChange, a.lastEvent = map[string]float64{}, map[string]time.Time{}, map[string]time.Time{}
+		a.lastWhy = map[string]string{}
 	}
 	dt := now.Sub(a.last).Seconds()
 	first := a.last.IsZero()
@@ -95,25 +102,43 @@ func (c *core) autoscaleTick() {
 		if err != nil {
 			continue
 		}
-		busy := c.eds.cur != nil || c.eds.restart != nil || len(c.recovering) > 0
-		if d.Changed() || now.Sub(a.lastEvent[op.Name]) >= 10*time.Second {
+		var refused error
+		if d.Changed() {
+			refused = c.scaleRefused(op.Name, d.To) // the rules of `spate scale`, in every mode
+		}
+		why := ""
+		if refused != nil {
+			why = refused.Error()
+		}
+		// A change carried out is always said; a refused one when the
+		// reason is new, then once every 10 s however its target moves,
+		// as is a decision to hold.
+		say := now.Sub(a.lastEvent[op.Name]) >= 10*time.Second
+		switch {
+		case refused != nil:
+			say = say || why != a.lastWhy[op.Name]
+		case d.Changed():
+			say = true
+		}
+		if d.Changed() {
+			a.lastWhy[op.Name] = why
+		}
+		if say {
 			a.lastEvent[op.Name] = now
+			text := fmt.Sprintf("autoscale %s", d)
+			if why != "" {
+				text += "; refused: " + strings.TrimPrefix(why, "scale: ")
+			}
 			c.emit(events.Autoscale, "", "", events.AutoscaleFields{Op: op.Name, From: d.From, To: d.To, Reason: d.Reason,
 				TrueRate: obs.TrueRate, InputRate: obs.InputRate, Backlog: obs.Backlog, BacklogRate: obs.BacklogRate,
-				Target: d.Target, Need: d.Need, Util: d.Util, Deferred: d.Changed() && busy},
-				"autoscale %s", d)
+				Target: d.Target, Need: d.Need, Util: d.Util, Deferred: refused != nil, Refused: strings.TrimPrefix(why, "scale: ")},
+				"%s", text)
 		}
-		if !d.Changed() || busy {
+		if !d.Changed() || refused != nil {
 			continue
 		}
-		var err2 error
-		if c.cfg.Rescale == "restart" {
-			_, err2 = c.scaleRestart(op.Name, d.To)
-		} else {
-			_, err2 = c.startRescale(op.Name, d.To, "autoscale: "+d.Reason)
-		}
-		if err2 != nil {
-			c.emit(events.Error, "", "", events.ErrorFields{Op: op.Name}, "autoscale %s: %v", op.Name, err2)
+		if _, err := c.rescaleTo(op.Name, d.To, "autoscale: "+d.Reason); err != nil {
+			c.emit(events.Error, "", "", events.ErrorFields{Op: op.Name}, "autoscale %s: %v", op.Name, err)
 			continue
 		}
 		a.lastChange[op.Name] = now

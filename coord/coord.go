@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -182,13 +183,24 @@ func (c *core) respawn(lost string) string {
 	return name
 }
 
-// deploy places every instance and sends the plan.
+// deploy places every instance on the live nodes and sends the plan. A
+// node lost before the deploy (it joined, then its stream ended) hosts
+// nothing: its loss was taken with no plan, so nothing would ever have
+// recovered what it was given (the job started without those instances
+// and the drain waited for them for ever). A node spawned in its place
+// joins the running job (lateJoin).
 func (c *core) deploy() error {
 	c.order = c.order[:0]
 	addrs := map[string]string{}
 	for name, ns := range c.nodes {
+		if !ns.live() {
+			continue
+		}
 		c.order = append(c.order, name)
 		addrs[name] = ns.listen
+	}
+	if len(c.order) == 0 {
+		return errors.New("every node was lost before the job was deployed")
 	}
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,

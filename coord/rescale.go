@@ -138,30 +138,50 @@ func (c *core) scale(a control.Action) (control.Result, error) {
 	if err != nil || n < 1 {
 		return control.Result{}, fmt.Errorf("scale: n: %q is not a positive number", a.Args["n"])
 	}
+	if err := c.scaleRefused(op, n); err != nil {
+		return control.Result{}, err
+	}
+	return c.rescaleTo(op, n, "requested")
+}
+
+// scaleRefused is why a rescale of op to n instances cannot start now
+// (nil: it can): the one check of `spate scale` and of the auto-scaler,
+// in every mode. Either kind of rescale (live or --rescale restart)
+// builds on --ft spate's per-instance checkpoints and upstream backup,
+// so under global and none both are refused.
+func (c *core) scaleRefused(op string, n int) error {
 	oi := c.spec.Op(op)
 	switch {
 	case oi < 0:
-		return control.Result{}, fmt.Errorf("scale: no operator %q", op)
+		return fmt.Errorf("scale: no operator %q", op)
 	case c.spec.Ops[oi].Kind != job.KindCount && c.spec.Ops[oi].Kind != job.KindRollup:
-		return control.Result{}, fmt.Errorf("scale: %s is a %s; only keyed operators (count, rollup) rescale", op, c.spec.Ops[oi].Kind)
+		return fmt.Errorf("scale: %s is a %s; only keyed operators (count, rollup) rescale", op, c.spec.Ops[oi].Kind)
 	case n > c.spec.Groups:
-		return control.Result{}, fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
+		return fmt.Errorf("scale: %d instances for %d key groups", n, c.spec.Groups)
 	case !c.started:
-		return control.Result{}, errors.New("scale: the job has not started")
+		return errors.New("scale: the job has not started")
 	case c.draining || c.drainPending != "":
-		return control.Result{}, errors.New("scale: the job is draining")
-	case c.eds.restart != nil:
-		return control.Result{}, fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
-	case c.eds.cur != nil:
-		return control.Result{}, fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
-	case c.cfg.Rescale == "restart" && c.ft.mode() == wire.FTSpate:
-		return c.scaleRestart(op, n)
+		return errors.New("scale: the job is draining")
 	case c.ft.mode() != wire.FTSpate:
-		return control.Result{}, fmt.Errorf("scale: a live rescale needs --ft spate (this run has --ft %s); --rescale restart works with any", c.cfg.FT)
+		return fmt.Errorf("scale: a rescale needs --ft spate (this run has --ft %s): a live one and --rescale restart both build on its per-instance checkpoints and upstream backup", c.cfg.FT)
+	case c.eds.restart != nil:
+		return fmt.Errorf("scale: the restart of %s to %d is still in flight", c.eds.restart.op, c.eds.restart.to)
+	case c.eds.cur != nil:
+		return fmt.Errorf("scale: the rescale of %s to %d is still in flight", c.eds.cur.op, c.eds.cur.to)
 	case len(c.recovering) > 0:
-		return control.Result{}, errors.New("scale: a recovery is in flight; try again once it is done")
+		return errors.New("scale: a recovery is in flight; try again once it is done")
 	}
-	res, err := c.startRescale(op, n, "requested")
+	return nil
+}
+
+// rescaleTo starts a rescale of op to n instances that scaleRefused
+// let through, of the run's kind (--rescale).
+func (c *core) rescaleTo(op string, n int, why string) (control.Result, error) {
+	c.eds.init()
+	if c.cfg.Rescale == "restart" {
+		return c.scaleRestart(op, n)
+	}
+	res, err := c.startRescale(op, n, why)
 	if err != nil {
 		return control.Result{}, fmt.Errorf("scale: %w", err)
 	}
@@ -1046,7 +1066,7 @@ func (c *core) edsCheckpointed(cp *wire.Checkpoint) {
 }
 
 // drainWaitLimit bounds how long a drain waits for a rescale in flight
-// that has released nothing yet.
+// that has not prepared yet.
 const drainWaitLimit = 10 * time.Second
 
 // drainWait reports whether the drain asked for now must wait: while a
@@ -1056,20 +1076,28 @@ const drainWaitLimit = 10 * time.Second
 // with the receiver's node isolated when the duration was up). The drain
 // starts once the rescale has re-routed (its watermarks move again).
 //
-// Before the release phase no old owner has dropped anything, so the
-// drain starts after drainWaitLimit whatever the rescale does: the old
-// owners still own their ranges and fire them. From the release on it
-// waits for the re-route however long that takes: an old owner may have
+// Before its prepare a rescale has changed nothing anywhere: no node
+// knows its new instances as inputs, no receiver holds its watermark, no
+// old owner has dropped anything. Past drainWaitLimit the drain starts
+// and the rescale is abandoned (rescaleAbandonedForDrain), every key
+// group with its old owner, which fires it. It used to stay in flight:
+// once its fresh checkpoints came (a failing store back) it prepared and
+// released during the drain, moving key groups out of instances that
+// were draining and naming new inputs to downstreams that were ending.
+// From the prepare on it waits for the re-route however long that takes:
+// the downstreams wait for the new instances, and an old owner may have
 // dropped a range whose capture is not durable yet (a failing store is
-// retried), and a drain then lost every window of it
-// (sim.TestDrainPastAStalledRescale: 2→1 with the old owner's store
-// failing, 6,111 windows lost). The wait says so once drainWaitLimit has
+// retried; a drain forced then lost every window of it:
+// sim.TestDrainPastAStalledRescale, 2→1 with the old owner's store
+// failing, 6,111 windows lost). So does a parallel recovery's rescale,
+// which the lost instances' recovery is, and a --rescale restart once
+// it has stopped the job. The wait says so once drainWaitLimit has
 // passed; the driver's drainLimit still ends a run whose store never
 // comes back, with an error.
 func (c *core) drainWait(why string) bool {
 	now := c.now
-	r := c.eds.cur
-	busy := (r != nil && r.phase != phaseSettle) || c.eds.restart != nil
+	r, rs := c.eds.cur, c.eds.restart
+	busy := (r != nil && r.phase != phaseSettle) || rs != nil
 	if !busy {
 		c.drainPending = ""
 		return false
@@ -1077,23 +1105,46 @@ func (c *core) drainWait(why string) bool {
 	if c.drainPending == "" {
 		c.drainPending, c.drainAsked, c.drainOverdue = why, now, false
 		c.emit(events.DrainWaiting, "", "", nil,
-			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v unless it has released)", why, drainWaitLimit)
+			"drain asked (%s): it waits for the rescale in flight to re-route (at most %v unless it has prepared)", why, drainWaitLimit)
 		return true
 	}
 	if now.Sub(c.drainAsked) < drainWaitLimit {
 		return true
 	}
-	if r != nil && (r.phase == phaseRelease || r.phase == phaseCommit) {
+	if r != nil && (r.prepared || r.recovery != nil) || rs != nil && !rs.stopped.IsZero() {
 		if !c.drainOverdue {
 			c.drainOverdue = true
-			c.emit(events.DrainWaiting, "", "", nil,
-				"drain (%s) still waits after %v: rescale %d of %s is in its %s phase, and an old owner may have dropped key groups not durably captured yet",
-				c.drainPending, drainWaitLimit, r.id, r.op, r.phase)
+			what := "the --rescale restart has stopped the job"
+			if r != nil {
+				what = fmt.Sprintf("rescale %d of %s is in its %s phase: the nodes know its new instances, and an old owner may have dropped key groups not durably captured yet", r.id, r.op, r.phase)
+			}
+			c.emit(events.DrainWaiting, "", "", nil, "drain (%s) still waits after %v: %s", c.drainPending, drainWaitLimit, what)
 		}
 		return true
 	}
+	c.rescaleAbandonedForDrain()
 	c.drainPending = ""
 	return false
+}
+
+// rescaleAbandonedForDrain gives up the rescale in flight, which has not
+// prepared (or the restart, which has not stopped the job), as the drain
+// starts: nothing of it is anywhere but in the coordinator, and the
+// answers still to come are ignored (another id). Staged new instances
+// are never started; the pins of a pre-copy only keep upstream backup a
+// little longer.
+func (c *core) rescaleAbandonedForDrain() {
+	if r := c.eds.cur; r != nil && r.phase != phaseSettle {
+		c.emit(events.Error, "", "", events.ErrorFields{ID: r.id, Op: r.op},
+			"rescale %d of %s (%d→%d) abandoned in its %s phase: the drain starts after waiting %v, and every key group stays with its old owner",
+			r.id, r.op, r.from, r.to, r.phase, drainWaitLimit)
+		c.eds.cur = nil
+	}
+	if rs := c.eds.restart; rs != nil {
+		c.emit(events.Error, "", "", events.ErrorFields{ID: rs.id, Op: rs.op},
+			"rescale %d of %s (%d→%d) by restart abandoned before its stop: the drain starts after waiting %v", rs.id, rs.op, rs.from, rs.to, drainWaitLimit)
+		c.eds.restart = nil
+	}
 }
 
 // edsPinned lists the checkpoints of id that moved slices still need.

@@ -56,6 +56,7 @@ type resumeState struct {
 	stopping map[string]bool // nodes stopping their instances
 	respawn  []string        // local nodes lost before the rejoin was over: respawned at its end
 	late     [][2]*nodeState // spawned nodes that joined before it was over (the joining, the spawned): deployed at its end
+	unjoined []string        // recorded nodes spawned by the dead coordinator that had not joined it
 	done     map[job.InstanceID]*wire.Done
 }
 
@@ -121,6 +122,7 @@ func (c *core) resumeFrom(m *Manifest, outputs OutputManifest) error {
 			// respawned node does, and is deployed then (lateJoin).
 			ns.respawnedAt = c.now
 			c.nodes[rn.Name] = ns
+			rs.unjoined = append(rs.unjoined, rn.Name)
 			continue
 		default:
 			rs.waiting[rn.Name] = true
@@ -139,9 +141,19 @@ func (c *core) resumeFrom(m *Manifest, outputs OutputManifest) error {
 	}
 	// The dead coordinator's faults died with it: a node it paused is
 	// woken (then it can rejoin), and each rejoined node is told to lift
-	// the link and store faults it was given (rejoin).
+	// the link and store faults it was given (rejoin). A node paused past
+	// the timeout was lost, and its instances recovered elsewhere: its
+	// process is still there, stopped, and no timer of the dead
+	// coordinator will wake it; it is ended as a zombie that cannot reach
+	// this coordinator is (resumeTick), SIGKILL reaching a stopped process.
 	for _, name := range r.Paused {
-		if ns := c.nodes[name]; ns != nil && ns.local && !ns.gone() {
+		ns := c.nodes[name]
+		switch {
+		case ns == nil || !ns.local:
+		case ns.gone():
+			ns.state = nodeLost // not exited: adoptNodes watches it until it is
+			c.do(signalOp{node: name, sig: syscall.SIGKILL})
+		default:
 			c.do(signalOp{node: name, sig: syscall.SIGCONT})
 		}
 	}
@@ -213,6 +225,7 @@ func (c *core) resumeTick() error {
 			c.respawn(name) // as for any lost local node (--respawn)
 		}
 	}
+	c.giveUpUnjoined(rs)
 	if len(back) == 0 && len(rs.late) == 0 && c.spawning() == "" {
 		return fmt.Errorf("no node of the run came back within %v and none can be respawned: the job cannot go on (nodes wait --coord-timeout for a coordinator, then exit)", rejoinWait)
 	}
@@ -230,6 +243,32 @@ func (c *core) resumeTick() error {
 		c.resumeRestore() // on the nodes that joined the running job, or once the respawned ones do (placeAwaiting)
 	}
 	return nil
+}
+
+// giveUpUnjoined ends, at the end of the rejoin, the wait for the nodes
+// the dead coordinator had spawned that have not joined this one: such a
+// node dials its coordinator once, found none while there was none, and
+// exited. Kept as spawned, it was a node to wait for for ever: a lost
+// instance with no live node left waited for it, and so did the drain.
+// One that still runs is killed (it must not join later), and it is
+// replaced as any lost local node is.
+func (c *core) giveUpUnjoined(rs *resumeState) {
+	for _, name := range rs.unjoined {
+		ns := c.nodes[name]
+		if ns == nil || ns.state != nodeSpawned {
+			continue // it joined the running job (lateJoin), or its exit was seen
+		}
+		ns.state, ns.respawnedAt = nodeLost, time.Time{} // the crash ended it, not a crash loop
+
+		if ns.local && ns.pid > 0 {
+			c.do(signalOp{node: name, sig: syscall.SIGKILL})
+		}
+		c.emit(events.NodeLost, name, "", events.NodeLostFields{Reason: "spawned before the coordinator crashed, it did not join the resumed one"},
+			"node %s lost: spawned before the coordinator crashed, it had not joined the resumed one when the rejoin ended", name)
+		if ns.local {
+			c.respawn(name)
+		}
+	}
 }
 
 // resumeStopped counts the nodes that stopped their instances (or were

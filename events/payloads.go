@@ -360,12 +360,13 @@ type TunerAccount struct {
 type AutoscaleFields struct {
 	Backlog     float64 `json:"backlog"`
 	BacklogRate float64 `json:"backlog_rate"`
-	Deferred    bool    `json:"deferred"` // a change, put off while a rescale runs
+	Deferred    bool    `json:"deferred"` // a change not carried out: Refused says why
 	From        int     `json:"from"`
 	InputRate   float64 `json:"input_rate"`
 	Need        float64 `json:"need"`
 	Op          string  `json:"op"`
 	Reason      string  `json:"reason"`
+	Refused     string  `json:"refused,omitempty"` // why the rules of spate scale refused the change
 	Target      float64 `json:"target"`
 	To          int     `json:"to"`
 	TrueRate    float64 `json:"true_rate"`

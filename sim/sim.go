@@ -39,6 +39,10 @@ type Config struct {
 	FT        string // spate or global
 	Recover   string // single (the default) or parallel (coord's --recover)
 	Rescale   string // live (the default) or restart (coord's --rescale)
+	// Autoscale is coord's --autoscale, with a processing cost on count
+	// (coord's --cost): on the virtual clock nothing else takes time, no
+	// true rate is measured, and the auto-scaler would never decide.
+	Autoscale bool
 	// NoCrash keeps the coordinator alive: the nemesis's schedules as
 	// they were before it crashed the coordinator (the regressions found
 	// then run so).
@@ -104,6 +108,9 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	}
 	if cfg.Rescale != "" {
 		ccfg.Rescale = cfg.Rescale
+	}
+	if ccfg.Autoscale = cfg.Autoscale; cfg.Autoscale {
+		ccfg.Cost = map[string]time.Duration{"count": 600 * time.Microsecond}
 	}
 	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, whatever up's default: the seeds' schedules stay as they were
 	ccfg.CheckInvariants = true

@@ -569,7 +569,11 @@ func (s *state) apply(e events.Event) {
 		s.applyRescale(e)
 	case events.Autoscale:
 		f, _ := e.Fields.(events.AutoscaleFields)
-		s.autoscales = appendBounded(s.autoscales, autoscaleRow{At: e.Time, Op: f.Op, From: f.From, To: f.To, Reason: f.Reason}, maxAutoscales)
+		why := f.Reason
+		if f.Refused != "" {
+			why += "; refused: " + f.Refused // the rules of spate scale (--ft, a rescale in flight)
+		}
+		s.autoscales = appendBounded(s.autoscales, autoscaleRow{At: e.Time, Op: f.Op, From: f.From, To: f.To, Reason: why}, maxAutoscales)
 	case events.Interval:
 		f, _ := e.Fields.(events.IntervalFields)
 		id := instKey(firstNonEmpty(f.Instance, e.Instance))

@@ -48,6 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	keep := fs.String("data", "", "keep each seed's run directory under this directory (default: a temporary one, removed)")
 	quiet := fs.Bool("quiet", false, "no line on stderr as each seed finishes (its verdict, how many failed so far, about how long the rest takes)")
 	cfg := DefaultConfig()
+	cfg.Settle = 0 // the real clock: what outlives a seed leaks, and harms nothing
 	fs.StringVar(&cfg.FT, "ft", cfg.FT, "fault tolerance: spate, global or none (pins the ft axis; --narrow: spate or global)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time of each seed until the drain")
 	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover; pins the recover axis)")

@@ -64,12 +64,20 @@ type Config struct {
 	// table, so that their seeds keep their schedules.
 	Wide bool
 	Only map[string]string // axis → value, pinned under Wide (ParseOnly)
+	// Settle is how long Run waits on the clock, after the nodes stopped,
+	// for what their processes' end would have ended (a dial or handshake
+	// held by a link fault ends at its deadline, 10 s): costless on the
+	// virtual clock, where the bubble must end with no goroutine left;
+	// `spate sim`, on the real clock, sets none.
+	Settle time.Duration
 }
 
-// DefaultConfig is the configuration of `spate sim`.
+// DefaultConfig is the configuration of `spate sim` (which sets no
+// Settle: it runs on the real clock).
 func DefaultConfig() Config {
 	return Config{Nodes: 4, Rate: 3000, Keys: 400, Duration: 8 * time.Second, Interval: 300 * time.Millisecond,
-		Window: 200 * time.Millisecond, Timeout: time.Second, Heartbeat: 100 * time.Millisecond, FT: "spate"}
+		Window: 200 * time.Millisecond, Timeout: time.Second, Heartbeat: 100 * time.Millisecond, FT: "spate",
+		Settle: 15 * time.Second}
 }
 
 // Result is one seed's run and verdict.
@@ -202,12 +210,14 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	res.Steps, err = drive(upCtx, h, steps)
 	cancel()
 	mc.wait()
-	// A slowed checkpoint write sleeps before it writes (node/faults.go),
-	// and a stopped node does not wait for it (its process's end would
-	// end it): sleep out the longest slow= of the schedule, so that no
-	// goroutine of the run outlives it (deadStore refuses the writes).
-	time.Sleep(longestSlow(steps))
 	res.JobTime = time.Since(start).Seconds()
+	// A stopped node does not wait for all its goroutines (its process's
+	// end would end them): a slowed checkpoint write sleeps before it
+	// writes (node/faults.go; deadStore refuses it), a peer's dial or
+	// handshake held by a link fault waits for its deadline. Sleep them
+	// out, so that no goroutine of the run outlives it (a bubble must end
+	// with none).
+	time.Sleep(max(cfg.Settle, longestSlow(steps)))
 	if err != nil {
 		res.Err = fmt.Sprintf("the run did not finish: %v", err)
 		return res

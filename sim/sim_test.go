@@ -171,6 +171,9 @@ func TestSeeds(t *testing.T) {
 			if why, ok := knownFailing[seed]; ok && !*known {
 				t.Skipf("seed %d is known to fail (-sim.known runs it): %s", seed, why)
 			}
+			if why, ok := knownFailingWide[seed]; ok && rn.wide && !*known {
+				t.Skipf("seed %d is known to fail under the whole-product nemesis (-sim.known runs it): %s", seed, why)
+			}
 			if why, ok := knownFailingParallel[seed]; ok && rn.recover == "parallel" && !*known {
 				t.Skipf("seed %d is known to fail under --recover parallel (-sim.known runs it): %s", seed, why)
 			}

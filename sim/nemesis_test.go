@@ -287,3 +287,21 @@ var knownFailingWide = map[uint64]string{
 	255: "a live rescale across the end of a finite source (TestALiveRescaleAcrossTheEndOfAFiniteSource): 353 lost, 154 wrong",
 	327: "a live rescale across the end of a finite source, then a restart: 61 lost, 134 wrong, or the drain waits for ever",
 }
+
+// TestALinkResetUnderGlobal: one link reset on sink/0's node under --ft
+// global. The nodes redial and the links reconnect with the resume
+// handshake, but under global only a source replays to the positions
+// its downstream gives back (node/links.go, connect): a keyed sender
+// keeps no backup, so what count and rollup had sent on the closed
+// connections is lost, and no global rollback follows, since no node
+// was lost (5 of 8 runs lost or got wrong results; --ft spate, which
+// replays from the backup, 0 of 8). Open: -sim.known runs it.
+func TestALinkResetUnderGlobal(t *testing.T) {
+	if testing.Short() || !*known {
+		t.Skip("a known failure, not fixed yet (-sim.known runs it)")
+	}
+	only := map[string]string{"ft": "global", "store": "mem", "source": "gen", "autoscale": "off", "recover": "single", "rescale": "live"}
+	runShapes(t, wide(only), []shape{{name: "a reset of sink/0's links", steps: []Step{
+		{At: ms(5600), Action: act("link", "sink/0", "reset", "true", "for", "200ms")},
+	}}})
+}

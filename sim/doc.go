@@ -25,7 +25,8 @@
 //	source     gen 0.7, trace 0.3                  (the generator; a record
 //	           trace the harness writes into the run directory, at the
 //	           generator's rate for three quarters of the duration, read
-//	           through trace: and ended before the drain)
+//	           through trace: and ended before the drain; the job ends
+//	           with its sources, so a fault drawn after that is not sent)
 //
 // TLS is not an axis: a node's peer links carry the link fault layer
 // under TLS (the raw connection is wrapped, then the TLS client), so over
@@ -80,7 +81,9 @@
 // timeout and fault time is exact and only the scheduling of goroutines
 // between two instants varies; `spate sim` runs on the real clock, where
 // the machine's load moves every time too. A seed that fails once is
-// recorded in sim_test.go's regressions and run by every `go test`.
+// recorded in sim_test.go's regressions and run by every `go test`; a
+// seed of the whole-product nemesis that finds a bug not fixed yet is in
+// nemesis_test.go's knownFailingWide, with its class.
 //
 // What the in-process twin changes: a kill closes every connection of the
 // node (as the kernel does for a dead process) and cancels its goroutines,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,7 +25,14 @@ type Summary struct {
 	FailingSeeds []uint64 `json:"failing_seeds"`
 	JobSeconds   float64  `json:"job_s"`  // simulated job time, summed over the seeds
 	WallSeconds  float64  `json:"wall_s"` // the whole command
-	Results      []Result `json:"results,omitempty"`
+	CPUSeconds   float64  `json:"cpu_s"`  // this process's CPU time, user and system
+	// JobMinutesPerCPUMinute is the speed: simulated job time per CPU time.
+	JobMinutesPerCPUMinute float64 `json:"job_min_per_cpu_min"`
+	// Axes is, per configuration axis and value, how many seeds ran with
+	// it and how many of them failed (the whole-product nemesis only).
+	Axes      map[string]map[string]*AxisCount `json:"axes,omitempty"`
+	Unchecked int                              `json:"not_checked"` // --ft none seeds checked only to finish
+	Results   []Result                         `json:"results,omitempty"`
 }
 
 // Main is `spate sim`; it returns the exit code: 0 every seed passed, 1
@@ -40,13 +48,38 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	keep := fs.String("data", "", "keep each seed's run directory under this directory (default: a temporary one, removed)")
 	quiet := fs.Bool("quiet", false, "no line on stderr as each seed finishes (its verdict, how many failed so far, about how long the rest takes)")
 	cfg := DefaultConfig()
-	fs.StringVar(&cfg.FT, "ft", cfg.FT, "fault tolerance: spate or global")
+	cfg.Settle = 0 // the real clock: what outlives a seed leaks, and harms nothing
+	fs.StringVar(&cfg.FT, "ft", cfg.FT, "fault tolerance: spate, global or none (pins the ft axis; --narrow: spate or global)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time of each seed until the drain")
-	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover)")
+	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover; pins the recover axis)")
+	onlyArg := fs.String("only", "", "pin configuration axes, the others drawn per seed: axis=value,... (axes: "+axisHelp()+")")
+	narrowArg := fs.Bool("narrow", false, "the regressions' nemesis: no axes drawn (--ft and --recover as given, the in-memory store, the generator, no auto-scaler) and the narrower fault table")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	only, err := ParseOnly(*onlyArg)
+	if err != nil {
+		fmt.Fprintln(stderr, "spate sim:", err)
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, ax := range []struct{ flag, axis, v string }{{"ft", "ft", cfg.FT}, {"recover", "recover", cfg.Recover}} {
+		if !set[ax.flag] {
+			continue
+		}
+		if p, ok := only[ax.axis]; ok && p != ax.v {
+			fmt.Fprintf(stderr, "spate sim: --%s %s and --only %s=%s disagree\n", ax.flag, ax.v, ax.axis, p)
+			return 2
+		}
+		only[ax.axis] = ax.v
+	}
+	cfg.Wide, cfg.Only = !*narrowArg, only
+	if *narrowArg && *onlyArg != "" {
+		fmt.Fprintln(stderr, "spate sim: --only pins axes of the whole-product nemesis; --narrow has none")
 		return 2
 	}
 	switch {
@@ -59,8 +92,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case *par < 1:
 		fmt.Fprintf(stderr, "spate sim: --parallel: %d is not a positive number\n", *par)
 		return 2
-	case cfg.FT != "spate" && cfg.FT != "global":
-		fmt.Fprintf(stderr, "spate sim: --ft: %q is not spate or global\n", cfg.FT)
+	case cfg.FT != "spate" && cfg.FT != "global" && (cfg.FT != "none" || !cfg.Wide):
+		fmt.Fprintf(stderr, "spate sim: --ft: %q is not spate, global or none (none: not with --narrow)\n", cfg.FT)
 		return 2
 	case cfg.Recover != "single" && cfg.Recover != "parallel":
 		fmt.Fprintf(stderr, "spate sim: --recover: %q is not single or parallel\n", cfg.Recover)
@@ -81,7 +114,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), cpuSeconds()
 	if *one != 0 {
 		return replay(ctx, *one, cfg, root, stdout)
 	}
@@ -104,8 +137,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	})
-	sum := Summary{Seeds: len(results), FailingSeeds: []uint64{}, WallSeconds: time.Since(t0).Seconds()}
+	sum := Summary{Seeds: len(results), FailingSeeds: []uint64{}, WallSeconds: time.Since(t0).Seconds(), CPUSeconds: cpuSeconds() - cpu0}
+	if cfg.Wide {
+		sum.Axes = countAxes(results)
+	}
 	for _, r := range results {
+		if r.Unchecked {
+			sum.Unchecked++
+		}
 		sum.JobSeconds += r.JobTime
 		sum.Lost += r.Lost
 		sum.Duplicated += r.Duplicated
@@ -116,12 +155,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			sum.Results = append(sum.Results, r)
 		}
 	}
+	if sum.CPUSeconds > 0 {
+		sum.JobMinutesPerCPUMinute = sum.JobSeconds / sum.CPUSeconds
+	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 	} else {
-		fmt.Fprintf(stdout, "sim: %d seeds, %d failed (%d lost, %d duplicated, %d wrong); %.0f s of job time in %.0f s\n",
-			sum.Seeds, sum.Failed, sum.Lost, sum.Duplicated, sum.Wrong, sum.JobSeconds, sum.WallSeconds)
+		fmt.Fprintf(stdout, "sim: %d seeds, %d failed (%d lost, %d duplicated, %d wrong); %.0f s of job time in %.0f s (%.0f s of CPU: %.1f job-minutes per CPU-minute)\n",
+			sum.Seeds, sum.Failed, sum.Lost, sum.Duplicated, sum.Wrong, sum.JobSeconds, sum.WallSeconds, sum.CPUSeconds, sum.JobMinutesPerCPUMinute)
+		if sum.Axes != nil {
+			fmt.Fprintf(stdout, "per axis value, seeds (failed); %d --ft none seeds not checked for exactly-once (a fault that loses state):\n", sum.Unchecked)
+			for _, l := range axisLines(sum.Axes) {
+				fmt.Fprintln(stdout, l)
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "spate sim: interrupted")
@@ -174,8 +222,29 @@ func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par in
 	return out
 }
 
+// axisHelp lists the axes and their values for --only's help.
+func axisHelp() string {
+	var parts []string
+	for _, a := range axes {
+		parts = append(parts, a.name+"="+strings.Join(a.values, "|"))
+	}
+	return strings.Join(parts, " ")
+}
+
+// cpuSeconds is the CPU time this process has used, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
 // replay runs one seed twice and says whether the verdicts agree.
 func replay(ctx context.Context, seed uint64, cfg Config, root string, stdout io.Writer) int {
+	if a := axesOf(Resolve(seed, cfg)); a != nil {
+		fmt.Fprintf(stdout, "seed %d: %s\n", seed, a)
+	}
 	fmt.Fprintf(stdout, "seed %d: the schedule\n", seed)
 	for _, s := range Plan(seed, cfg) {
 		fmt.Fprintln(stdout, "   ", s)

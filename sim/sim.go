@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,12 +49,36 @@ type Config struct {
 	// they were before it crashed the coordinator (the regressions found
 	// then run so).
 	NoCrash bool
+	// Store is where checkpoints go: "" or mem (one in-memory store the
+	// coordinator and the nodes share), dir (the run directory on disk),
+	// coord (the coordinator's store, in memory, served to the nodes over
+	// their sessions: `spate up --store coord`).
+	Store string
+	// Source is the job's input: "" or gen (the generator), trace (a
+	// record trace the harness writes into the run directory, which ends
+	// before the drain, read through the trace: source).
+	Source string
+	// Wide draws the whole product: each configuration axis (axes.go)
+	// from the seed, except those Only pins, into the fields above, and
+	// the faults from the whole chaos DSL (nemesis.go). Without it the
+	// fields are as set and the nemesis draws the regressions' narrower
+	// table, so that their seeds keep their schedules.
+	Wide bool
+	Only map[string]string // axis → value, pinned under Wide (ParseOnly)
+	// Settle is how long Run waits on the clock, after the nodes stopped,
+	// for what their processes' end would have ended (a dial or handshake
+	// held by a link fault ends at its deadline, 10 s): costless on the
+	// virtual clock, where the bubble must end with no goroutine left;
+	// `spate sim`, on the real clock, sets none.
+	Settle time.Duration
 }
 
-// DefaultConfig is the configuration of `spate sim`.
+// DefaultConfig is the configuration of `spate sim` (which sets no
+// Settle: it runs on the real clock).
 func DefaultConfig() Config {
 	return Config{Nodes: 4, Rate: 3000, Keys: 400, Duration: 8 * time.Second, Interval: 300 * time.Millisecond,
-		Window: 200 * time.Millisecond, Timeout: time.Second, Heartbeat: 100 * time.Millisecond, FT: "spate"}
+		Window: 200 * time.Millisecond, Timeout: time.Second, Heartbeat: 100 * time.Millisecond, FT: "spate",
+		Settle: 15 * time.Second}
 }
 
 // Result is one seed's run and verdict.
@@ -65,22 +91,35 @@ type Result struct {
 	Wrong      int      `json:"wrong"`
 	Err        string   `json:"error,omitempty"` // the run did not finish or could not be verified
 	Dir        string   `json:"dir"`
-	JobTime    float64  `json:"job_s"` // simulated seconds from the start to the end of the drain
+	JobTime    float64  `json:"job_s"`          // simulated seconds from the start to the end of the drain
+	Axes       Axes     `json:"axes,omitempty"` // the configuration the seed drew (Config.Wide)
+	// Unchecked: an --ft none seed whose schedule has a fault that loses
+	// state (which none does not survive), checked only to finish.
+	Unchecked bool `json:"not_checked,omitempty"`
 }
 
 // Failed reports whether the seed broke exactly-once or did not finish.
-func (r Result) Failed() bool { return r.Err != "" || r.Lost+r.Duplicated+r.Wrong > 0 }
+func (r Result) Failed() bool {
+	return r.Err != "" || !r.Unchecked && r.Lost+r.Duplicated+r.Wrong > 0
+}
 
 // Verdict is one line: the seed, its counts, or what went wrong.
 func (r Result) Verdict() string {
+	name := fmt.Sprint("seed ", r.Seed)
+	if r.Axes != nil {
+		name += " [" + r.Axes.String() + "]"
+	}
 	if r.Err != "" {
-		return fmt.Sprintf("seed %d: FAIL: %s", r.Seed, r.Err)
+		return fmt.Sprintf("%s: FAIL: %s", name, r.Err)
 	}
 	v := "ok"
 	if r.Failed() {
 		v = "FAIL"
 	}
-	return fmt.Sprintf("seed %d: %s: %d windows, %d lost, %d duplicated, %d wrong", r.Seed, v, r.Windows, r.Lost, r.Duplicated, r.Wrong)
+	if r.Unchecked {
+		v = "ok: finished, not checked for exactly-once (--ft none, a fault that loses state)"
+	}
+	return fmt.Sprintf("%s: %s: %d windows, %d lost, %d duplicated, %d wrong", name, v, r.Windows, r.Lost, r.Duplicated, r.Wrong)
 }
 
 // Run runs seed's schedule on a whole cluster in this process (the
@@ -91,7 +130,8 @@ func (r Result) Verdict() string {
 // seed is emptied first: a replay writes where the last run did (its sink
 // files were read as this run's).
 func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
-	res := Result{Seed: seed, Dir: dir}
+	cfg = Resolve(seed, cfg)
+	res := Result{Seed: seed, Dir: dir, Axes: axesOf(cfg)}
 	if strings.HasPrefix(filepath.Base(dir), "seed-") {
 		if err := os.RemoveAll(dir); err != nil {
 			res.Err = err.Error()
@@ -106,11 +146,48 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	if cfg.Recover != "" {
 		ccfg.Recover = cfg.Recover
 	}
-	if cfg.Rescale != "" {
+	switch cfg.Rescale {
+	case "":
+	case "live": // the sim's name of coord's eds
+		ccfg.Rescale = "eds"
+	default:
 		ccfg.Rescale = cfg.Rescale
 	}
 	if ccfg.Autoscale = cfg.Autoscale; cfg.Autoscale {
 		ccfg.Cost = map[string]time.Duration{"count": 600 * time.Microsecond}
+	}
+	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}}
+	var coordStore state.Store
+	switch cfg.Store {
+	case "", "mem": // one store in memory, the coordinator's and every node's
+		mc.store = state.NewMemStore()
+		coordStore = mc.store
+	case "dir": // the run directory's checkpoints/, on disk (the nodes' through a store of the harness: deadStore)
+		ccfg.Store = "dir"
+		st, err := state.NewDirStore(filepath.Join(dir, "checkpoints"))
+		if err != nil {
+			res.Err = fmt.Sprintf("sim: checkpoint store: %v", err)
+			return res
+		}
+		mc.store = st
+	case "coord": // the coordinator's, in memory, served over the nodes' sessions
+		ccfg.Store, coordStore = "coord", state.NewMemStore()
+	default:
+		res.Err = fmt.Sprintf("sim: store %q is not mem, dir or coord", cfg.Store)
+		return res
+	}
+	switch cfg.Source {
+	case "", "gen":
+	case "trace":
+		spec, err := writeTrace(dir, seed, cfg)
+		if err != nil {
+			res.Err = fmt.Sprintf("sim: the trace: %v", err)
+			return res
+		}
+		ccfg.Source = spec
+	default:
+		res.Err = fmt.Sprintf("sim: source %q is not gen or trace", cfg.Source)
+		return res
 	}
 	ccfg.FlushMs = 20 // batches and watermarks every 20 ms of virtual time, whatever up's default: the seeds' schedules stay as they were
 	ccfg.CheckInvariants = true
@@ -118,11 +195,10 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 		res.Err = err.Error()
 		return res
 	}
-	mc := &cluster{mem: wire.NewMem(), procs: map[string]*proc{}, store: state.NewMemStore()}
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h := &harness{ctx: upCtx, cfg: ccfg, dir: dir,
-		opt: coord.Options{Transport: mc.mem, Spawn: mc.spawn, Adopt: mc.adopt, Out: io.Discard, Store: mc.store, FrameAligned: true}}
+		opt: coord.Options{Transport: mc.mem, Spawn: mc.spawn, Adopt: mc.adopt, Out: io.Discard, Store: coordStore, FrameAligned: true}}
 	start := time.Now()
 	if err := h.start(false); err != nil {
 		res.Err = fmt.Sprintf("the cluster did not start: %v", err)
@@ -132,11 +208,19 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	if steps == nil {
 		steps = Plan(seed, cfg)
 	}
+	res.Unchecked = cfg.Wide && cfg.FT == "none" && LosesState(steps, cfg.Timeout)
 	var err error
 	res.Steps, err = drive(upCtx, h, steps)
 	cancel()
 	mc.wait()
 	res.JobTime = time.Since(start).Seconds()
+	// A stopped node does not wait for all its goroutines (its process's
+	// end would end them): a slowed checkpoint write sleeps before it
+	// writes (node/faults.go; deadStore refuses it), a peer's dial or
+	// handshake held by a link fault waits for its deadline. Sleep them
+	// out, so that no goroutine of the run outlives it (a bubble must end
+	// with none).
+	time.Sleep(max(cfg.Settle, longestSlow(steps)))
 	if err != nil {
 		res.Err = fmt.Sprintf("the run did not finish: %v", err)
 		return res
@@ -149,6 +233,38 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	res.Windows, res.Lost, res.Duplicated, res.Wrong = rep.Windows, rep.Missing, rep.Duplicated, rep.Wrong
 	return res
 }
+
+// writeTrace writes seed's record trace into dir (input.csv: time, key,
+// value) and returns its trace: spec. It holds Rate records a second of
+// event time for three quarters of cfg.Duration, so the sources reach its
+// end during the run, before the drain.
+func writeTrace(dir string, seed uint64, cfg Config) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	rng := rand.New(rand.NewPCG(seed, traceSeq))
+	n := int(cfg.Rate * (cfg.Duration * 3 / 4).Seconds())
+	var b strings.Builder
+	b.WriteString("time,key,value\n")
+	const epochMs = 1_700_000_000_000
+	for i := range n {
+		ms := epochMs + int64(float64(i)*1000/cfg.Rate)
+		// about Zipf-like: half the records on a tenth of the keys
+		k := rng.IntN(cfg.Keys)
+		if rng.IntN(2) == 0 {
+			k = rng.IntN(max(1, cfg.Keys/10))
+		}
+		fmt.Fprintf(&b, "%d.%03d,k%04d,%d\n", ms/1000, ms%1000, k, 1+rng.IntN(100))
+	}
+	path := filepath.Join(dir, "input.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	return "trace:" + path + "?time=time&key=key&value=value", nil
+}
+
+// traceSeq is the second word of the PCG state of a seed's trace.
+const traceSeq = 0x7ace_7ace_0000_0001
 
 // harness runs the run's coordinator, and after a crash of it (a step
 // "crash coord") the next, started with --resume on the same run.
@@ -273,11 +389,50 @@ type proc struct {
 	net    *hostNet
 	done   chan struct{}
 	err    error
+	dead   atomic.Bool // killed or returned: its store writes are refused
+}
+
+// deadStore is a node's view of the shared checkpoint store: once the
+// node is dead (killed, or returned) it writes and deletes nothing, as a
+// killed process writes nothing; without it a write the node had begun
+// (a slowed one, sleeping before it writes) landed after its death.
+type deadStore struct {
+	state.Store
+	dead *atomic.Bool
+}
+
+var errDead = errors.New("sim: the node is dead (its process would write nothing)")
+
+func (s deadStore) Put(name string, data ...[]byte) error {
+	if s.dead.Load() {
+		return errDead
+	}
+	return s.Store.Put(name, data...)
+}
+
+func (s deadStore) Delete(name string) error {
+	if s.dead.Load() {
+		return errDead
+	}
+	return s.Store.Delete(name)
+}
+
+// longestSlow is the longest slow= of steps' store faults.
+func longestSlow(steps []Step) time.Duration {
+	var d time.Duration
+	for _, s := range steps {
+		if s.Action.Verb == "store" {
+			if v, err := time.ParseDuration(s.Action.Args["slow"]); err == nil {
+				d = max(d, v)
+			}
+		}
+	}
+	return d
 }
 
 func (p *proc) Pid() int    { return os.Getpid() }
 func (p *proc) Wait() error { <-p.done; return p.err }
-func (p *proc) Kill() error { p.net.close(); p.cancel(); return nil }
+func (p *proc) Kill() error { p.dead.Store(true); p.net.close(); p.cancel(); return nil }
 func (p *proc) Signal(s os.Signal) error {
 	if s == syscall.SIGKILL {
 		return p.Kill()
@@ -298,10 +453,14 @@ func (c *cluster) spawn(name, addr, token, logPath string) (coord.Process, error
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{cancel: cancel, net: &hostNet{mem: c.mem}, done: make(chan struct{})}
 	cfg := node.DefaultConfig()
-	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen, cfg.Store, cfg.FrameAligned = name, addr, token, p.net, "", c.store, true
+	cfg.Name, cfg.Coord, cfg.Token, cfg.Transport, cfg.Listen, cfg.FrameAligned = name, addr, token, p.net, "", true
+	if c.store != nil {
+		cfg.Store = deadStore{c.store, &p.dead}
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer p.dead.Store(true)
 		defer close(p.done)
 		defer p.net.close() // an exiting process's sockets close with it
 		p.err = node.Run(ctx, cfg)

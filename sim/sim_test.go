@@ -11,7 +11,6 @@ import (
 	"slices"
 	"spate/events"
 	"strings"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,6 +26,8 @@ var (
 	known  = flag.Bool("sim.known", false, "run the seeds known to fail too (knownFailing)")
 	recov  = flag.String("sim.recover", "", "coord's --recover for TestSeeds (single, parallel)")
 	runsOf = flag.Int("sim.shape-runs", 3, "seeds each pinned shape of the TestCompoundFaults tests runs in")
+	narrow = flag.Bool("sim.narrow", false, "TestSeeds: run the seeds under the regressions' nemesis (today's configuration, the narrower table), not the whole product")
+	only   = flag.String("sim.only", "", "TestSeeds: pin axes of the whole-product seeds (ft=global,rescale=restart)")
 )
 
 // knownFailing are seeds that find bugs not fixed yet, with what they
@@ -115,29 +116,37 @@ func TestSeeds(t *testing.T) {
 		seed    uint64
 		recover string
 		noCrash bool
+		wide    bool
+	}
+	pinned, err := ParseOnly(*only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *recov != "" && !*narrow {
+		pinned["recover"] = *recov
 	}
 	var list []run
 	for seed := *from; seed < *from+uint64(n); seed++ {
-		list = append(list, run{seed, *recov, false})
+		list = append(list, run{seed, *recov, false, !*narrow})
 	}
 	for _, seed := range regressions {
-		if !slices.Contains(list, run{seed, *recov, true}) {
-			list = append(list, run{seed, *recov, true})
+		if !slices.Contains(list, run{seed, *recov, true, false}) {
+			list = append(list, run{seed, *recov, true, false})
 		}
 	}
 	for _, seed := range crashRegressions {
-		if !slices.Contains(list, run{seed, *recov, false}) {
-			list = append(list, run{seed, *recov, false})
+		if !slices.Contains(list, run{seed, *recov, false, false}) {
+			list = append(list, run{seed, *recov, false, false})
 		}
 	}
 	for _, seed := range parallelRegressions {
-		if !slices.Contains(list, run{seed, "parallel", true}) {
-			list = append(list, run{seed, "parallel", true})
+		if !slices.Contains(list, run{seed, "parallel", true, false}) {
+			list = append(list, run{seed, "parallel", true, false})
 		}
 	}
 	for _, seed := range parallelCrashRegressions {
-		if !slices.Contains(list, run{seed, "parallel", false}) {
-			list = append(list, run{seed, "parallel", false})
+		if !slices.Contains(list, run{seed, "parallel", false, false}) {
+			list = append(list, run{seed, "parallel", false, false})
 		}
 	}
 	var jobS float64
@@ -155,9 +164,15 @@ func TestSeeds(t *testing.T) {
 		if rn.noCrash {
 			name += "-nocrash"
 		}
+		if rn.wide {
+			name += "-wide"
+		}
 		t.Run(name, func(t *testing.T) {
 			if why, ok := knownFailing[seed]; ok && !*known {
 				t.Skipf("seed %d is known to fail (-sim.known runs it): %s", seed, why)
+			}
+			if why, ok := knownFailingWide[seed]; ok && rn.wide && !*known {
+				t.Skipf("seed %d is known to fail under the whole-product nemesis (-sim.known runs it): %s", seed, why)
 			}
 			if why, ok := knownFailingParallel[seed]; ok && rn.recover == "parallel" && !*known {
 				t.Skipf("seed %d is known to fail under --recover parallel (-sim.known runs it): %s", seed, why)
@@ -173,6 +188,7 @@ func TestSeeds(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := DefaultConfig()
 				cfg.Recover, cfg.NoCrash = rn.recover, rn.noCrash
+				cfg.Wide, cfg.Only = rn.wide, pinned
 				r := Run(context.Background(), seed, cfg, Dir(root, seed))
 				jobS += r.JobTime
 				if r.Failed() {
@@ -180,6 +196,9 @@ func TestSeeds(t *testing.T) {
 						t.Log(s)
 					}
 					t.Fatal(r.Verdict())
+				}
+				if rn.wide && testing.Verbose() {
+					t.Log(r.Verdict())
 				}
 			})
 		})
@@ -205,15 +224,6 @@ func watchdog(seed uint64, done <-chan struct{}) {
 	buf = buf[:runtime.Stack(buf, true)]
 	fmt.Fprintf(os.Stderr, "seed %d: its bubble did not finish within %v of real time (a goroutine blocked off the virtual clock); every goroutine:\n%s\n", seed, hangAfter, buf)
 	os.Exit(2)
-}
-
-// cpuSeconds is the CPU time this process has used, user and system.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // Count scaled 2→4 (three pre-copy moves: two into count#2, one into

@@ -55,8 +55,15 @@ func TestAShorterDurationSaysWhatItCuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cut := sc.Cut(); cut != nil {
-		t.Errorf("the soak at 90s cuts %q", cut)
+	// Its fixed-time steps past 90 s are each named as dropped; the
+	// one at 1 m is kept.
+	for _, c := range sc.Cut() {
+		if !strings.HasPrefix(c, "dropped: ") || !strings.Contains(c, "at or past the run's end at 1m30s") {
+			t.Errorf("the soak at 90s: %q", c)
+		}
+	}
+	if cut := sc.Cut(); len(cut) < 5 {
+		t.Errorf("the soak at 90s cuts %d steps: %q", len(cut), cut)
 	}
 	if sh := sc.Shortened(); len(sh) != 1 || !strings.HasPrefix(sh[0], "shortened: random: faults") {
 		t.Errorf("the soak at 90s: %q", sh)

@@ -513,6 +513,32 @@ func (c *core) finished() bool {
 	return true
 }
 
+// sourcesAtEnd reports whether the job runs and every source instance
+// of its plan, in its current placement, has said that it read its
+// finite input to the end: the end of the job is then a drain, which
+// waits for a rescale in flight (PROTOCOL.md, "the end of a finite
+// input").
+func (c *core) sourcesAtEnd() bool {
+	if c.plan == nil || !c.started || c.draining {
+		return false
+	}
+	n := 0
+	for _, p := range c.plan.Instances {
+		if !c.isSource(p.Op) {
+			continue
+		}
+		ns := c.nodes[p.Node]
+		if c.lost[p.ID] || ns == nil || ns.gone() {
+			return false
+		}
+		if s, ok := ns.stats[p.ID]; !ok || !s.AtEnd || s.Gen != p.Gen {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
 func (c *core) drain(why string) {
 	if c.draining {
 		return

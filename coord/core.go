@@ -373,6 +373,8 @@ func (c *core) tick() error {
 	c.edsTick()
 	if c.drainPending != "" {
 		c.drain(c.drainPending)
+	} else if c.sourcesAtEnd() {
+		c.drain("every source read its input to the end")
 	}
 	c.sampleLag()
 	return nil

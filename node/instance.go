@@ -100,6 +100,7 @@ type instance struct {
 	busyNs                                    atomic.Int64 // time spent processing input
 	origin                                    atomic.Int64 // sources: first event time (pacing origin)
 	startMs                                   atomic.Int64 // sources: when origin was due (Unix ms)
+	atEnd                                     atomic.Bool  // sources: every partition read to its end, the end held for the drain
 	posMu                                     sync.Mutex
 	positions                                 map[int]uint64
 }
@@ -335,6 +336,7 @@ func (in *instance) stats() wire.InstanceStats {
 			s.Origin = &o
 			s.StartMs = in.startMs.Load()
 		}
+		s.AtEnd = in.atEnd.Load()
 	}
 	return s
 }

@@ -417,16 +417,39 @@ func (in *instance) runSource(ctx context.Context) {
 			in.endSource()
 			return
 		}
-		if live == 0 {
+		if live == 0 && !in.plan.Grants {
 			in.n.event(events.SourceEnded, in.id, nil, "all partitions read to the end")
 			in.endSource()
 			return
+		}
+		if live == 0 && !in.atEnd.Load() {
+			// The end of a finite input is held until the drain: the
+			// coordinator drains the job once every source is at its
+			// end, and the drain waits for a rescale in flight, which an
+			// end of stream sent now would cut in two.
+			in.atEnd.Store(true)
+			in.n.event(events.SourceEnded, in.id, nil, "all partitions read to the end; the end waits for the drain")
 		}
 		if time.Since(lastFlush) >= flushEvery {
 			in.sendWatermark(s.watermark())
 			lastFlush = time.Now()
 			in.maybeCheckpoint(lastFlush)
 			in.retryLinks(ctx, lastFlush)
+		}
+		if live == 0 {
+			// At the end, held: wake for control, the drain and the next
+			// flush (watermarks, checkpoints, links to retry).
+			t := time.NewTimer(max(time.Until(lastFlush.Add(flushEvery)), time.Millisecond))
+			select {
+			case <-t.C:
+			case f := <-in.ctlc:
+				f()
+			case <-in.drainc:
+			case <-in.quit:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			continue
 		}
 		if waiting {
 			// Sleep until the next record is due and the batches are

@@ -25,8 +25,9 @@
 //	source     gen 0.7, trace 0.3                  (the generator; a record
 //	           trace the harness writes into the run directory, at the
 //	           generator's rate for three quarters of the duration, read
-//	           through trace: and ended before the drain; the job ends
-//	           with its sources, so a fault drawn after that is not sent)
+//	           through trace: and ended before the drain; the job drains
+//	           once every source is at its end, so a fault drawn after
+//	           the run has finished is not sent)
 //
 // TLS is not an axis: a node's peer links carry the link fault layer
 // under TLS (the raw connection is wrapped, then the TLS client), so over

@@ -134,6 +134,11 @@ func TestSeeds(t *testing.T) {
 			list = append(list, run{seed, *recov, true, false})
 		}
 	}
+	for _, seed := range wideRegressions {
+		if !slices.Contains(list, run{seed, *recov, false, true}) {
+			list = append(list, run{seed, *recov, false, true})
+		}
+	}
 	for _, seed := range crashRegressions {
 		if !slices.Contains(list, run{seed, *recov, false, false}) {
 			list = append(list, run{seed, *recov, false, false})

@@ -315,4 +315,5 @@ type InstanceStats struct {
 	Gen       uint64         `json:"gen,omitempty"`      // the placement generation the counters belong to
 	BusyUs    int64          `json:"busy_us,omitempty"`  // time spent processing input (sources: reading and emitting)
 	Held      int            `json:"held,omitempty"`     // records held behind a gap in their (producer, key group) numbers
+	AtEnd     bool           `json:"at_end,omitempty"`   // sources: every partition read to the end of a finite input, the end held until the drain
 }

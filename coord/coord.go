@@ -56,6 +56,10 @@ func (c *core) handleMsg(m nodeMsg) error {
 			if m.ctl.Checkpoint != nil {
 				c.onCheckpointed(ns, m.ctl.Checkpoint)
 			}
+		case wire.CtlGap:
+			if m.ctl.Gap != nil {
+				c.onGap(ns, m.ctl.Gap)
+			}
 		case wire.CtlDamaged:
 			if m.ctl.Checkpoint != nil {
 				c.onDamaged(ns, m.ctl.Checkpoint)

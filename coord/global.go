@@ -77,6 +77,29 @@ func (c *core) globalLost(ns *nodeState, ids []job.InstanceID, why string) {
 	c.rollback(ns.name)
 }
 
+// onGap takes in a link that reconnected short of what its sender had
+// sent (a reset connection; PROTOCOL.md, "a reset under global"). Under
+// --ft global the whole job rolls back, as for a lost node; under none
+// the records are gone and the event says so. A report of an old
+// generation, of either end, or one that comes while the job rolls back
+// already, is about a link the rollback replaces.
+func (c *core) onGap(ns *nodeState, g *wire.Gap) {
+	from, to := c.placeOf[g.From], c.placeOf[g.To]
+	if from == nil || to == nil || from.Gen != g.FromGen || to.Gen != g.ToGen || !c.started {
+		return
+	}
+	f := events.LinkGapFields{From: string(g.From), Records: g.Records, To: string(g.To)}
+	switch {
+	case c.ft.mode() == wire.FTGlobal && c.global.rolling == nil:
+		c.emit(events.LinkGap, ns.name, string(g.From), f,
+			"the link from %s to %s reconnected without %s it had sent; the whole job rolls back", g.From, g.To, human.PluralCount(float64(g.Records), "record"))
+		c.rollback("")
+	case c.ft.mode() == wire.FTNone:
+		c.emit(events.LinkGap, ns.name, string(g.From), f,
+			"the link from %s to %s reconnected without %s it had sent; under --ft none they are lost", g.From, g.To, human.PluralCount(float64(g.Records), "record"))
+	}
+}
+
 // rollback restarts the whole job from the last complete global checkpoint:
 // every instance gets a new generation, the lost node's instances move.
 func (c *core) rollback(lost string) {

@@ -68,8 +68,12 @@ const (
 	RescaleDone     Kind = "rescale_done"
 
 	// From the nodes.
-	Trim                  Kind = "trim"
-	LinkReconnected       Kind = "link_reconnected"
+	Trim            Kind = "trim"
+	LinkReconnected Kind = "link_reconnected"
+	// LinkGap: a link reconnected short of what its sender had sent, and
+	// the sender keeps no backup (--ft global: the job rolls back; none:
+	// the records are lost).
+	LinkGap               Kind = "link_gap"
 	PeerReconnected       Kind = "peer_reconnected"
 	Replay                Kind = "replay"
 	HeldRecords           Kind = "held_records"

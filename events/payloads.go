@@ -499,6 +499,13 @@ type LinkReconnectedFields struct {
 	To string `json:"to"`
 }
 
+// LinkGapFields: what a connection took with it (From's records for To).
+type LinkGapFields struct {
+	From    string `json:"from"`
+	Records uint64 `json:"records"`
+	To      string `json:"to"`
+}
+
 // PeerReconnectedFields: a session to a peer node is re-established.
 type PeerReconnectedFields struct {
 	Peer string `json:"peer"`
@@ -633,6 +640,7 @@ func (RescaleDoneFields) Kind() Kind           { return RescaleDone }
 func (TrimFields) Kind() Kind                  { return Trim }
 func (LinkReconnectedFields) Kind() Kind       { return LinkReconnected }
 func (PeerReconnectedFields) Kind() Kind       { return PeerReconnected }
+func (LinkGapFields) Kind() Kind               { return LinkGap }
 func (ReplayFields) Kind() Kind                { return Replay }
 func (HeldRecordsFields) Kind() Kind           { return HeldRecords }
 func (BackupSpillFields) Kind() Kind           { return BackupSpill }
@@ -658,5 +666,5 @@ var payloads = []Payload{
 	RescaleCapturedFields{}, RescaleMovedFields{}, RescaleReroutedFields{}, RescaleDoneFields{}, TrimFields{},
 	LinkReconnectedFields{}, PeerReconnectedFields{}, ReplayFields{}, HeldRecordsFields{}, BackupSpillFields{},
 	BackupFullFields{}, CheckpointDeclinedFields{}, CheckpointFailedFields{}, CheckpointChainBrokenFields{},
-	CheckpointCorruptedFields{}, StoreTrafficFields{}, InstanceUnrecoverableFields{},
+	CheckpointCorruptedFields{}, StoreTrafficFields{}, InstanceUnrecoverableFields{}, LinkGapFields{},
 }

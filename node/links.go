@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -240,8 +241,39 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		// Global's barriers go in band on every link, so its sources
 		// replay (after a link reset) before anything else.
 		in.src.replayTo(in, l, resume)
+	default:
+		// A keyed sender without a backup: what the closed connection
+		// took is gone, and only the coordinator can get it back (a
+		// global rollback).
+		in.reportGap(pi, l, resume)
 	}
 	return nil
+}
+
+// reportGap tells the coordinator how many records numbered for l's
+// downstream it does not have by its resume positions, if any.
+func (in *instance) reportGap(pi int, l *link, resume []wire.Position) {
+	pt := in.ports[pi]
+	have := map[[2]int]uint64{}
+	for _, p := range resume {
+		have[[2]int{int(p.P), int(p.KG)}] = p.Seq
+	}
+	idx := slices.Index(pt.links, l)
+	var n uint64
+	for prod, seqs := range pt.seqs {
+		for kg, seq := range seqs {
+			if pt.owner[kg] == idx {
+				if h := have[[2]int{int(prod), kg}]; seq > h {
+					n += seq - h
+				}
+			}
+		}
+	}
+	if n == 0 || in.n.ctl == nil {
+		return
+	}
+	_ = in.n.ctl.send(wire.TControl, wire.Control{Kind: wire.CtlGap, Gap: &wire.Gap{
+		From: in.id, FromGen: in.place.Gen, To: l.place.ID, ToGen: l.place.Gen, Records: n}})
 }
 
 // dialAttempt is a connect waiting for its downstream's resume frame.

@@ -295,15 +295,15 @@ var wideRegressions = []uint64{
 
 // TestALinkResetUnderGlobal: one link reset on sink/0's node under --ft
 // global. The nodes redial and the links reconnect with the resume
-// handshake, but under global only a source replays to the positions
-// its downstream gives back (node/links.go, connect): a keyed sender
-// keeps no backup, so what count and rollup had sent on the closed
-// connections is lost, and no global rollback follows, since no node
-// was lost (5 of 8 runs lost or got wrong results; --ft spate, which
-// replays from the backup, 0 of 8). Open: -sim.known runs it.
+// handshake, but under global only a source replays to the positions its
+// downstream gives back: a keyed sender keeps no backup, so what count
+// and rollup had sent on the closed connections was lost, and no global
+// rollback followed, since no node was lost (5 of 8 runs lost or got
+// wrong results). A keyed sender now reports the gap (CtlGap) and the
+// coordinator rolls the whole job back.
 func TestALinkResetUnderGlobal(t *testing.T) {
-	if testing.Short() || !*known {
-		t.Skip("a known failure, not fixed yet (-sim.known runs it)")
+	if testing.Short() {
+		t.Skip("simulated runs")
 	}
 	only := map[string]string{"ft": "global", "store": "mem", "source": "gen", "autoscale": "off", "recover": "single", "rescale": "live"}
 	runShapes(t, wide(only), []shape{{name: "a reset of sink/0's links", steps: []Step{

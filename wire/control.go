@@ -81,6 +81,7 @@ const (
 	CtlRestored     = "restored"     // node → coordinator: the instance is restored and waiting for its streams
 	CtlReroute      = "reroute"      // coordinator → node: an instance moved; reopen streams to it
 	CtlBarrier      = "barrier"      // coordinator → node (--ft global): sources inject barrier Checkpoint.ID
+	CtlGap          = "gap"          // node → coordinator (--ft global, none): a link reconnected short of what was sent on it (Gap)
 
 	CtlFaults     = "faults"     // coordinator → node: the complete set of injected faults to apply from now on
 	CtlCheckpoint = "checkpoint" // coordinator → node: Instances (all when empty) checkpoint now, whatever their timers say
@@ -108,6 +109,19 @@ type Control struct {
 	Until    map[int]uint64 `json:"until,omitempty"`
 	Interval *Interval      `json:"interval,omitempty"` // CtlInterval
 	Rescale  *Rescale       `json:"rescale,omitempty"`  // CtlRescale
+	Gap      *Gap           `json:"gap,omitempty"`      // CtlGap
+}
+
+// Gap reports records a connection took with it: From's link to To
+// reconnected (after a reset) with To holding fewer records than From had
+// numbered for it, and From keeps no backup to send them again (--ft
+// global or none).
+type Gap struct {
+	From    job.InstanceID `json:"from"`
+	FromGen uint64         `json:"from_gen"`
+	To      job.InstanceID `json:"to"`
+	ToGen   uint64         `json:"to_gen"`
+	Records uint64         `json:"records"` // how many, by the numbers
 }
 
 // Faults is every fault a node must apply now, replacing what it applied

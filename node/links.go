@@ -133,6 +133,10 @@ func (in *instance) openOutputs(ctx context.Context) error {
 			if err := in.connect(ctx, pi, l, false); err != nil {
 				// The downstream may be moving: its reroute reconnects.
 				in.linkFailed(l, err)
+			} else {
+				// A restored instance's watermark, which may never move
+				// again (its sources at the end of their input).
+				in.linkUp(l)
 			}
 		}
 	}
@@ -161,8 +165,11 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 			return fmt.Errorf("%s is not on this node", l.place.ID)
 		}
 		l.local = target
-		idx, known := -1, false
+		idx, known, stale := -1, false, false
 		ok := target.call(ctx, func() {
+			if stale = target.place.Gen < l.place.Gen; stale {
+				return // an older generation, stopped, that a restore queued on this node replaces
+			}
 			// Our input number there, by id: a rescale appends inputs.
 			if idx, known = target.inputIndex[in.id]; known {
 				resume = target.acceptInput(idx, in.place.Gen, func(ps []wire.Position) {
@@ -172,6 +179,9 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 		})
 		if !ok {
 			return fmt.Errorf("%s is gone", l.place.ID)
+		}
+		if stale {
+			return fmt.Errorf("%s generation %d is not restored on this node yet", l.place.ID, l.place.Gen)
 		}
 		if !known {
 			return fmt.Errorf("%s is not an input of %s", in.id, l.place.ID)

@@ -25,7 +25,12 @@ type sourceState struct {
 	restored *sourceCheckpoint                    // where to resume, from a checkpoint
 	trimv    map[job.InstanceID]map[[2]int]uint64 // latest trim per downstream: (producer, kg) → seq
 	origin   int64                                // pacing: the event time due at start (MaxWatermark: not yet known)
-	start    time.Time
+	// atEnd: every partition read to its end, the end held for the
+	// drain; the watermark stays at the last records' (a keyed
+	// instance sends the end of event time only with its end of stream,
+	// so a source's alone would leave its downstreams' behind theirs).
+	atEnd bool
+	start time.Time
 }
 
 // partState is one source partition being read.
@@ -167,7 +172,7 @@ func (s *sourceState) close() {
 func (s *sourceState) watermark() int64 {
 	wm := int64(job.MaxWatermark)
 	for _, ps := range s.parts {
-		if !ps.ended {
+		if !ps.ended || s.atEnd {
 			wm = min(wm, ps.clock.Watermark())
 		}
 	}
@@ -427,7 +432,9 @@ func (in *instance) runSource(ctx context.Context) {
 			// coordinator drains the job once every source is at its
 			// end, and the drain waits for a rescale in flight, which an
 			// end of stream sent now would cut in two.
+			s.atEnd = true
 			in.atEnd.Store(true)
+			in.publishPositions()
 			in.n.event(events.SourceEnded, in.id, nil, "all partitions read to the end; the end waits for the drain")
 		}
 		if time.Since(lastFlush) >= flushEvery {

@@ -452,15 +452,32 @@ func (c *core) spateLost(ns *nodeState, ids []job.InstanceID, fresh, why string)
 
 // noneLost gives up the instances of a lost node: their downstreams treat
 // their streams as ended, and verify reports what is missing.
+// planned is the plan's placements, none before the deploy.
+func (c *core) planned() []wire.Placement {
+	if c.plan == nil {
+		return nil
+	}
+	return c.plan.Instances
+}
+
 func (c *core) noneLost(ns *nodeState, ids []job.InstanceID, why string) {
 	for _, id := range ids {
 		c.lost[id] = true
 	}
 	c.emit(events.NodeLost, ns.name, "", events.NodeLostFields{Reason: why, Instances: ids},
 		"node %s lost: %s; instances %v lost (no recovery with --ft none)", ns.name, why, ids)
+	// The streams of the node's drained instances end with it too: their
+	// end of stream may not have reached a downstream yet (held by a
+	// partition when the node died), and no one sends it again.
+	streams := append([]job.InstanceID(nil), ids...)
+	for _, p := range c.planned() {
+		if p.Node == ns.name && c.done[p.ID] != nil && !slices.Contains(streams, p.ID) {
+			streams = append(streams, p.ID)
+		}
+	}
 	for _, name := range c.order {
-		if other := c.nodes[name]; other != ns && !other.gone() && len(ids) > 0 {
-			c.send(other, wire.Control{Kind: wire.CtlLost, Instances: ids})
+		if other := c.nodes[name]; other != ns && !other.gone() && len(streams) > 0 {
+			c.send(other, wire.Control{Kind: wire.CtlLost, Instances: streams})
 		}
 	}
 }

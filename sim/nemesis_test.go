@@ -275,22 +275,30 @@ func TestALiveRescaleAcrossTheEndOfAFiniteSource(t *testing.T) {
 // knownFailingWide are seeds of the whole-product nemesis (TestSeeds'
 // -wide runs) that find bugs not fixed yet, with the class of each.
 // TestSeeds skips them unless -sim.known.
-var knownFailingWide = map[uint64]string{}
+var knownFailingWide = map[uint64]string{
+	523:  "a live rescale by the auto-scaler among kills, --recover parallel: 140 lost, 670 wrong (also before the fixes of this round)",
+	941:  "the same over a trace: 67 lost, 402 wrong (1 run in 3)",
+	1666: "a live rescale, a loss, --store coord over a trace: 1,099 lost, 3,077 wrong (1 run in 3)",
+	1910: "a restart rescale under --recover parallel: the drain waits for every instance (2 runs in 3)",
+	1936: "a scale-in of count 3→1 in flight, its receiver's node killed, a stall, a partition, the coordinator paused, a reset: 340 lost, 2,976 wrong",
+}
 
 // wideRegressions are seeds of the whole-product nemesis that found a bug,
 // each run by TestSeeds under it whatever -sim.seeds says.
 var wideRegressions = []uint64{
-	50,  // a restart rescale of rollup, then a coordinator crash: 62 lost (the restart's phase in the durable record)
-	413, // a restart rescale of rollup 2→1 among kills and restarts: 866 lost (the restart's moved key groups as moved slices)
-	584, // a restart rescale of count 2→1, a partition past the timeout, a coordinator crash: 2,387 lost, 1,055 wrong
-	134, // the auto-scaler under --ft global: invariant I4 (it now asks scale's rules)
-	338, // the same
-	442, // the same
-	533, // the same
-	660, // the same
-	250, // the auto-scaler under --ft global: 321 lost
-	255, // a live rescale across the end of a finite source: 353 lost, 154 wrong (the end held for the drain)
-	327, // the same, then a restart: 61 lost, 134 wrong, or the drain waited for ever
+	50,   // a restart rescale of rollup, then a coordinator crash: 62 lost (the restart's phase in the durable record)
+	413,  // a restart rescale of rollup 2→1 among kills and restarts: 866 lost (the restart's moved key groups as moved slices)
+	584,  // a restart rescale of count 2→1, a partition past the timeout, a coordinator crash: 2,387 lost, 1,055 wrong
+	134,  // the auto-scaler under --ft global: invariant I4 (it now asks scale's rules)
+	338,  // the same
+	442,  // the same
+	533,  // the same
+	660,  // the same
+	250,  // the auto-scaler under --ft global: 321 lost
+	255,  // a live rescale across the end of a finite source: 353 lost, 154 wrong (the end held for the drain)
+	327,  // the same, then a restart: 61 lost, 134 wrong, or the drain waited for ever
+	205,  // a restart rescale as the trace ended: the emptied rollup#1 never heard its upstreams' watermark, the drain waited for ever
+	1794, // --ft none: a drained count's end of stream held by a partition, its node killed: the sink waited for ever
 }
 
 // TestALinkResetUnderGlobal: one link reset on sink/0's node under --ft

@@ -612,7 +612,7 @@ func (p *page) rescales() {
 	for _, rs := range r.Rescales {
 		took := "<span class=\"bad\">never done</span>"
 		if rs.DoneMs >= 0 {
-			took = msText(rs.DoneMs-rs.PlannedMs)
+			took = msText(rs.DoneMs - rs.PlannedMs)
 		}
 		var steps []string
 		for _, st := range rs.Steps {

@@ -32,7 +32,7 @@ func TestReportAndExportOfAPlainUp(t *testing.T) {
 	}
 	for _, want := range []string{`id="verdict">PASS<`, "<h2>Checks</h2>", "<h2>Throughput</h2>", "<h2>Output lag</h2>", "<h2>Recoveries</h2>",
 		"<h2>Checkpoints</h2>", "<h2>Upstream backup</h2>", "<h2>Checkpoint intervals</h2>", "<h2>Rescales</h2>", "<h2>Faults</h2>",
-		`id="throughput"`, `id="lag"`, `id="checkpoints"`, `id="checkpoint-durations"`, `id="checkpoint-bytes"`, "What the oracle checked"} {
+		`id="throughput-in"`, `id="throughput-out"`, `id="lag"`, `id="checkpoints"`, `id="checkpoint-durations"`, `id="checkpoint-bytes"`, "What the oracle checked"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html has no %s", want)
 		}

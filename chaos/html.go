@@ -6,7 +6,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
+	"spate/internal/human"
 	"spate/plot"
 )
 
@@ -200,7 +202,7 @@ func faultText(f FaultSpan) string {
 	return s
 }
 
-func human(v float64) string { return plot.Human(v) }
+func tick(v float64) string { return plot.Human(v) }
 
 func (p *page) throughput() {
 	r := p.r
@@ -209,29 +211,36 @@ func (p *page) throughput() {
 		p.f("<p class=\"muted\">no throughput samples</p>\n")
 		return
 	}
-	var top float64
+	var topIn, topOut float64
 	var xs, in, out []float64
 	for _, s := range r.Series.Throughput {
 		xs, in, out = append(xs, s.Ms), append(in, s.InRps), append(out, s.OutRps)
-		top = math.Max(top, math.Max(s.InRps, s.OutRps))
+		topIn, topOut = math.Max(topIn, s.InRps), math.Max(topOut, s.OutRps)
 	}
 	lim, label, hasLim := r.limit(CheckMinThroughput)
 	if hasLim {
-		top = math.Max(top, lim)
+		topIn = math.Max(topIn, lim)
 	}
+	// In and out get a panel each: out is bursty and often far below in,
+	// and on a shared axis it would read as a flat line at zero.
 	var c plot.Canvas
-	fr := p.jobFrame(240, top*1.1)
-	p.open(&c, fr, "throughput", "records/s", human, false)
+	fr := p.jobFrame(180, topIn*1.1)
+	p.open(&c, fr, "throughput-in", "in (records/s)", tick, false)
 	fr.Series(&c, xs, in, `class="in"`)
-	fr.Series(&c, xs, out, `class="out"`)
 	if hasLim {
 		fr.Limit(&c, lim, label)
 	}
 	c.End()
 	p.svg(&c)
+	var co plot.Canvas
+	fo := p.jobFrame(180, topOut*1.1)
+	p.open(&co, fo, "throughput-out", "out (results/s)", tick, false)
+	fo.Series(&co, xs, out, `class="out"`)
+	co.End()
+	p.svg(&co)
 	t := r.Throughput
 	p.f("<p>Mean in %s/s (max %s/s), mean out %s/s, %s records/s over the job.</p>\n",
-		human(t.MeanInRps), human(t.MaxInRps), human(t.MeanOutRps), human(t.RecordsPS))
+		human.Count(t.MeanInRps), human.Count(t.MaxInRps), human.Count(t.MeanOutRps), human.Count(t.RecordsPS))
 }
 
 func (p *page) lag() {
@@ -261,7 +270,7 @@ func (p *page) lag() {
 	c.End()
 	p.svg(&c)
 	l := r.Latency
-	p.f("<p>Output lag: p50 %gms, p99 %gms, max %gms over %d samples.</p>\n", l.P50Ms, l.P99Ms, l.MaxMs, l.Samples)
+	p.f("<p>Output lag: p50 %s, p99 %s, max %s over %s.</p>\n", msText(l.P50Ms), msText(l.P99Ms), msText(l.MaxMs), human.Plural(l.Samples, "sample"))
 }
 
 // rowsFrame opens a job-time chart with a labelled row per name.
@@ -308,10 +317,10 @@ func (p *page) recoveries() {
 	p.svg(&c)
 	p.f("<table><tr><th>instance</th><th>lost node</th><th>to</th><th>detected</th><th>checkpoint</th><th>replayed</th><th>total</th><th>phases</th></tr>\n")
 	for _, rc := range r.Recoveries {
-		total := fmt.Sprintf("%.0fms", rc.TotalMs)
+		total := msText(rc.TotalMs)
 		switch {
 		case rc.Superseded:
-			total = fmt.Sprintf("%.0fms, then lost again", rc.TotalMs)
+			total = msText(rc.TotalMs) + ", then lost again"
 		case !rc.Done:
 			total = "<span class=\"bad\">never</span>"
 		}
@@ -356,9 +365,9 @@ func (p *page) zooms() {
 		for _, ph := range rc.Phases {
 			x0, x1 := fr.X(ph.StartMs-rc.DetectedMs), fr.X(ph.EndMs-rc.DetectedMs)
 			d := ph.EndMs - ph.StartMs
-			c.Rect(x0, y, math.Max(x1-x0, 1.5), rowH-6, fmt.Sprintf(`class="%s"`, esc(ph.Name)), fmt.Sprintf("%s: %.0fms", ph.Name, d))
+			c.Rect(x0, y, math.Max(x1-x0, 1.5), rowH-6, fmt.Sprintf(`class="%s"`, esc(ph.Name)), fmt.Sprintf("%s: %s", ph.Name, msText(d)))
 			if x1-x0 > 60 {
-				c.Text((x0+x1)/2, y+rowH/2+2, `text-anchor="middle" style="fill:#fff"`, fmt.Sprintf("%s %.0fms", strings.ReplaceAll(ph.Name, "_", " "), d))
+				c.Text((x0+x1)/2, y+rowH/2+2, `text-anchor="middle" style="fill:#fff"`, fmt.Sprintf("%s %s", strings.ReplaceAll(ph.Name, "_", " "), msText(d)))
 			}
 		}
 		switch {
@@ -379,9 +388,9 @@ func (p *page) checkpoints() {
 	r := p.r
 	st := r.Checkpoints
 	p.lead("Every completed checkpoint of every instance. An instance stops processing only for the capture (dark: it copies what changed, copy-on-write); the persist (light) encodes, compresses and writes it in the background while processing goes on. A full checkpoint holds the instance's whole state, a delta only the keys changed since the one before. The charts below give each checkpoint's total time and its size as stored, one dot each.")
-	p.f("<p>%d checkpoints (%d full, %d delta), %s raw, %s stored. Capture p50 %.0fµs p99 %.0fµs; persist p50 %.0fµs p99 %.0fµs; total p50 %.0fµs p99 %.0fµs.</p>\n",
+	p.f("<p>%d checkpoints (%d full, %d delta), %s raw, %s stored. Capture p50 %s p99 %s; persist p50 %s p99 %s; total p50 %s p99 %s.</p>\n",
 		st.Count, st.Full, st.Delta, bytesText(st.RawBytes), bytesText(st.StoredBytes),
-		st.CaptureUs.P50, st.CaptureUs.P99, st.PersistUs.P50, st.PersistUs.P99, st.TotalUs.P50, st.TotalUs.P99)
+		usText(st.CaptureUs.P50), usText(st.CaptureUs.P99), usText(st.PersistUs.P50), usText(st.PersistUs.P99), usText(st.TotalUs.P50), usText(st.TotalUs.P99))
 	if len(r.Series.Checkpoints) == 0 {
 		return
 	}
@@ -408,7 +417,7 @@ func (p *page) checkpoints() {
 		if s.Full {
 			kind = "persist-full"
 		}
-		c.Rect(x0, y, math.Max(x1-x0, 1.5), rowH-6, fmt.Sprintf(`class="%s"`, kind), fmt.Sprintf("%s checkpoint %d: %.1fms", s.Instance, s.ID, s.EndMs-s.StartMs))
+		c.Rect(x0, y, math.Max(x1-x0, 1.5), rowH-6, fmt.Sprintf(`class="%s"`, kind), fmt.Sprintf("%s checkpoint %d: %s", s.Instance, s.ID, msText(s.EndMs-s.StartMs)))
 		c.Rect(x0, y, math.Max(xc-x0, 0.5), rowH-6, `class="capture"`, "")
 		c.Printf("\n")
 	}
@@ -522,7 +531,7 @@ func (p *page) backup() {
 				fr.Dots(&c, []float64{b.Ms}, []float64{float64(b.Held)}, 3.5, `class="full"`, []string{fmt.Sprintf("%s backup full: input paused", n)})
 			case "unblocked":
 				fulls++
-				fr.Dots(&c, []float64{b.Ms}, []float64{0}, 3, `class="full"`, []string{fmt.Sprintf("%s input resumed after %.0fms", n, b.PausedMs)})
+				fr.Dots(&c, []float64{b.Ms}, []float64{0}, 3, `class="full"`, []string{fmt.Sprintf("%s input resumed after %s", n, msText(b.PausedMs))})
 			}
 		}
 	}
@@ -583,7 +592,7 @@ func (p *page) rescales() {
 		if end < 0 {
 			end = r.DurationMs
 		}
-		c.Rect(fr.X(rs.PlannedMs), y+rowH/2-5, fr.X(end)-fr.X(rs.PlannedMs), 4, `fill="#a2d9ce"`, fmt.Sprintf("rescale %d: %.0fms", rs.ID, end-rs.PlannedMs))
+		c.Rect(fr.X(rs.PlannedMs), y+rowH/2-5, fr.X(end)-fr.X(rs.PlannedMs), 4, `fill="#a2d9ce"`, fmt.Sprintf("rescale %d: %s", rs.ID, msText(end-rs.PlannedMs)))
 		for _, st := range rs.Steps {
 			t := st.Name
 			if st.Instance != "" {
@@ -603,11 +612,11 @@ func (p *page) rescales() {
 	for _, rs := range r.Rescales {
 		took := "<span class=\"bad\">never done</span>"
 		if rs.DoneMs >= 0 {
-			took = fmt.Sprintf("%.0fms", rs.DoneMs-rs.PlannedMs)
+			took = msText(rs.DoneMs - rs.PlannedMs)
 		}
 		var steps []string
 		for _, st := range rs.Steps {
-			steps = append(steps, fmt.Sprintf("%s +%.0fms", st.Name, st.Ms-rs.PlannedMs))
+			steps = append(steps, fmt.Sprintf("%s +%s", st.Name, msText(st.Ms-rs.PlannedMs)))
 		}
 		p.f("<tr><td class=\"num\">%d</td><td>%s %d→%d</td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%.0fms</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
 			rs.ID, esc(rs.Op), rs.From, rs.To, esc(rs.Mode), secs(rs.PlannedMs), took, rs.PauseMs, bytesText(rs.Bytes), esc(strings.Join(steps, ", ")))
@@ -615,15 +624,12 @@ func (p *page) rescales() {
 	p.f("</table>\n")
 }
 
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func bytesText(n int64) string { return human.Bytes(float64(n)) }
+
+// msText and usText give a duration in milliseconds or microseconds, as
+// the report's series carry them, in the unit that fits (157 µs, 9.0 ms).
+func msText(v float64) string { return human.Duration(time.Duration(v * float64(time.Millisecond))) }
+func usText(v float64) string { return human.Duration(time.Duration(v * float64(time.Microsecond))) }
 
 func (p *page) faults() {
 	r := p.r

@@ -168,7 +168,7 @@ func TestBuildReportKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkHTML(t, string(h), "PASS", []string{"throughput", "lag", "recoveries", "checkpoints"})
+	checkHTML(t, string(h), "PASS", []string{"throughput-in", "throughput-out", "lag", "recoveries", "checkpoints"})
 }
 
 func TestBuildReportFails(t *testing.T) {
@@ -347,11 +347,11 @@ func TestHTMLShadesFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	// Each fault is shaded in each of the six charts on the job's time
-	// axis this run has: throughput, lag, recoveries, the checkpoint
-	// Gantt, checkpoint durations and checkpoint sizes.
-	if n := strings.Count(page, `<rect class="fault"`); n != 2*6 {
-		t.Errorf("%d shaded fault rects, want 12", n)
+	// Each fault is shaded in each of the seven charts on the job's time
+	// axis this run has: throughput in and out, lag, recoveries, the
+	// checkpoint Gantt, checkpoint durations and checkpoint sizes.
+	if n := strings.Count(page, `<rect class="fault"`); n != 2*7 {
+		t.Errorf("%d shaded fault rects, want 14", n)
 	}
 	// Each recovery is zoomed on its own axis too.
 	for i := range r.Recoveries {

@@ -81,7 +81,7 @@ func TestRunReportFoldsRescalesBackupsAndIntervals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkHTML(t, string(page), "PASS", []string{"throughput", "lag", "recoveries", "recovery-1", "checkpoints",
+	checkHTML(t, string(page), "PASS", []string{"throughput-in", "throughput-out", "lag", "recoveries", "recovery-1", "checkpoints",
 		"checkpoint-durations", "checkpoint-bytes", "backup", "intervals", "rescales"})
 	checkLeads(t, string(page))
 	var back Report

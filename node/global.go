@@ -119,7 +119,7 @@ func (in *instance) forwardBarrier(id uint64) {
 				continue
 			}
 			if l.local != nil {
-				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBarrier, wm: int64(id)})
+				l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, stream: l.stream, kind: msgBarrier, wm: int64(id)})
 				continue
 			}
 			if err := l.w.WriteFrame(wire.TBarrier, binary.AppendUvarint(nil, id)); err != nil {

@@ -29,6 +29,7 @@ const (
 type inMsg struct {
 	from    int
 	gen     uint64
+	stream  uint64 // which of the input's connections it came on (acceptInput)
 	kind    msgKind
 	payload []byte
 	pooled  bool // payload is getPayload's: handle gives it back once applied
@@ -63,6 +64,7 @@ type instance struct {
 
 	// owned by run
 	inputGen  []uint64 // the generation each input's stream must have
+	inputConn []uint64 // the number of each input's newest connection (acceptInput)
 	inputProd [][]job.Producer
 	back      []backChannel // per input: where trims go
 	wms       []int64
@@ -141,6 +143,7 @@ func newInstance(n *Node, d *wire.Deploy, p *wire.Placement) (*instance, error) 
 				in.inputIndex[q.ID] = len(in.inputs)
 				in.inputs = append(in.inputs, q.ID)
 				in.inputGen = append(in.inputGen, q.Gen)
+				in.inputConn = append(in.inputConn, 0)
 				in.inputProd = append(in.inputProd, producersOf(spec, &q))
 			}
 		}
@@ -387,6 +390,12 @@ func (in *instance) runKeyed(ctx context.Context) {
 func (in *instance) handle(m inMsg) bool {
 	if m.gen < in.inputGen[m.from] {
 		return false // from a zombie: an older placement of that input
+	}
+	if m.kind == msgWatermark && m.stream < in.inputConn[m.from] {
+		// Sent on a connection the input has replaced, and still queued
+		// here: it promises nothing about what the new one brings (a
+		// replay of key groups re-routed to us, behind it).
+		return false
 	}
 	if in.holds(m) {
 		return false

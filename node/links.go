@@ -40,6 +40,7 @@ type link struct {
 	b       wire.BatchBuilder
 	buf     []byte
 	lastWM  int64
+	stream  uint64 // a local link's connection number at the destination (acceptInput)
 	err     error
 	replay  *replay // a source's replay owns the link (replay.go)
 	// ahead holds, per producer and key group, how far the downstream
@@ -172,7 +173,7 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 			}
 			// Our input number there, by id: a rescale appends inputs.
 			if idx, known = target.inputIndex[in.id]; known {
-				resume = target.acceptInput(idx, in.place.Gen, func(ps []wire.Position) {
+				resume, l.stream = target.acceptInput(idx, in.place.Gen, func(ps []wire.Position) {
 					in.do(func() { in.applyTrim(pi, l, ps) })
 				})
 			}
@@ -312,14 +313,16 @@ func supersedes(q wire.Placement, d *dialAttempt) bool {
 
 // acceptInput runs on the receiving instance's goroutine when input i
 // (re)connects: it fences older generations, remembers where trims go and
-// returns the positions the sender must resume after.
-func (in *instance) acceptInput(i int, gen uint64, back backChannel) []wire.Position {
+// returns the positions the sender must resume after, and the number of
+// the new connection, which its messages carry (inMsg.stream).
+func (in *instance) acceptInput(i int, gen uint64, back backChannel) ([]wire.Position, uint64) {
 	if i < 0 || i >= len(in.inputs) || gen < in.inputGen[i] {
-		return nil
+		return nil, 0
 	}
 	in.inputGen[i] = gen
 	in.back[i] = back
-	return in.positionsFor(i)
+	in.inputConn[i]++
+	return in.positionsFor(i), in.inputConn[i]
 }
 
 // readTrims reads what a downstream sends back on our stream: trims.
@@ -615,7 +618,7 @@ func (in *instance) writeBatch(l *link) bool {
 	if l.local != nil {
 		payload := l.b.Encode(getPayload(l.b.Size())[:0])
 		l.b.Reset()
-		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload, pooled: true})
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, stream: l.stream, kind: msgBatch, payload: payload, pooled: true})
 		return false
 	}
 	l.buf = l.b.Encode(l.buf[:0])
@@ -665,7 +668,7 @@ func (in *instance) sendWatermarkTo(l *link, wm int64) {
 	}
 	l.lastWM = wm
 	if l.local != nil {
-		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgWatermark, wm: wm})
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, stream: l.stream, kind: msgWatermark, wm: wm})
 		return
 	}
 	if err := l.w.WriteFrame(wire.TWatermark, wire.EncodeWatermark(nil, wm)); err != nil {
@@ -705,7 +708,7 @@ func (in *instance) endLink(l *link) {
 		return
 	}
 	if l.local != nil {
-		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgEnd})
+		l.local.deliver(context.Background(), inMsg{from: l.fromIdx, gen: in.place.Gen, stream: l.stream, kind: msgEnd})
 		return
 	}
 	if err := l.w.WriteFrame(wire.TEnd, nil); err == nil {

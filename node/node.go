@@ -985,10 +985,12 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 	var resume []wire.Position
 	accepted, known := false, false
 	var from int
+	var stream uint64
 	ok := in.call(ctx, func() {
 		// The input numbers belong to the instance goroutine: a rescale adds inputs.
 		if from, known = in.inputIndex[h.From]; known && h.Gen >= in.inputGen[from] {
-			resume, accepted = in.acceptInput(from, h.Gen, back.send), true
+			resume, stream = in.acceptInput(from, h.Gen, back.send)
+			accepted = true
 		}
 	})
 	if ok && !known {
@@ -1022,7 +1024,7 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 			}
 			return
 		}
-		m := inMsg{from: from, gen: h.Gen}
+		m := inMsg{from: from, gen: h.Gen, stream: stream}
 		switch t {
 		case wire.TBatch:
 			m.kind, m.pooled = msgBatch, true

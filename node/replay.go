@@ -363,7 +363,7 @@ func (rp *replay) flush(in *instance, l *link) bool {
 // instance keeps the payload.
 func (rp *replay) send(in *instance, l *link, payload []byte) bool {
 	if l.local != nil {
-		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, kind: msgBatch, payload: payload})
+		return l.local.deliver(rp.ctx, inMsg{from: l.fromIdx, gen: in.place.Gen, stream: l.stream, kind: msgBatch, payload: payload})
 	}
 	err := l.w.WriteFrame(wire.TBatch, payload)
 	if err == nil {

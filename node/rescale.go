@@ -723,6 +723,7 @@ func (in *instance) addInputs(ps []wire.Placement) {
 			in.inputIndex[q.ID] = idx
 			in.inputs = append(in.inputs, q.ID)
 			in.inputGen = append(in.inputGen, q.Gen)
+			in.inputConn = append(in.inputConn, 0)
 			in.inputProd = append(in.inputProd, nil)
 			in.back = append(in.back, nil)
 			in.wms = append(in.wms, job.NoWatermark)

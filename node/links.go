@@ -206,7 +206,7 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 			return fmt.Errorf("open stream to %s on %s: %w", l.place.ID, l.place.Node, err)
 		}
 		w := wire.NewWriter(st)
-		if err := w.WriteJSON(wire.TStreamHello, wire.StreamHello{From: in.id, To: l.place.ID, Gen: in.place.Gen}); err == nil {
+		if err := w.WriteJSON(wire.TStreamHello, wire.StreamHello{From: in.id, To: l.place.ID, Gen: in.place.Gen, ToGen: l.place.Gen}); err == nil {
 			err = w.Flush()
 		}
 		if err != nil {

@@ -986,13 +986,26 @@ func (n *Node) serveStream(ctx context.Context, peer string, st net.Conn) {
 	accepted, known := false, false
 	var from int
 	var stream uint64
+	stale := false
 	ok := in.call(ctx, func() {
+		if stale = in.place.Gen < h.ToGen; stale {
+			// An older generation, stopped, that a restore queued here
+			// replaces: accepted, the stream would feed the stopped one
+			// and the new one would never hear from this input (seed
+			// 1910: a restart rescale's restore after a recovery's).
+			return
+		}
 		// The input numbers belong to the instance goroutine: a rescale adds inputs.
 		if from, known = in.inputIndex[h.From]; known && h.Gen >= in.inputGen[from] {
 			resume, stream = in.acceptInput(from, h.Gen, back.send)
 			accepted = true
 		}
 	})
+	if ok && stale {
+		back.mu.Unlock()
+		fail(h.To, fmt.Errorf("stream %s -> %s: generation %d is not restored on this node yet", h.From, h.To, h.ToGen))
+		return
+	}
 	if ok && !known {
 		back.mu.Unlock()
 		fail(h.To, fmt.Errorf("stream %s -> %s: %s is not an input of %s", h.From, h.To, h.From, h.To))

@@ -59,6 +59,10 @@ type StreamHello struct {
 	From job.InstanceID `json:"from"`
 	To   job.InstanceID `json:"to"`
 	Gen  uint64         `json:"gen"` // the sender's placement generation
+	// ToGen is the receiver's generation the sender dials: a receiver
+	// still at an older one (a restore queued on its node replaces it)
+	// refuses the stream, and the sender connects again.
+	ToGen uint64 `json:"to_gen,omitempty"`
 }
 
 // Control kinds.

@@ -59,7 +59,11 @@ type Log struct {
 	off     int64     // the file offset of buf[0]
 	pending []segment // cut, not stored yet (a Sync failed): stored first, in order
 
-	syncMu sync.Mutex // one Sync at a time: segments are stored in order
+	// syncing lets one Sync at a time in (segments are stored in order).
+	// A channel, not a mutex: a Sync waiting behind one whose Put waits
+	// for its store's answer (or its timeout) is then durably blocked,
+	// and the simulation's virtual clock can move to that timeout.
+	syncing chan struct{}
 }
 
 type segment struct {
@@ -69,7 +73,9 @@ type segment struct {
 
 // NewLog returns the log of file name in st, empty: each generation of a
 // sink writes a file of its own, never one that exists.
-func NewLog(st state.Store, name string) *Log { return &Log{st: st, name: name} }
+func NewLog(st state.Store, name string) *Log {
+	return &Log{st: st, name: name, syncing: make(chan struct{}, 1)}
+}
 
 // Write appends p; it is in memory until the next Sync.
 func (l *Log) Write(p []byte) (int, error) {
@@ -83,8 +89,8 @@ func (l *Log) Write(p []byte) (int, error) {
 // first Len bytes (as Len was when Sync began) are durable. A failed Sync
 // keeps what it could not store, and the next one stores it first.
 func (l *Log) Sync() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
+	l.syncing <- struct{}{}
+	defer func() { <-l.syncing }()
 	l.mu.Lock()
 	if len(l.buf) > 0 {
 		l.pending = append(l.pending, segment{off: l.off, data: l.buf})

@@ -315,6 +315,12 @@ func supersedes(q wire.Placement, d *dialAttempt) bool {
 // (re)connects: it fences older generations, remembers where trims go and
 // returns the positions the sender must resume after, and the number of
 // the new connection, which its messages carry (inMsg.stream).
+//
+// The input's watermark is forgotten: it was said on the replaced
+// connection, and the new one may replay records behind it (key groups
+// re-routed to us by a rescale). The sender says it again on the new
+// connection once its replay is sent. The instance's own watermark never
+// goes back; it only waits for the input's new one to move on.
 func (in *instance) acceptInput(i int, gen uint64, back backChannel) ([]wire.Position, uint64) {
 	if i < 0 || i >= len(in.inputs) || gen < in.inputGen[i] {
 		return nil, 0
@@ -322,6 +328,9 @@ func (in *instance) acceptInput(i int, gen uint64, back backChannel) ([]wire.Pos
 	in.inputGen[i] = gen
 	in.back[i] = back
 	in.inputConn[i]++
+	if !in.ended[i] {
+		in.wms[i] = job.NoWatermark
+	}
 	return in.positionsFor(i), in.inputConn[i]
 }
 

@@ -28,7 +28,7 @@ import (
 // compared with the script's .golden file (regenerated with
 // -update-scripts). Steps:
 //
-//	deploy [nodes=N] [ft=MODE] [ready=K] [recover=parallel]   a job of the default shape on N nodes, every node ready (or the first K)
+//	deploy [nodes=N] [ft=MODE] [ready=K] [recover=parallel] [rescale=restart]   a job of the default shape on N nodes, every node ready (or the first K)
 //	ready NODE                                   NODE reports its instances deployed
 //	checkpointed INST id=N [full] [parent=P] [sink=LEN] [pos=PART:POS,...]   the instance's node reports it
 //	damaged INST id=N                            its node reports the file of checkpoint N damaged
@@ -45,7 +45,7 @@ import (
 //	crash                                        the coordinator dies; a new core resumes from its durable record (the manifest as last written), its work not yet carried out lost
 //	rejoin NODE                                  a recorded node comes back to the resumed coordinator
 //	beat NODE                                    NODE's heartbeat (its instances' reports)
-//	stopped NODE                                 NODE has stopped its instances (the resume's stop)
+//	stopped NODE                                 NODE has stopped its instances (the resume's stop, or a --rescale restart's)
 //	show                                         placements, done and lost instances, restorable checkpoints
 //	# ...                                        a comment, echoed
 func TestCoreScripts(t *testing.T) { runScripts(t, "core", runCoreScript) }
@@ -168,7 +168,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if _, ok := args["ready"]; ok {
 			ready = int(num("ready"))
 		}
-		return h.deploy(n, ready, args["ft"], args["recover"])
+		return h.deploy(n, ready, args["ft"], args["recover"], args["rescale"])
 	case "ready":
 		node, err := arg(0)
 		if err != nil {
@@ -358,10 +358,15 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 		if err != nil {
 			return err
 		}
-		if h.c.resume == nil {
-			return fmt.Errorf("no resume in flight")
+		switch {
+		case h.c.resume != nil:
+			h.msg(node, &wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: h.c.resume.id, Step: wire.RescaleStopped}})
+		case h.c.eds.restart != nil:
+			r := h.c.eds.restart
+			h.msg(node, &wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: r.id, Step: wire.RescaleStopped, Op: r.op}})
+		default:
+			return fmt.Errorf("no resume or restart in flight")
 		}
-		h.msg(node, &wire.Control{Kind: wire.CtlRescale, Rescale: &wire.Rescale{ID: h.c.resume.id, Step: wire.RescaleStopped}})
 	case "show":
 		h.show(out)
 	default:
@@ -372,7 +377,7 @@ func (h *coreHarness) step(verb string, plain []string, args map[string]string, 
 
 // deploy makes the coordinator and n nodes joined, of which the first
 // ready report ready (the job starts once all have).
-func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
+func (h *coreHarness) deploy(n, ready int, ft, recover, rescale string) error {
 	cfg := DefaultConfig()
 	cfg.Nodes, cfg.Interval, cfg.Respawn = n, "1s", false
 	if ft != "" {
@@ -380,6 +385,9 @@ func (h *coreHarness) deploy(n, ready int, ft, recover string) error {
 	}
 	if recover != "" {
 		cfg.Recover = recover
+	}
+	if rescale != "" {
+		cfg.Rescale = rescale
 	}
 	c := newCore(cfg, "run", h.now)
 	h.c = c

@@ -52,10 +52,9 @@ func overload(t *testing.T, h *coreHarness, secs int) []events.AutoscaleFields {
 func newModesHarness(t *testing.T, ft, rescale string) *coreHarness {
 	t.Helper()
 	h := newCoreHarness(t)
-	if err := h.deploy(2, 2, ft, ""); err != nil {
+	if err := h.deploy(2, 2, ft, "", rescale); err != nil {
 		t.Fatal(err)
 	}
-	h.c.cfg.Rescale = rescale
 	h.takeWork()
 	h.w = work{}
 	return h

@@ -1091,13 +1091,15 @@ const drainWaitLimit = 10 * time.Second
 // sim.TestDrainPastAStalledRescale, 2→1 with the old owner's store
 // failing, 6,111 windows lost). So does a parallel recovery's rescale,
 // which the lost instances' recovery is, and a --rescale restart once
-// it has stopped the job. The wait says so once drainWaitLimit has
+// it has stopped the job, until every instance is restored (its settle:
+// what is left is the catch-up, which may need the drain itself, as a
+// sink's catch-up to its upstreams' final watermark does). The wait says so once drainWaitLimit has
 // passed; the driver's drainLimit still ends a run whose store never
 // comes back, with an error.
 func (c *core) drainWait(why string) bool {
 	now := c.now
 	r, rs := c.eds.cur, c.eds.restart
-	busy := (r != nil && r.phase != phaseSettle) || rs != nil
+	busy := (r != nil && r.phase != phaseSettle) || (rs != nil && rs.running.IsZero())
 	if !busy {
 		c.drainPending = ""
 		return false

@@ -275,10 +275,7 @@ func TestALiveRescaleAcrossTheEndOfAFiniteSource(t *testing.T) {
 // knownFailingWide are seeds of the whole-product nemesis (TestSeeds'
 // -wide runs) that find bugs not fixed yet, with the class of each.
 // TestSeeds skips them unless -sim.known.
-var knownFailingWide = map[uint64]string{
-	205: "a restart rescale as the trace ends, two partitions, two nodes lost: the job drains and run_finished is written, yet the driver's drain deadline fires with every instance waiting (1 run in 8 before f43337d, 5 in 16 after: not settled)",
-	33:  "a restart rescale over a trace, --store coord: the drain waits for every instance (2 runs in 6)",
-}
+var knownFailingWide = map[uint64]string{}
 
 // wideRegressions are seeds of the whole-product nemesis that found a bug,
 // each run by TestSeeds under it whatever -sim.seeds says.
@@ -300,6 +297,8 @@ var wideRegressions = []uint64{
 	941,  // the same over a trace
 	1666, // the same with --store coord over a trace
 	1910, // a restart rescale after a parallel recovery: a stream accepted by the generation the restart replaced, the drain waited for ever
+	33,   // a restart rescale of rollup as the trace ended: the drain waited for the restart's catch-up, which needed the drain
+	205,  // the same, among partitions and lost nodes
 	816,  // the auto-scaler's count 1→2 after a trace ended: the sources' final watermark, said on the replaced connections, outlived the unhold (about 140 lost, 350 wrong)
 }
 

@@ -21,9 +21,7 @@ import (
 // restorable checkpoints shared their base: "restore of count#0 failed:
 // … checksum mismatch", and the instance was lost.
 func TestOneDamagedFileNeverLosesAnInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12 simulated runs")
-	}
+	long(t, "12 simulated runs")
 	damagedFirst := func(t *testing.T, r Result) {
 		t.Helper()
 		for _, s := range r.Steps {
@@ -76,9 +74,7 @@ func TestOneDamagedFileNeverLosesAnInstance(t *testing.T) {
 // reason, before the drain (before, it drained on with a hole that only
 // the verification reported).
 func TestNothingLeftToRestoreStopsTheRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	root := simRoot(t)
 	cfg := DefaultConfig()
 	cfg.Schedule = []Step{

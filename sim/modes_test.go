@@ -49,9 +49,7 @@ func autoscaleCheck(live bool) func(t *testing.T, r Result) {
 }
 
 func TestTheAutoscalerInEveryMode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	kills := []Step{
 		{At: 2500 * time.Millisecond, Action: act("kill", "count/0")},
 		{At: 5000 * time.Millisecond, Action: act("kill", "rollup/1")},
@@ -82,9 +80,7 @@ func TestTheAutoscalerInEveryMode(t *testing.T) {
 // defers to the rescale in flight) so that the drain takes a while. The
 // rescale must be abandoned as the drain starts, not carried on in it.
 func TestADrainForcedPastAStalledRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	cfg := DefaultConfig()
 	cfg.Autoscale = true
 	at := cfg.Duration - 400*time.Millisecond

@@ -201,9 +201,7 @@ func TestTheSummaryCountsSeedsPerAxisValue(t *testing.T) {
 // source and the auto-scaler; the run directory under --ft global; a
 // benign --ft none run, checked 0/0/0.
 func TestTheProductsOtherConfigurations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	faults := []Step{
 		{At: ms(1500), Action: act("link", "count/0", "latency", "40ms", "jitter", "10ms", "for", "1s")},
 		{At: ms(2500), Action: act("partition", "", "groups", "n1,n3|n2,n4", "oneway", "true", "for", "600ms")},
@@ -258,9 +256,7 @@ func TestTheProductsOtherConfigurations(t *testing.T) {
 // end of its input until the drain, which the coordinator starts once
 // every source is at its end and which waits for the rescale.
 func TestALiveRescaleAcrossTheEndOfAFiniteSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	only := map[string]string{"ft": "spate", "rescale": "live", "store": "dir", "source": "trace", "autoscale": "off", "recover": "single"}
 	shapes := []shape{{name: "seed 255's schedule", steps: []Step{
 		{At: ms(1902), Action: act("partition", "", "shape", "bridge", "for", "751ms")},
@@ -311,9 +307,7 @@ var wideRegressions = []uint64{
 // wrong results). A keyed sender now reports the gap (CtlGap) and the
 // coordinator rolls the whole job back.
 func TestALinkResetUnderGlobal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	only := map[string]string{"ft": "global", "store": "mem", "source": "gen", "autoscale": "off", "recover": "single", "rescale": "live"}
 	runShapes(t, wide(only), []shape{{name: "a reset of sink/0's links", steps: []Step{
 		{At: ms(5600), Action: act("link", "sink/0", "reset", "true", "for", "200ms")},

@@ -12,9 +12,7 @@ import (
 // Its restore must load the moved key groups from the same chains again,
 // and the upstreams must still hold what that restore replays.
 func TestARestartedOwnerLostBeforeItsFirstCheckpoint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	cfg := DefaultConfig()
 	cfg.Rescale = "restart"
 	var shapes []shape
@@ -50,9 +48,7 @@ func TestARestartedOwnerLostBeforeItsFirstCheckpoint(t *testing.T) {
 // catch up), resumed 50 ms to 1.5 s later: the resumed coordinator must
 // finish the restart or roll it back, never lose the moved key groups.
 func TestACoordinatorCrashInARestartRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated runs")
-	}
+	long(t, "simulated runs")
 	cfg := DefaultConfig()
 	cfg.Rescale = "restart"
 	var shapes []shape

@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	seeds  = flag.Int("sim.seeds", 0, "seeds to run (default: 12, 3 with -short)")
+	seeds  = flag.Int("sim.seeds", 0, "seeds to run (default: 12, 3 with -short or -race)")
 	from   = flag.Uint64("sim.from", 1, "first seed")
 	keep   = flag.String("sim.dir", "", "keep the run directories under this directory")
 	known  = flag.Bool("sim.known", false, "run the seeds known to fail too (knownFailing)")
@@ -107,7 +107,7 @@ func TestSeeds(t *testing.T) {
 	n := *seeds
 	if n == 0 {
 		n = 12
-		if testing.Short() {
+		if testing.Short() || raceParent {
 			n = 3
 		}
 	}
@@ -128,6 +128,13 @@ func TestSeeds(t *testing.T) {
 	var list []run
 	for seed := *from; seed < *from+uint64(n); seed++ {
 		list = append(list, run{seed, *recov, false, !*narrow})
+	}
+	regressions, wideRegressions, crashRegressions := regressions, wideRegressions, crashRegressions
+	parallelRegressions, parallelCrashRegressions := parallelRegressions, parallelCrashRegressions
+	if raceParent {
+		// The regressions are left to the child built without -race.
+		regressions, wideRegressions, crashRegressions = nil, nil, nil
+		parallelRegressions, parallelCrashRegressions = nil, nil
 	}
 	for _, seed := range regressions {
 		if !slices.Contains(list, run{seed, *recov, true, false}) {
@@ -243,9 +250,7 @@ func watchdog(seed uint64, done <-chan struct{}) {
 // range back to the slice's positions (coord/PROTOCOL.md, "Pre-copy";
 // the core script a-drop-answered-before-the-start).
 func TestScaleOutOfARestoredInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12 simulated runs")
-	}
+	long(t, "12 simulated runs")
 	cfg := DefaultConfig()
 	cfg.Schedule = []Step{
 		{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}},
@@ -274,9 +279,7 @@ func TestScaleOutOfARestoredInstance(t *testing.T) {
 // recovery_split, then a rescale that moves the parts), merged back into
 // count's two instances once caught up, and the run keeps exactly-once.
 func TestParallelRecovery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("6 simulated runs")
-	}
+	long(t, "6 simulated runs")
 	cfg := DefaultConfig()
 	cfg.Recover = "parallel"
 	cfg.Schedule = []Step{{At: 3 * time.Second, Action: control.Action{Verb: "kill", Target: "count/0"}}}
@@ -337,9 +340,7 @@ func simRoot(t *testing.T) string {
 //
 // Either way nothing is lost or counted twice.
 func TestDrainPastAStalledRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("6 simulated runs")
-	}
+	long(t, "6 simulated runs")
 	const storeFails = 14 * time.Second
 	cfg := DefaultConfig()
 	at := cfg.Duration - 400*time.Millisecond
@@ -439,9 +440,7 @@ func runShapes(t *testing.T, cfg Config, shapes []shape) {
 // receiver isolated in the release as the drain is asked; a kill during
 // the drain of a rescaled job.
 func TestCompoundFaultsAcrossARescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("15 simulated runs")
-	}
+	long(t, "15 simulated runs")
 	runShapes(t, DefaultConfig(), []shape{
 		{name: "old owner lost after its release, store failing", steps: []Step{
 			{At: ms(4900), Action: act("store", "count/1", "fail", "true", "for", "3s")},
@@ -477,9 +476,7 @@ func TestCompoundFaultsAcrossARescale(t *testing.T) {
 // and without a damaged or missing checkpoint between them, under single
 // and parallel recovery.
 func TestCompoundFaultsBetweenLosses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("30 simulated runs")
-	}
+	long(t, "30 simulated runs")
 	shapes := []shape{
 		{name: "damaged checkpoint, a loss, its restored instance lost again", steps: []Step{
 			{At: ms(3000), Action: act("store", "count/0", "corrupt", "true")},
@@ -522,9 +519,7 @@ func TestCompoundFaultsBetweenLosses(t *testing.T) {
 // store failing as the checkpoints are taken, and the drain asked in the
 // middle.
 func TestCompoundFaultsInARestartRescale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("15 simulated runs")
-	}
+	long(t, "15 simulated runs")
 	cfg := DefaultConfig()
 	cfg.Rescale = "restart"
 	runShapes(t, cfg, []shape{

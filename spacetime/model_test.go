@@ -1,0 +1,204 @@
+package spacetime
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"spate/events"
+)
+
+func TestAKillUnderSpateIsOneLossWithItsRestoresAndReplays(t *testing.T) {
+	l, evs := oneLoss(t, "spate.jsonl")
+	var lostEv, faultEv events.Event
+	restored := map[string]events.RecoveryRestoredFields{}
+	restoredAt := map[string]time.Time{}
+	var replays []Replay
+	for _, e := range evs {
+		switch f := e.Fields.(type) {
+		case events.NodeLostFields:
+			lostEv = e
+		case events.FaultStartedFields:
+			faultEv = e
+		case events.RecoveryRestoredFields:
+			restored[e.Instance], restoredAt[e.Instance] = f, e.Time
+		case events.ReplayFields:
+			replays = append(replays, Replay{From: e.Instance, To: f.To, Records: f.Records, At: e.Time})
+		}
+	}
+	if l.Node != lostEv.Node || !l.Detected.Equal(lostEv.Time) || l.Global {
+		t.Fatalf("loss of %s at %v (global %v), want %s at %v", l.Node, l.Detected, l.Global, lostEv.Node, lostEv.Time)
+	}
+	if l.Fault != "kill" || !l.Killed.Equal(faultEv.Time) {
+		t.Errorf("fault %q at %v, want the kill at %v", l.Fault, l.Killed, faultEv.Time)
+	}
+	if got, want := l.Lost(), []string{"count#0", "sink#0"}; !slices.Equal(got, want) {
+		t.Errorf("lost %v, want %v", got, want)
+	}
+	if len(l.Lanes) != 8 {
+		t.Errorf("%d lanes, want the job's 8 instances", len(l.Lanes))
+	}
+	if len(l.Restores) != len(restored) || len(restored) == 0 {
+		t.Fatalf("%d restores, the run has %d", len(l.Restores), len(restored))
+	}
+	for _, r := range l.Restores {
+		f, ok := restored[r.Instance]
+		if !ok || r.Checkpoint != f.Checkpoint || !r.Restored.Equal(restoredAt[r.Instance]) {
+			t.Errorf("%s restored from %d at %v, the event says %d at %v", r.Instance, r.Checkpoint, r.Restored, f.Checkpoint, restoredAt[r.Instance])
+		}
+		// The checkpoint restored is one the run completed, before the
+		// loss, and its tick is on the lane, inside the window.
+		var tick *Tick
+		for _, tk := range l.Lane(r.Instance).Ticks {
+			if tk.ID == r.Checkpoint && tk.At.Equal(r.CheckpointAt) {
+				tick = &tk
+			}
+		}
+		if r.CheckpointAt.IsZero() || !r.CheckpointAt.Before(l.Detected) || tick == nil {
+			t.Errorf("%s: checkpoint %d at %v, tick %v", r.Instance, r.Checkpoint, r.CheckpointAt, tick)
+		}
+		if r.CheckpointAt.Before(l.Start) || r.Done.IsZero() || r.Done.After(l.End) {
+			t.Errorf("%s: checkpoint at %v, done at %v, window %v..%v", r.Instance, r.CheckpointAt, r.Done, l.Start, l.End)
+		}
+	}
+	if !slices.Equal(l.Replays, replays) {
+		t.Errorf("replays %+v, the events say %+v", l.Replays, replays)
+	}
+	// The window is around the loss, not the run.
+	run := evs[len(evs)-1].Time.Sub(evs[0].Time)
+	if w := l.End.Sub(l.Start); w <= 0 || w > run/4 {
+		t.Errorf("window %v of a %v run", w, run)
+	}
+	for _, ln := range l.Lanes {
+		for _, tk := range ln.Ticks {
+			if tk.At.Before(l.Start) || tk.At.After(l.End) {
+				t.Errorf("%s: tick %d at %v outside the window", ln.Instance, tk.ID, tk.At)
+			}
+		}
+	}
+}
+
+func TestAKillUnderGlobalRollsEveryLaneBack(t *testing.T) {
+	for _, name := range []string{"global.jsonl", "global-short-interval.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			l, evs := oneLoss(t, name)
+			var placed events.RecoveryPlacedFields
+			var restoredAt time.Time
+			for _, e := range evs {
+				switch f := e.Fields.(type) {
+				case events.RecoveryPlacedFields:
+					placed = f
+				case events.RecoveryRestoredFields:
+					restoredAt = e.Time
+				}
+			}
+			rb := l.Rollback
+			if !l.Global || rb == nil {
+				t.Fatalf("global %v, rollback %v", l.Global, rb)
+			}
+			if rb.Checkpoint != placed.Checkpoint || rb.Records != placed.Records || !rb.Restored.Equal(restoredAt) || !l.Done.Equal(restoredAt) {
+				t.Errorf("rollback %+v, done %v; the events say checkpoint %d, %d records, restored at %v",
+					*rb, l.Done, placed.Checkpoint, placed.Records, restoredAt)
+			}
+			if len(l.Restores) != 0 || len(l.Replays) != 0 {
+				t.Errorf("restores %v, replays %v: a global rollback has neither", l.Restores, l.Replays)
+			}
+			for _, ln := range l.Lanes {
+				id, at, ok := l.Restored(ln.Instance)
+				if !ok || id != rb.Checkpoint || !at.Equal(rb.CheckpointAt) {
+					t.Errorf("%s restored from %d at %v (%v)", ln.Instance, id, at, ok)
+				}
+				if !slices.ContainsFunc(ln.Ticks, func(tk Tick) bool { return tk.Global && tk.ID == rb.Checkpoint }) {
+					t.Errorf("%s: no tick of global checkpoint %d in %v", ln.Instance, rb.Checkpoint, ln.Ticks)
+				}
+			}
+			// The checkpoint lies far before the kill: the axis breaks
+			// and the recovery keeps most of the width.
+			ax := l.Axis(100, 3)
+			if !ax.Broken() {
+				t.Fatalf("axis %+v not broken", ax)
+			}
+			k, _ := ax.X(l.Killed)
+			d, _ := ax.X(l.Done)
+			if d-k < 40 {
+				t.Errorf("the recovery gets %.0f of 100 units", d-k)
+			}
+		})
+	}
+}
+
+func TestAxisBreaksOnlyWhenTheCheckpointIsFarBeforeTheFault(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	loss := func(ckMs int) Loss {
+		return Loss{Killed: at(1000), Detected: at(1005), Done: at(1100), Start: at(ckMs - 10), End: at(1110),
+			Restores: []Restore{{Instance: "a#0", Checkpoint: 3, CheckpointAt: at(ckMs), Restored: at(1020), Done: at(1100)}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		ckMs   int
+		broken bool
+	}{
+		{"a checkpoint just before", 950, false},
+		{"a checkpoint seconds before", -4000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ax := loss(tc.ckMs).Axis(200, 4)
+			if ax.Broken() != tc.broken {
+				t.Fatalf("broken %v, want %v: %+v", ax.Broken(), tc.broken, ax)
+			}
+			prev := -1.0
+			for ms := tc.ckMs - 10; ms <= 1110; ms++ {
+				x, ok := ax.X(at(ms))
+				if x < 0 || x > 200 || x < prev {
+					t.Fatalf("X(%dms) = %v after %v", ms, x, prev)
+				}
+				if ok {
+					prev = x
+				}
+			}
+			for _, ms := range []int{tc.ckMs, 1000, 1100} {
+				if _, ok := ax.X(at(ms)); !ok {
+					t.Errorf("%dms is not drawn", ms)
+				}
+			}
+		})
+	}
+}
+
+func TestLossesPassesOverWhatItCannotPlace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	evs := []events.Event{
+		{Kind: events.Replay, Time: t0, Instance: "source#0", Fields: events.ReplayFields{To: "count#0", Records: 5}},
+		{Kind: events.RecoveryRestored, Time: t0, Instance: "count#0", Fields: events.RecoveryRestoredFields{Checkpoint: 2}},
+		{Kind: events.RecoveryRestored, Time: t0, Fields: events.RecoveryRestoredFields{Checkpoint: 2}},
+		{Kind: events.RecoveryPlaced, Time: t0, Fields: events.RecoveryPlacedFields{Checkpoint: 2}},
+		{Kind: events.RecoveryDone, Time: t0, Instance: "count#0"},
+		{Kind: events.NodeLost, Time: t0, Node: "n1", Fields: events.NodeLostFields{Reason: "before the job"}},
+		{Kind: events.Checkpoint, Time: t0, Fields: events.CheckpointFields{ID: 1}},
+		{Kind: "a_newer_kind", Time: t0, Fields: events.Other{K: "a_newer_kind"}},
+	}
+	if ls := Losses(evs); len(ls) != 0 {
+		t.Fatalf("losses %+v from events that make none", ls)
+	}
+	if ls := Losses(nil); len(ls) != 0 {
+		t.Fatalf("losses %+v from no events", ls)
+	}
+	// A loss whose recovery the run does not hold: lanes, no restore, no
+	// end, and a window all the same.
+	lost, err := events.DecodeLine([]byte(`{"v":1,"seq":9,"time":"2026-01-01T00:00:01Z","kind":"node_lost","node":"n2","fields":{"instances":["count#1"],"reason":"EOF"}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = append(evs, lost)
+	ls := Losses(evs)
+	if len(ls) != 1 || ls[0].Node != "n2" || !ls[0].Done.IsZero() || !ls[0].End.After(ls[0].Start) {
+		t.Fatalf("losses %+v, want n2's, never done, with a window", ls)
+	}
+	if got := Text(ls[0], 60); got == "" {
+		t.Error("no text")
+	}
+	if got := Text(Loss{}, 0); got == "" {
+		t.Error("no text for the zero Loss")
+	}
+}

@@ -66,10 +66,24 @@ func lossTitle(l spacetime.Loss) string {
 func lossSummary(l spacetime.Loss) string {
 	var parts []string
 	if rb := l.Rollback; rb != nil {
-		parts = append(parts, fmt.Sprintf("the whole job rolled back to global checkpoint %d; the sources read %s again", rb.Checkpoint, human.Plural(int(rb.Records), "record")))
+		to := fmt.Sprintf("global checkpoint %d", rb.Checkpoint)
+		if rb.Checkpoint == 0 {
+			to = "its start"
+		}
+		if len(rb.Unusable) > 0 {
+			var ids []string
+			for _, id := range rb.Unusable {
+				ids = append(ids, fmt.Sprint(id))
+			}
+			to = fmt.Sprintf("%s, global checkpoints %s found damaged first", to, strings.Join(ids, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("the whole job rolled back to %s; the sources read %s again", to, human.Plural(int(rb.Records), "record")))
 	}
 	for _, r := range l.Restores {
 		s := fmt.Sprintf("%s restored on %s from checkpoint %d", r.Instance, r.Node, r.Checkpoint)
+		if r.Checkpoint == 0 {
+			s = fmt.Sprintf("%s restarted on %s from nothing", r.Instance, r.Node)
+		}
 		switch {
 		case r.Restored.IsZero():
 			s = r.Instance + " never restored"
@@ -496,7 +510,11 @@ func (d *diagram) events() {
 		d.label(text, "", topSpots(x)...)
 	}
 	if rb := l.Rollback; rb != nil {
-		text := fmt.Sprintf("every lane rolls back to global checkpoint %d; the sources read %s records again", rb.Checkpoint, human.Count(float64(rb.Records)))
+		to := fmt.Sprintf("global checkpoint %d", rb.Checkpoint)
+		if rb.Checkpoint == 0 {
+			to = "the start"
+		}
+		text := fmt.Sprintf("every lane rolls back to %s; the sources read %s records again", to, human.Count(float64(rb.Records)))
 		var spots []spot
 		for _, s := range topSpots(stLeft) {
 			if s.anchor == "start" {

@@ -82,6 +82,7 @@ type Rollback struct {
 	Checkpoint   uint64
 	CheckpointAt time.Time // zero: the start, or not in the run
 	Records      uint64
+	Unusable     []uint64  // the later global checkpoints it tried first, found damaged
 	Placed       time.Time // the coordinator ordered it
 	Restored     time.Time // every instance restored; zero: never within the run
 }
@@ -238,6 +239,15 @@ func (f *fold) placed(e events.Event, p events.RecoveryPlacedFields) {
 			return
 		}
 		l.Global = true
+		if rb := l.Rollback; rb != nil && rb.Restored.IsZero() {
+			// The checkpoint it rolled back to was damaged: it falls
+			// back to an older one.
+			if rb.Checkpoint != p.Checkpoint {
+				rb.Unusable = append(rb.Unusable, rb.Checkpoint)
+			}
+			rb.Checkpoint, rb.Records = p.Checkpoint, p.Records
+			return
+		}
 		l.Rollback = &Rollback{Checkpoint: p.Checkpoint, Records: p.Records, Placed: e.Time}
 		return
 	}

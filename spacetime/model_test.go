@@ -2,6 +2,7 @@ package spacetime
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +201,46 @@ func TestLossesPassesOverWhatItCannotPlace(t *testing.T) {
 	}
 	if got := Text(Loss{}, 0); got == "" {
 		t.Error("no text for the zero Loss")
+	}
+}
+
+// TestAGlobalRollbackPastADamagedCheckpointKeepsTheOneItUsed: under
+// --ft global the coordinator orders the rollback again, to an older
+// checkpoint, when an instance cannot load the one it chose.
+func TestAGlobalRollbackPastADamagedCheckpointKeepsTheOneItUsed(t *testing.T) {
+	lines := []string{
+		`{"v":1,"seq":1,"time":"2026-01-01T00:00:00Z","kind":"job_started"}`,
+		`{"v":1,"seq":2,"time":"2026-01-01T00:00:00Z","kind":"instance_placed","node":"n1","instance":"source#0","fields":{"op":"source","partitions":[0],"ranges":null}}`,
+		`{"v":1,"seq":3,"time":"2026-01-01T00:00:00Z","kind":"instance_placed","node":"n2","instance":"count#0","fields":{"op":"count","partitions":null,"ranges":[{"lo":0,"hi":128}]}}`,
+		`{"v":1,"seq":4,"time":"2026-01-01T00:00:01Z","kind":"checkpoint","fields":{"global":true,"id":1,"took_ms":5}}`,
+		`{"v":1,"seq":5,"time":"2026-01-01T00:00:02Z","kind":"checkpoint","fields":{"global":true,"id":2,"took_ms":5}}`,
+		`{"v":1,"seq":6,"time":"2026-01-01T00:00:02.5Z","kind":"fault_started","fields":{"args":null,"id":1,"nodes":["n2"],"target":"count","verb":"kill"}}`,
+		`{"v":1,"seq":7,"time":"2026-01-01T00:00:02.6Z","kind":"node_lost","node":"n2","fields":{"instances":["count#0"],"reason":"EOF"}}`,
+		`{"v":1,"seq":8,"time":"2026-01-01T00:00:02.6Z","kind":"recovery_placed","node":"n2","fields":{"checkpoint":2,"records":900}}`,
+		`{"v":1,"seq":9,"time":"2026-01-01T00:00:02.7Z","kind":"checkpoint_fallback","node":"n1","instance":"source#0","fields":{"checkpoint":2,"error":"damaged","fallback":1}}`,
+		`{"v":1,"seq":10,"time":"2026-01-01T00:00:02.7Z","kind":"recovery_placed","fields":{"checkpoint":1,"records":1700}}`,
+		`{"v":1,"seq":11,"time":"2026-01-01T00:00:02.8Z","kind":"recovery_restored","fields":{"checkpoint":1}}`,
+	}
+	var evs []events.Event
+	for _, s := range lines {
+		e, err := events.DecodeLine([]byte(s), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		evs = append(evs, e)
+	}
+	ls := Losses(evs)
+	if len(ls) != 1 || ls[0].Rollback == nil {
+		t.Fatalf("losses %+v, want one global rollback", ls)
+	}
+	l, rb := ls[0], ls[0].Rollback
+	if rb.Checkpoint != 1 || rb.Records != 1700 || !slices.Equal(rb.Unusable, []uint64{2}) || !rb.CheckpointAt.Equal(evs[3].Time) {
+		t.Errorf("rollback %+v, want to checkpoint 1 (at %v), 1700 records, 2 unusable", *rb, evs[3].Time)
+	}
+	if !l.Start.Before(rb.CheckpointAt) || !l.Done.Equal(evs[10].Time) || l.Fault != "kill" {
+		t.Errorf("window %v..%v, done %v, fault %q", l.Start, l.End, l.Done, l.Fault)
+	}
+	if text := Text(l, 100); !strings.Contains(text, "global checkpoint 1") || !strings.Contains(text, "global checkpoint 2 found damaged") {
+		t.Errorf("the text does not say which checkpoint was used and which was damaged:\n%s", text)
 	}
 }

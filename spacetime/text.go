@@ -103,8 +103,9 @@ type textDiagram struct {
 	width  int
 	labW   int // the lane names' column
 	ax     Axis
-	g      grid // rows: a gap row, then per lane its row and a gap row, then the times
-	notes  []string
+	g      grid     // rows: a gap row, then per lane its row and a gap row, then the times
+	notes  []string // a line per event of the recovery, wrapped to the width
+	legend []string // the key of the marks
 	titled string
 }
 
@@ -176,7 +177,7 @@ func (t *textDiagram) draw() {
 	}
 	t.labels()
 	t.times()
-	t.legend()
+	t.describe()
 }
 
 // span fills row r from time a to time b (exclusive of both ends' cells)
@@ -452,8 +453,9 @@ func (t *textDiagram) times() {
 	t.g.write(r, 0, clip("from fault", t.labW-1))
 }
 
-// legend is the lines under the diagram: one per event of the recovery.
-func (t *textDiagram) legend() {
+// describe makes the lines under the diagram: one per event of the
+// recovery, and the key of the marks.
+func (t *textDiagram) describe() {
 	l := t.l
 	at := func(x time.Time) string { return since(x.Sub(l.Killed)) }
 	verb := l.Fault
@@ -464,8 +466,18 @@ func (t *textDiagram) legend() {
 		at(l.Detected), strings.Join(l.Lost(), ", "))
 	if rb := l.Rollback; rb != nil {
 		s := fmt.Sprintf("%c every lane rolled back to global checkpoint %d", markRestore, rb.Checkpoint)
+		if rb.Checkpoint == 0 {
+			s = fmt.Sprintf("%c every lane rolled back to the start of the job", markRestore)
+		}
 		if !rb.CheckpointAt.IsZero() {
 			s += " (" + at(rb.CheckpointAt) + ")"
+		}
+		if len(rb.Unusable) > 0 {
+			word := "global checkpoint "
+			if len(rb.Unusable) > 1 {
+				word = "global checkpoints "
+			}
+			s += ", " + word + ids(rb.Unusable) + " found damaged"
 		}
 		if !rb.Restored.IsZero() {
 			s += ", restored " + at(rb.Restored)
@@ -503,7 +515,7 @@ func (t *textDiagram) legend() {
 	if t.ax.Broken() {
 		t.notes = append(t.notes, fmt.Sprintf("%c %s of time skipped", markBreak, dur(t.ax.Skipped())))
 	}
-	t.notes = append(t.notes, wrap(strings.Split(Legend, ", "), "  ", t.width)...)
+	t.legend = wrap(strings.Split(Legend, ", "), "  ", t.width)
 }
 
 // wrap packs items into lines of at most width runes, sep between two on
@@ -533,7 +545,35 @@ func (t *textDiagram) lines() []string {
 	for _, row := range t.g {
 		out = append(out, strings.TrimRight(string(row), " "))
 	}
-	return append(out, t.notes...)
+	for _, n := range t.notes {
+		out = append(out, wrapWords(n, t.width)...)
+	}
+	return append(out, t.legend...)
+}
+
+// wrapWords breaks s at spaces into lines of at most width runes, the
+// lines after the first indented by two; a word too long is clipped.
+func wrapWords(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+			if len(out) > 0 {
+				line = "  " + w
+			}
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			out = append(out, line)
+			line = "  " + w
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 func (t *textDiagram) laneIndex(id string) int {
@@ -603,4 +643,16 @@ func count(n uint64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%.1fM", float64(n)/1e6)
+}
+
+// ids are checkpoint ids as a list: "3", "3 and 2", "4, 3 and 2".
+func ids(xs []uint64) string {
+	var ss []string
+	for _, x := range xs {
+		ss = append(ss, fmt.Sprint(x))
+	}
+	if len(ss) < 2 {
+		return strings.Join(ss, "")
+	}
+	return strings.Join(ss[:len(ss)-1], ", ") + " and " + ss[len(ss)-1]
 }

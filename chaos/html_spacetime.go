@@ -94,6 +94,9 @@ func lossSummary(l spacetime.Loss) string {
 		}
 		parts = append(parts, s)
 	}
+	if len(l.Split) > 0 {
+		parts = append(parts, "the lost key groups split: "+strings.Join(l.Split, ", "))
+	}
 	var recs uint64
 	for _, rp := range l.Replays {
 		recs += rp.Records
@@ -412,15 +415,16 @@ func (d *diagram) rollbackArcs() [][6]float64 {
 // be drawn.
 func (d *diagram) replayLine(rp spacetime.Replay) [4]float64 {
 	from, to := d.laneIndex(rp.From), d.laneIndex(rp.To)
-	rs := d.restore(rp.To)
-	if from < 0 || to < 0 || from == to || rs == nil {
+	if from < 0 || to < 0 || from == to {
 		return [4]float64{}
 	}
-	// It starts once both ends run again: the restored instance, and
-	// the upstream if it was restored too.
-	start := rs.Restored
-	if up := d.restore(rp.From); up != nil && up.Restored.After(start) {
-		start = up.Restored
+	// It starts once both ends run again, if either was restored (a
+	// parallel recovery's new instances were not: theirs is vertical).
+	var start time.Time
+	for _, id := range []string{rp.To, rp.From} {
+		if rs := d.restore(id); rs != nil && rs.Restored.After(start) {
+			start = rs.Restored
+		}
 	}
 	if start.IsZero() || start.After(rp.At) {
 		start = rp.At

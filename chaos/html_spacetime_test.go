@@ -191,6 +191,7 @@ func TestTheReportDrawsEachLossAsASpaceTimeDiagram(t *testing.T) {
 		"spate.jsonl":                 recorded(t, "spate.jsonl"),
 		"global.jsonl":                recorded(t, "global.jsonl"),
 		"global-short-interval.jsonl": recorded(t, "global-short-interval.jsonl"),
+		"spate-parallel.jsonl":        recorded(t, "spate-parallel.jsonl"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if len(r.Losses) == 0 {

@@ -2,6 +2,7 @@ package spacetime
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"spate/events"
@@ -32,6 +33,10 @@ type Loss struct {
 	Restores   []Restore // one per lost instance placed again, in the order they were placed
 	Replays    []Replay  // the upstreams' replays to the restored instances, in order
 	Rollback   *Rollback // --ft global only
+	// Split is a parallel recovery's (--recover parallel) plan: what each
+	// instance keeps or gets of the lost one's key groups ("count#2 gets
+	// [[21,42)]"); the new instances have lanes of their own.
+	Split []string
 }
 
 // Lane is one operator instance's line in the diagram.
@@ -127,6 +132,7 @@ type fold struct {
 	open     map[string]*Loss // instance -> the loss it is recovering from
 	last     map[string]*Loss // instance -> the latest loss that took it
 	lastLoss map[string]time.Time
+	rescaled time.Time // the latest rescale_planned
 }
 
 // Losses folds a run's events, in the order of the run, into one Loss per
@@ -147,24 +153,60 @@ func Losses(evs []events.Event) []Loss {
 	return out
 }
 
-func (f *fold) see(id string) {
-	if id != "" && !slices.Contains(f.order, id) {
-		f.order = append(f.order, id)
+// see notes instance id, on node if known: a new one gets a lane in
+// every loss still recovering (a parallel recovery's new instances, a
+// rescale's), after the lanes of its operator.
+func (f *fold) see(id, node string) {
+	if id == "" || slices.Contains(f.order, id) {
+		return
 	}
+	f.order = append(f.order, id)
+	if node == "" {
+		node = f.node[id]
+	}
+	var done []*Loss
+	for _, l := range f.open {
+		if slices.Contains(done, l) {
+			continue
+		}
+		done = append(done, l)
+		l.addLane(Lane{Instance: id, Node: node})
+	}
+}
+
+// addLane puts ln after the last lane of its operator, or last.
+func (l *Loss) addLane(ln Lane) {
+	op, _, _ := strings.Cut(ln.Instance, "#")
+	at := len(l.Lanes)
+	for i, o := range l.Lanes {
+		if oop, _, _ := strings.Cut(o.Instance, "#"); oop == op {
+			at = i + 1
+		}
+	}
+	l.Lanes = slices.Insert(l.Lanes, at, ln)
 }
 
 func (f *fold) add(e events.Event) {
 	if f.origin.IsZero() {
 		f.origin = e.Time
 	}
+	if e.Instance != "" && e.Node != "" && e.Kind != events.Fenced {
+		f.see(e.Instance, e.Node)
+		f.node[e.Instance] = e.Node // an instance's events come from its node
+	}
 	switch p := e.Fields.(type) {
 	case events.JobStartedFields, nil:
 		if e.Kind == events.JobStarted {
 			f.origin = e.Time
 		}
-	case events.InstancePlacedFields:
-		f.see(e.Instance)
-		f.node[e.Instance] = e.Node
+	case events.RescalePlannedFields:
+		f.rescaled = e.Time
+	case events.RecoverySplitFields:
+		if len(p.Instances) > 0 {
+			if l := f.open[string(p.Instances[0])]; l != nil {
+				l.Split = append(l.Split, p.Parts...)
+			}
+		}
 	case events.CheckpointFields:
 		t := Tick{ID: p.ID, At: e.Time, Full: p.Full, Global: p.Global}
 		if p.Global {
@@ -174,7 +216,6 @@ func (f *fold) add(e events.Event) {
 		if e.Instance == "" {
 			return
 		}
-		f.see(e.Instance)
 		f.ticks[e.Instance] = append(f.ticks[e.Instance], t)
 	case events.FaultStartedFields:
 		f.faults = append(f.faults, fault{verb: p.Verb, nodes: p.Nodes, at: e.Time})
@@ -185,11 +226,8 @@ func (f *fold) add(e events.Event) {
 	case events.RecoveryRestoredFields:
 		f.restored(e, p)
 	case events.ReplayFields:
-		f.see(e.Instance)
-		f.see(p.To)
-		if l := f.last[p.To]; l != nil && !e.Time.Before(l.Detected) {
-			l.Replays = append(l.Replays, Replay{From: e.Instance, To: p.To, Records: p.Records, At: e.Time})
-		}
+		f.see(p.To, "")
+		f.replay(e, p)
 	case events.RecoveryDoneFields:
 		if l := f.open[e.Instance]; l != nil {
 			if r := l.restore(e.Instance); r != nil {
@@ -198,6 +236,47 @@ func (f *fold) add(e events.Event) {
 			delete(f.open, e.Instance)
 		}
 	}
+}
+
+// replay adds a replay to the recovery of the instance it went to: one
+// that has not caught up yet, or caught up with no rescale since (the
+// upstream may report its replay a little after the coordinator saw the
+// instance catch up; a rescale's re-sends are not the recovery's). A
+// replay to a lane the loss does not have yet gives it one.
+func (f *fold) replay(e events.Event, p events.ReplayFields) {
+	l := f.open[p.To]
+	if l == nil {
+		l = f.splitting(p.To, e.Instance)
+	}
+	if l == nil {
+		l = f.last[p.To]
+		if l == nil || e.Time.Before(l.Detected) {
+			return
+		}
+		r := l.restore(p.To)
+		if r == nil || r.Done.IsZero() || f.rescaled.After(r.Done) {
+			return
+		}
+	}
+	for _, id := range []string{e.Instance, p.To} {
+		if l.Lane(id) == nil {
+			l.addLane(Lane{Instance: id, Node: f.node[id]})
+		}
+	}
+	l.Replays = append(l.Replays, Replay{From: e.Instance, To: p.To, Records: p.Records, At: e.Time})
+}
+
+// splitting is the loss still recovering whose parallel recovery gave
+// key groups to one of ids, nil if none.
+func (f *fold) splitting(ids ...string) *Loss {
+	for _, l := range f.open {
+		for _, part := range l.Split {
+			if name, _, _ := strings.Cut(part, " "); slices.Contains(ids, name) {
+				return l
+			}
+		}
+	}
+	return nil
 }
 
 // lost opens a Loss for a node_lost that names instances.
@@ -217,7 +296,7 @@ func (f *fold) lost(e events.Event, p events.NodeLostFields) {
 	f.lastLoss[e.Node] = e.Time
 	lost := map[string]bool{}
 	for _, id := range p.Instances {
-		f.see(string(id))
+		f.see(string(id), e.Node)
 		lost[string(id)] = true
 	}
 	for _, id := range f.order {
@@ -251,8 +330,6 @@ func (f *fold) placed(e events.Event, p events.RecoveryPlacedFields) {
 		l.Rollback = &Rollback{Checkpoint: p.Checkpoint, Records: p.Records, Placed: e.Time}
 		return
 	}
-	f.see(e.Instance)
-	f.node[e.Instance] = e.Node
 	l := f.open[e.Instance]
 	if l == nil {
 		return

@@ -244,3 +244,53 @@ func TestAGlobalRollbackPastADamagedCheckpointKeepsTheOneItUsed(t *testing.T) {
 		t.Errorf("the text does not say which checkpoint was used and which was damaged:\n%s", text)
 	}
 }
+
+// TestAParallelRecoveryDrawsItsNewInstances: with --recover parallel the
+// lost count#0's key groups go to count#0 again and two new instances,
+// which get lanes of their own, and every replay of the recovery is in
+// the loss, but not the re-sends of the rescale that merges them back
+// afterwards.
+func TestAParallelRecoveryDrawsItsNewInstances(t *testing.T) {
+	l, evs := oneLoss(t, "spate-parallel.jsonl")
+	var split events.RecoverySplitFields
+	var rescales int
+	var want []Replay
+	for _, e := range evs {
+		switch f := e.Fields.(type) {
+		case events.RecoverySplitFields:
+			split = f
+		case events.RescalePlannedFields:
+			rescales++
+		case events.ReplayFields:
+			if rescales < 2 {
+				want = append(want, Replay{From: e.Instance, To: f.To, Records: f.Records, At: e.Time})
+			}
+		}
+	}
+	if len(split.Parts) == 0 || rescales < 2 {
+		t.Fatalf("the recording has no parallel recovery and merge: split %+v, %d rescales", split, rescales)
+	}
+	if !slices.Equal(l.Split, split.Parts) {
+		t.Errorf("split %v, the event says %v", l.Split, split.Parts)
+	}
+	for _, part := range split.Parts {
+		id, _, _ := strings.Cut(part, " ")
+		if l.Lane(id) == nil {
+			t.Errorf("no lane for %s", id)
+		}
+	}
+	if !slices.Equal(l.Replays, want) {
+		t.Errorf("replays %+v, want the %d before the merge: %+v", l.Replays, len(want), want)
+	}
+	// Lanes stay in the job's order: the new counts among the counts.
+	var ops []string
+	for _, ln := range l.Lanes {
+		op, _, _ := strings.Cut(ln.Instance, "#")
+		if len(ops) == 0 || ops[len(ops)-1] != op {
+			ops = append(ops, op)
+		}
+	}
+	if !slices.Equal(ops, []string{"source", "count", "rollup", "sink"}) {
+		t.Errorf("lanes by operator %v", ops)
+	}
+}

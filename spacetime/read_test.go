@@ -9,10 +9,11 @@ import (
 )
 
 // The recorded runs in testdata: examples/ftnone-kill.yaml (count's node
-// killed 5 s in) with --set rate=5000 and --set ft=spate, ft=global, and
-// ft=global with --set interval=1500ms; the metrics events, which
-// nothing here reads, are left out to keep the files small.
-var runs = []string{"spate.jsonl", "global.jsonl", "global-short-interval.jsonl"}
+// killed 5 s in) with --set rate=5000 and --set ft=spate, ft=global,
+// ft=global with --set interval=1500ms, and ft=spate with --set
+// recover=parallel; the metrics events, which nothing here reads, are
+// left out to keep the files small.
+var runs = []string{"spate.jsonl", "global.jsonl", "global-short-interval.jsonl", "spate-parallel.jsonl"}
 
 // readEvents decodes a recorded events.jsonl from testdata.
 func readEvents(t *testing.T, name string) []events.Event {

@@ -299,13 +299,16 @@ func (t *textDiagram) marks(r int, ln Lane) {
 }
 
 // replays draws each replay as a vertical arrow at its time from the
-// upstream's lane to the restored lane, its record count beside it in a
-// row between lanes where there is room (the lines below list them all).
+// upstream's lane to the restored lane, then its record count beside it
+// in a row between lanes where there is room (the lines below list them
+// all).
 func (t *textDiagram) replays() {
-	l := t.l
-	type drawn struct{ c, lo, hi int }
-	var used []drawn
-	for _, rp := range l.Replays {
+	type arrow struct {
+		c, r0, r1 int
+		label     string
+	}
+	var drawn []arrow
+	for _, rp := range t.l.Replays {
 		from, to := t.laneIndex(rp.From), t.laneIndex(rp.To)
 		c0, ok := t.col(rp.At)
 		if from < 0 || to < 0 || from == to || !ok {
@@ -322,8 +325,8 @@ func (t *textDiagram) replays() {
 					continue
 				}
 				clash := false
-				for _, u := range used {
-					if u.c == cc && u.lo <= hi && lo <= u.hi {
+				for _, u := range drawn {
+					if u.c == cc && min(u.r0, u.r1) <= hi && lo <= max(u.r0, u.r1) {
 						clash = true
 					}
 				}
@@ -335,7 +338,7 @@ func (t *textDiagram) replays() {
 		if c < 0 {
 			continue
 		}
-		used = append(used, drawn{c, lo, hi})
+		drawn = append(drawn, arrow{c, r0, r1, count(rp.Records)})
 		head, tail := '▼', '┬'
 		if r1 < r0 {
 			head, tail = '▲', '┴'
@@ -352,21 +355,28 @@ func (t *textDiagram) replays() {
 				t.g.set(r, c, '│')
 			}
 		}
-		// The count: in a row between lanes on the arrow's way, nearest
-		// the upstream first, right of the arrow, else left.
-		s := count(rp.Records)
+	}
+	// The counts: in a row between lanes on the arrow's way, nearest the
+	// upstream first, against the arrow on its right, else on its left,
+	// and never against another arrow, which would read as its count.
+	for _, a := range drawn {
 		step := 1
-		if r1 < r0 {
+		if a.r1 < a.r0 {
 			step = -1
 		}
+		n := utf8.RuneCountInString(a.label)
 	place:
-		for r := r0 + step; r != r1; r += step {
+		for r := a.r0 + step; r != a.r1; r += step {
 			if (r-1)%2 == 0 {
 				continue
 			}
-			for _, cc := range []int{c + 1, c - utf8.RuneCountInString(s)} {
-				if t.g.free(r, cc, s, t.labW, t.width) {
-					t.g.write(r, cc, s)
+			for _, c := range []int{a.c + 1, a.c - n} {
+				far := c + n // the side away from the arrow
+				if c < a.c {
+					far = c - 1
+				}
+				if t.g.free(r, c, a.label, t.labW, t.width) && (t.g.get(r, far) == ' ' || t.g.get(r, far) == 0) {
+					t.g.write(r, c, a.label)
 					break place
 				}
 			}
@@ -508,6 +518,9 @@ func (t *textDiagram) describe() {
 			s += ", never caught up"
 		}
 		t.notes = append(t.notes, s)
+	}
+	if len(l.Split) > 0 {
+		t.notes = append(t.notes, "÷ split: "+strings.Join(l.Split, ", "))
 	}
 	for _, rp := range l.Replays {
 		t.notes = append(t.notes, fmt.Sprintf("▼ %s → %s: %s records replayed (%s)", rp.From, rp.To, count(rp.Records), at(rp.At)))

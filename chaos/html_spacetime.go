@@ -280,6 +280,32 @@ func (d *diagram) lane(i int, ln spacetime.Lane) {
 	if !up.IsZero() && !done.IsZero() && l.Rollback == nil {
 		d.seg(y, up, done, "st-catchup")
 	}
+	d.ticks(i, ln)
+	id, _, _ := l.Restored(ln.Instance)
+	if ln.Lost {
+		if x, ok := d.x(l.Killed); ok {
+			d.c.Printf(`<g class="st-kill"><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><title>%s: %s on %s</title></g>`,
+				x-5, x+5, y-5, y+5, x-5, x+5, y+5, y-5, esc(ln.Instance), esc(orLost(l.Fault)), esc(l.Node))
+		}
+	}
+	if x, ok := d.x(up); ok && !up.IsZero() {
+		d.c.Circle(x, y, 4, `class="st-restore"`, fmt.Sprintf("%s restored from checkpoint %d at %s", ln.Instance, id, since(up.Sub(l.Killed))))
+		if rs := d.restore(ln.Instance); rs != nil {
+			d.label("on "+rs.Node, `class="st-restorelabel"`, spot{x - 6, y - 6, "end"}, spot{x - 6, y + 15, "end"}, spot{x + 6, y + 15, "start"})
+		}
+	}
+	if x, ok := d.x(done); ok && !done.IsZero() && l.Rollback == nil {
+		d.c.Circle(x, y, 4, `class="st-done"`, fmt.Sprintf("%s caught up at %s", ln.Instance, since(done.Sub(l.Killed))))
+	}
+	d.c.Printf("</g>\n")
+}
+
+// ticks draws a lane's checkpoints, the one it was restored from
+// heavier and labelled (under --ft global, on the first lane only: one
+// label says it for every lane).
+func (d *diagram) ticks(i int, ln spacetime.Lane) {
+	l := d.l
+	y := d.laneY(i)
 	id, at, restored := l.Restored(ln.Instance)
 	for _, tk := range ln.Ticks {
 		x, ok := d.x(tk.At)
@@ -307,22 +333,6 @@ func (d *diagram) lane(i int, ln spacetime.Lane) {
 		}
 		d.c.Printf(`<line class="st-tick" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"><title>%s</title></line>`, x, x, y-6, y+6, esc(title))
 	}
-	if ln.Lost {
-		if x, ok := d.x(l.Killed); ok {
-			d.c.Printf(`<g class="st-kill"><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/><title>%s: %s on %s</title></g>`,
-				x-5, x+5, y-5, y+5, x-5, x+5, y+5, y-5, esc(ln.Instance), esc(orLost(l.Fault)), esc(l.Node))
-		}
-	}
-	if x, ok := d.x(up); ok && !up.IsZero() {
-		d.c.Circle(x, y, 4, `class="st-restore"`, fmt.Sprintf("%s restored from checkpoint %d at %s", ln.Instance, id, since(up.Sub(l.Killed))))
-		if rs := d.restore(ln.Instance); rs != nil {
-			d.label("on "+rs.Node, `class="st-restorelabel"`, spot{x - 6, y - 6, "end"}, spot{x - 6, y + 15, "end"}, spot{x + 6, y + 15, "start"})
-		}
-	}
-	if x, ok := d.x(done); ok && !done.IsZero() && l.Rollback == nil {
-		d.c.Circle(x, y, 4, `class="st-done"`, fmt.Sprintf("%s caught up at %s", ln.Instance, since(done.Sub(l.Killed))))
-	}
-	d.c.Printf("</g>\n")
 }
 
 func orLost(verb string) string {

@@ -10,9 +10,13 @@
 // each lost instance's restore (where it was placed, the checkpoint it
 // loaded, when it had caught up), each replay from an upstream's backup
 // (from, to, records) and, under --ft global, the rollback of every lane
-// to the global checkpoint. It reads nothing but the events: a kind it
-// does not use, or an event it cannot place, is passed over; it never
-// fails and never panics.
+// to the global checkpoint (and the damaged ones it passed over). A
+// parallel recovery's new instances get lanes too, with the split plan.
+// A replay belongs to a loss while the instance it goes to (or, in a
+// parallel recovery, a new one it comes from or goes to) recovers, or
+// after that instance caught up if no rescale began since. It reads
+// nothing but the events: a kind it does not use, or an event it cannot
+// place, is passed over; it never fails and never panics.
 //
 // A Loss's window runs from a little before the oldest checkpoint a lost
 // instance restored to a little after the recovery ended, never the whole

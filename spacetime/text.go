@@ -303,11 +303,7 @@ func (t *textDiagram) marks(r int, ln Lane) {
 // in a row between lanes where there is room (the lines below list them
 // all).
 func (t *textDiagram) replays() {
-	type arrow struct {
-		c, r0, r1 int
-		label     string
-	}
-	var drawn []arrow
+	var drawn []textArrow
 	for _, rp := range t.l.Replays {
 		from, to := t.laneIndex(rp.From), t.laneIndex(rp.To)
 		c0, ok := t.col(rp.At)
@@ -338,7 +334,7 @@ func (t *textDiagram) replays() {
 		if c < 0 {
 			continue
 		}
-		drawn = append(drawn, arrow{c, r0, r1, count(rp.Records)})
+		drawn = append(drawn, textArrow{c, r0, r1, count(rp.Records)})
 		head, tail := '▼', '┬'
 		if r1 < r0 {
 			head, tail = '▲', '┴'
@@ -356,29 +352,40 @@ func (t *textDiagram) replays() {
 			}
 		}
 	}
-	// The counts: in a row between lanes on the arrow's way, nearest the
-	// upstream first, against the arrow on its right, else on its left,
-	// and never against another arrow, which would read as its count.
 	for _, a := range drawn {
-		step := 1
-		if a.r1 < a.r0 {
-			step = -1
+		t.countLabel(a)
+	}
+}
+
+// textArrow is a replay's arrow: its column, from row r0 to row r1, and
+// the count to write beside it.
+type textArrow struct {
+	c, r0, r1 int
+	label     string
+}
+
+// countLabel writes an arrow's count in a row between lanes on its way,
+// nearest the upstream first, against the arrow on its right, else on
+// its left, and never against another arrow, which would read as its
+// count.
+func (t *textDiagram) countLabel(a textArrow) {
+	step := 1
+	if a.r1 < a.r0 {
+		step = -1
+	}
+	n := utf8.RuneCountInString(a.label)
+	for r := a.r0 + step; r != a.r1; r += step {
+		if (r-1)%2 == 0 {
+			continue // a lane
 		}
-		n := utf8.RuneCountInString(a.label)
-	place:
-		for r := a.r0 + step; r != a.r1; r += step {
-			if (r-1)%2 == 0 {
-				continue
+		for _, c := range []int{a.c + 1, a.c - n} {
+			far := c + n // the side away from the arrow
+			if c < a.c {
+				far = c - 1
 			}
-			for _, c := range []int{a.c + 1, a.c - n} {
-				far := c + n // the side away from the arrow
-				if c < a.c {
-					far = c - 1
-				}
-				if t.g.free(r, c, a.label, t.labW, t.width) && (t.g.get(r, far) == ' ' || t.g.get(r, far) == 0) {
-					t.g.write(r, c, a.label)
-					break place
-				}
+			if t.g.free(r, c, a.label, t.labW, t.width) && (t.g.get(r, far) == ' ' || t.g.get(r, far) == 0) {
+				t.g.write(r, c, a.label)
+				return
 			}
 		}
 	}
@@ -467,68 +474,78 @@ func (t *textDiagram) times() {
 // recovery, and the key of the marks.
 func (t *textDiagram) describe() {
 	l := t.l
-	at := func(x time.Time) string { return since(x.Sub(l.Killed)) }
 	verb := l.Fault
 	if verb == "" {
 		verb = "no fault recorded"
 	}
 	t.titled = fmt.Sprintf("%s lost at %s (%s), noticed %s: %s", l.Node, jobTime(l.Killed.Sub(l.Origin)), verb,
-		at(l.Detected), strings.Join(l.Lost(), ", "))
+		since(l.Detected.Sub(l.Killed)), strings.Join(l.Lost(), ", "))
 	if rb := l.Rollback; rb != nil {
-		s := fmt.Sprintf("%c every lane rolled back to global checkpoint %d", markRestore, rb.Checkpoint)
-		if rb.Checkpoint == 0 {
-			s = fmt.Sprintf("%c every lane rolled back to the start of the job", markRestore)
-		}
-		if !rb.CheckpointAt.IsZero() {
-			s += " (" + at(rb.CheckpointAt) + ")"
-		}
-		if len(rb.Unusable) > 0 {
-			word := "global checkpoint "
-			if len(rb.Unusable) > 1 {
-				word = "global checkpoints "
-			}
-			s += ", " + word + ids(rb.Unusable) + " found damaged"
-		}
-		if !rb.Restored.IsZero() {
-			s += ", restored " + at(rb.Restored)
-		}
-		s += fmt.Sprintf("; the sources read %s records again", count(rb.Records))
-		t.notes = append(t.notes, s)
+		t.notes = append(t.notes, rollbackNote(l, *rb))
 	}
 	for _, rs := range l.Restores {
-		s := fmt.Sprintf("%c %s on %s", markRestore, rs.Instance, rs.Node)
-		switch {
-		case rs.Restored.IsZero():
-			s += ": never restored"
-		case rs.Checkpoint == 0:
-			s += ": from nothing, restored " + at(rs.Restored)
-		default:
-			s += fmt.Sprintf(" from checkpoint %d", rs.Checkpoint)
-			if !rs.CheckpointAt.IsZero() {
-				s += " (" + at(rs.CheckpointAt) + ")"
-			}
-			if rs.Fellback {
-				s += ", the latest damaged"
-			}
-			s += ", restored " + at(rs.Restored)
-		}
-		if !rs.Done.IsZero() {
-			s += ", caught up " + at(rs.Done)
-		} else if !rs.Restored.IsZero() {
-			s += ", never caught up"
-		}
-		t.notes = append(t.notes, s)
+		t.notes = append(t.notes, restoreNote(l, rs))
 	}
 	if len(l.Split) > 0 {
 		t.notes = append(t.notes, "÷ split: "+strings.Join(l.Split, ", "))
 	}
 	for _, rp := range l.Replays {
-		t.notes = append(t.notes, fmt.Sprintf("▼ %s → %s: %s records replayed (%s)", rp.From, rp.To, count(rp.Records), at(rp.At)))
+		t.notes = append(t.notes, fmt.Sprintf("▼ %s → %s: %s records replayed (%s)", rp.From, rp.To, count(rp.Records), since(rp.At.Sub(l.Killed))))
 	}
 	if t.ax.Broken() {
 		t.notes = append(t.notes, fmt.Sprintf("%c %s of time skipped", markBreak, dur(t.ax.Skipped())))
 	}
 	t.legend = wrap(strings.Split(Legend, ", "), "  ", t.width)
+}
+
+// rollbackNote says what a global rollback did, in times from the fault.
+func rollbackNote(l Loss, rb Rollback) string {
+	s := fmt.Sprintf("%c every lane rolled back to global checkpoint %d", markRestore, rb.Checkpoint)
+	if rb.Checkpoint == 0 {
+		s = fmt.Sprintf("%c every lane rolled back to the start of the job", markRestore)
+	}
+	if !rb.CheckpointAt.IsZero() {
+		s += " (" + since(rb.CheckpointAt.Sub(l.Killed)) + ")"
+	}
+	if len(rb.Unusable) > 0 {
+		word := "global checkpoint "
+		if len(rb.Unusable) > 1 {
+			word = "global checkpoints "
+		}
+		s += ", " + word + ids(rb.Unusable) + " found damaged"
+	}
+	if !rb.Restored.IsZero() {
+		s += ", restored " + since(rb.Restored.Sub(l.Killed))
+	}
+	return s + fmt.Sprintf("; the sources read %s records again", count(rb.Records))
+}
+
+// restoreNote says where a lost instance went, from which checkpoint,
+// and when it was restored and caught up, in times from the fault.
+func restoreNote(l Loss, rs Restore) string {
+	at := func(x time.Time) string { return since(x.Sub(l.Killed)) }
+	s := fmt.Sprintf("%c %s on %s", markRestore, rs.Instance, rs.Node)
+	switch {
+	case rs.Restored.IsZero():
+		s += ": never restored"
+	case rs.Checkpoint == 0:
+		s += ": from nothing, restored " + at(rs.Restored)
+	default:
+		s += fmt.Sprintf(" from checkpoint %d", rs.Checkpoint)
+		if !rs.CheckpointAt.IsZero() {
+			s += " (" + at(rs.CheckpointAt) + ")"
+		}
+		if rs.Fellback {
+			s += ", the latest damaged"
+		}
+		s += ", restored " + at(rs.Restored)
+	}
+	if !rs.Done.IsZero() {
+		s += ", caught up " + at(rs.Done)
+	} else if !rs.Restored.IsZero() {
+		s += ", never caught up"
+	}
+	return s
 }
 
 // wrap packs items into lines of at most width runes, sep between two on

@@ -31,9 +31,11 @@ const gapCols = 3
 // Text renders l as a space-time diagram in plain text: a title, one
 // lane per instance with the rows between them for the replay arrows and
 // their record counts, a row of times from the fault, and a line per
-// event of the recovery. No line is wider than width columns (each rune
-// one column); a width too small for the lanes keeps their names and
-// draws less.
+// event of the recovery, wrapped, then the key of the marks. No line is
+// wider than width columns (each rune one column, every mark a single
+// width one). The lane names keep their column while a third of the
+// width, and at least ten columns, remain for the time; below that
+// (about 30 columns for windowcount) they are cut short with an ellipsis.
 func Text(l Loss, width int) string {
 	width = max(width, 1)
 	t := newTextDiagram(l, width)

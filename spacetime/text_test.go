@@ -109,3 +109,18 @@ func TestTextGoldens(t *testing.T) {
 		}
 	}
 }
+
+// TestTextFitsAnyWidth: from one column to two hundred, no line of any
+// recorded loss is wider than asked, and nothing panics.
+func TestTextFitsAnyWidth(t *testing.T) {
+	for _, name := range runs {
+		l, _ := oneLoss(t, name)
+		for width := 1; width <= 200; width++ {
+			for i, line := range strings.Split(strings.TrimSuffix(Text(l, width), "\n"), "\n") {
+				if n := utf8.RuneCountInString(line); n > width {
+					t.Fatalf("%s at %d: line %d is %d wide: %q", name, width, i+1, n, line)
+				}
+			}
+		}
+	}
+}

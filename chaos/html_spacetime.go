@@ -291,7 +291,11 @@ func (d *diagram) lane(i int, ln spacetime.Lane) {
 	if x, ok := d.x(up); ok && !up.IsZero() {
 		d.c.Circle(x, y, 4, `class="st-restore"`, fmt.Sprintf("%s restored from checkpoint %d at %s", ln.Instance, id, since(up.Sub(l.Killed))))
 		if rs := d.restore(ln.Instance); rs != nil {
-			d.label("on "+rs.Node, `class="st-restorelabel"`, spot{x - 6, y - 6, "end"}, spot{x - 6, y + 15, "end"}, spot{x + 6, y + 15, "start"})
+			text := fmt.Sprintf("from %d on %s", rs.Checkpoint, rs.Node)
+			if rs.Checkpoint == 0 {
+				text = "from nothing on " + rs.Node
+			}
+			d.label(text, `class="st-restorelabel"`, spot{x - 6, y - 6, "end"}, spot{x - 6, y + 15, "end"}, spot{x + 6, y + 15, "start"}, spot{x + 6, y - 6, "start"})
 		}
 	}
 	if x, ok := d.x(done); ok && !done.IsZero() && l.Rollback == nil {
@@ -386,6 +390,9 @@ func (d *diagram) laneIndex(id string) int {
 func (d *diagram) planArrows() {
 	for _, rp := range d.l.Replays {
 		d.arrows = append(d.arrows, d.replayLine(rp))
+	}
+	if x, ok := d.x(d.l.Detected); ok && !d.l.Detected.Equal(d.l.Killed) {
+		d.obstacles = append(d.obstacles, [4]float64{x, stTop - 10, x, d.axisY()})
 	}
 	for _, arc := range d.rollbackArcs() {
 		// Each arc as the chords of a few points of it.

@@ -164,14 +164,21 @@ func (f *fold) see(id, node string) {
 	if node == "" {
 		node = f.node[id]
 	}
-	var done []*Loss
-	for _, l := range f.open {
-		if slices.Contains(done, l) {
-			continue
+	for _, l := range f.losses {
+		if f.recovering(l) {
+			l.addLane(Lane{Instance: id, Node: node})
 		}
-		done = append(done, l)
-		l.addLane(Lane{Instance: id, Node: node})
 	}
+}
+
+// recovering says whether l has an instance still recovering.
+func (f *fold) recovering(l *Loss) bool {
+	for _, ol := range f.open {
+		if ol == l {
+			return true
+		}
+	}
+	return false
 }
 
 // addLane puts ln after the last lane of its operator, or last.
@@ -269,7 +276,11 @@ func (f *fold) replay(e events.Event, p events.ReplayFields) {
 // splitting is the loss still recovering whose parallel recovery gave
 // key groups to one of ids, nil if none.
 func (f *fold) splitting(ids ...string) *Loss {
-	for _, l := range f.open {
+	for i := len(f.losses) - 1; i >= 0; i-- {
+		l := f.losses[i]
+		if !f.recovering(l) {
+			continue
+		}
 		for _, part := range l.Split {
 			if name, _, _ := strings.Cut(part, " "); slices.Contains(ids, name) {
 				return l
@@ -369,11 +380,8 @@ func (f *fold) restored(e events.Event, p events.RecoveryRestoredFields) {
 // the newest one still open.
 func (f *fold) globalLoss() *Loss {
 	for i := len(f.losses) - 1; i >= 0; i-- {
-		l := f.losses[i]
-		for _, ol := range f.open {
-			if ol == l {
-				return l
-			}
+		if f.recovering(f.losses[i]) {
+			return f.losses[i]
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package spacetime
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -292,5 +293,15 @@ func TestAParallelRecoveryDrawsItsNewInstances(t *testing.T) {
 	}
 	if !slices.Equal(ops, []string{"source", "count", "rollup", "sink"}) {
 		t.Errorf("lanes by operator %v", ops)
+	}
+}
+
+func TestLossesAreTheSameForTheSameEvents(t *testing.T) {
+	for _, name := range runs {
+		evs := readEvents(t, name)
+		a, b := Losses(evs), Losses(evs)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: two folds of one run differ", name)
+		}
 	}
 }

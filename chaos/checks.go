@@ -65,7 +65,7 @@ func evaluate(c Check, ev Evidence) CheckResult {
 	case CheckAllRecovered:
 		r.Pass = len(ev.Unrecovered) == 0
 		if r.Pass {
-			r.Detail = fmt.Sprintf("%d recoveries, every one finished", len(ev.Recoveries))
+			r.Detail = recoveredText(len(ev.Recoveries))
 		} else {
 			r.Detail = "never recovered: " + strings.Join(ev.Unrecovered, ", ")
 		}
@@ -115,4 +115,16 @@ func Percentile[T ~int64 | ~float64](xs []T, p float64) T {
 	slices.Sort(s)
 	k := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[max(0, min(k, len(s)-1))]
+}
+
+// recoveredText is the detail of a passed all_recovered check with n
+// recoveries.
+func recoveredText(n int) string {
+	switch n {
+	case 0:
+		return "no recovery was needed"
+	case 1:
+		return "1 recovery, finished"
+	}
+	return fmt.Sprintf("%d recoveries, every one finished", n)
 }

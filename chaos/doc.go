@@ -13,8 +13,8 @@
 //	                          (the scenario's checks when it had one; `spate report`)
 //	Run(ctx, sc, opt)         the driver: start, act on time, heal, verify, report
 //
-// chaos imports control, events and netfault (the link fault layer, a
-// leaf), never coord or node: Run reaches the cluster through the hooks of
+// chaos imports control, events, netfault (the link fault layer, a
+// leaf) and spacetime (the diagrams of report.html), never coord or node: Run reaches the cluster through the hooks of
 // RunOptions (Start, Verify; KillCoordinator, ResumeCoordinator and
 // AwaitNodes for a scenario that kills the coordinator) and its control
 // API, and BuildReport reads run.json with its own small struct.
@@ -218,7 +218,11 @@
 // oracle checked, the checks, throughput and output lag over time with
 // the fault windows shaded, rescales marked and the checks' limits drawn,
 // the recovery timeline and each recovery zoomed on its own axis with its
-// phases, a checkpoint Gantt per instance (capture and persist) and the
+// phases, the first three losses of a node as space-time diagrams (a
+// lane per instance with its checkpoints, the fault, each restore and
+// the replay arrows with their records, or the global rollback; the
+// model is spacetime's, report.json leaves it out), a checkpoint Gantt
+// per instance (capture and persist) and the
 // checkpoints' durations and sizes, the upstream backups' bytes with
 // spills and pauses, the interval decisions, the rescale steps, and the
 // faults and actions. Each section opens with a sentence or two saying

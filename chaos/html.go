@@ -16,7 +16,8 @@ import (
 // script, nothing fetched. It shows the verdict and what the oracle
 // checked, the checks, throughput and output lag over time with the fault
 // windows shaded and the checks' limits drawn, every recovery on the
-// job's time axis and then each one zoomed on its own with its phases, a
+// job's time axis and then each one zoomed on its own with its phases,
+// each loss of a node (the first three) as a space-time diagram, a
 // checkpoint Gantt per instance, checkpoint durations and sizes over
 // time, the upstream backups' memory and spills, the interval decisions,
 // the rescale steps and the faults. Each section opens with a sentence or
@@ -62,7 +63,7 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .dot-full{fill:#1f618d}.dot-delta{fill:#85c1e9}.dot-global{fill:#884ea0}
 .detect{fill:#f5b041}.place{fill:#e74c3c}.restore{fill:#8e44ad}.catch_up{fill:#2e86c1}.unrecovered,.lost_again{fill:#7b241c}
 .step{fill:#117a65}.spill{fill:#e67e22}.full{fill:#c0392b}
-.muted{color:#777}`
+.muted{color:#777}` + spacetimeCSS
 
 // palette colours the lines of one series per instance.
 var palette = []string{"#2e86c1", "#e67e22", "#28b463", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d4ac0d", "#34495e", "#e84393"}
@@ -105,6 +106,8 @@ func (p *page) write() {
 	p.lag()
 	p.f("<h2>Recoveries</h2>\n")
 	p.recoveries()
+	p.f("<h2>Space-time diagrams</h2>\n")
+	p.spacetime()
 	p.f("<h2>Checkpoints</h2>\n")
 	p.checkpoints()
 	p.f("<h2>Upstream backup</h2>\n")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/spacetime"
 )
 
 // ReportSchemaVersion is report.json's "v"; schemas/report.schema.json in
@@ -52,6 +53,9 @@ type Report struct {
 	Limits        []Limit           `json:"limits,omitempty"` // the checks' limits, as the charts draw them
 	Rescales      []Rescale         `json:"rescales,omitempty"`
 	Series        Series            `json:"series"`
+	// Losses are the space-time models of the run's losses of a node,
+	// which the HTML draws; report.json leaves them out.
+	Losses []spacetime.Loss `json:"-"`
 }
 
 // Limit is a check's limit in the unit of the chart it is drawn on:
@@ -321,6 +325,7 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 		b2.add(e)
 	}
 	b2.finish()
+	r.Losses = spacetime.Losses(evs)
 	for _, l := range ri.Lag {
 		r.Series.Lag = append(r.Series.Lag, [2]float64{float64(l[0]), float64(l[1])})
 	}

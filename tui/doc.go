@@ -48,7 +48,8 @@
 // The spacetime pane (0) draws a loss as package spacetime's space-time
 // diagram, cut to the pane (never wrapped; enter shows all of it): j/k
 // pick the loss, and 0 from the recovery pane picks the one selected
-// there. The state keeps what spacetime.Losses folds, bounded: the kinds
+// there; in spate tour, once a comparison's recovery is over, the newest
+// loss is drawn beside the second cluster's (Comparison.Loss). The state keeps what spacetime.Losses folds, bounded: the kinds
 // it reads but checkpoints, without their text, and each instance's
 // latest checkpoints, pinned at a node lost and at each end of a
 // recovery so that a loss keeps them after newer ones; a checkpoint of a
@@ -107,7 +108,9 @@
 // shows the first, and sends its action through Control once; n and p
 // step (p is no longer pause: :pause is). A step that waits for an event
 // says so until one has come (after its action, if it has one).
-// LessonHeadless prints the same steps with their live figures.
+// LessonHeadless prints the same steps with their live figures, and a
+// comparison step's {diagrams} as both clusters' space-time diagrams side
+// by side (spacetime.SideBySide, 78 columns).
 //
 // # Structure
 //

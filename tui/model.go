@@ -452,6 +452,7 @@ func (m *model) view(p int) view {
 	v := view{s: m.s, st: m.st, now: now, sel: m.sel[p], filter: m.filter, width: m.w}
 	if p == paneSpacetime {
 		v.losses = m.losses()
+		v.cmp = m.comparedLoss()
 	}
 	if p == paneLog {
 		v.log = m.filteredLog()

@@ -23,6 +23,7 @@ type view struct {
 	filter string
 	log    []int            // the log entries the filter keeps (indexes into s.log)
 	losses []spacetime.Loss // the spacetime pane's: the run's losses so far, oldest first
+	cmp    *Comparison      // the spacetime pane's in spate tour: a comparison with its loss
 	width  int              // the terminal's, for a detail screen
 }
 

@@ -214,6 +214,20 @@ func (m *model) losses() []spacetime.Loss {
 	return m.lossesCache
 }
 
+// comparedLoss is, in spate tour, the comparison of the current step or
+// else of the latest step before it that has a loss; nil if none.
+func (m *model) comparedLoss() *Comparison {
+	if m.tour == nil {
+		return nil
+	}
+	for i := m.tour.step; i >= 0; i-- {
+		if c := m.tour.cmp[i]; c != nil && c.Loss != nil {
+			return c
+		}
+	}
+	return nil
+}
+
 // lossOf is the index (newest first, as the pane lists them) of the loss
 // that recovery r is of, -1 if none.
 func lossOf(ls []spacetime.Loss, r *recovery) int {
@@ -258,8 +272,14 @@ func (spacetimePane) render(v view, w, h int) []string {
 	}
 	head := v.st.title.Render("space-time diagram") +
 		v.st.dim.Render(fmt.Sprintf("  loss %d of %d, newest first (j/k another, enter all of it)", len(v.losses)-i, len(v.losses)))
-	out := []string{fit(head, w)}
 	lines := diagramLines(l, w)
+	if v.cmp != nil && i == 0 {
+		// spate tour's comparison: the newest loss beside the second
+		// cluster's.
+		head = v.st.title.Render("space-time diagrams") + v.st.dim.Render("  the same kill here and on the second cluster (enter: this one alone)")
+		lines = diagrams(v.s, v.cmp, v.cmp.Figures["cmp_flags"], w)
+	}
+	out := []string{fit(head, w)}
 	if body := h - 1; len(lines) > body {
 		if body > 1 {
 			rest := len(lines) - (body - 1)

@@ -266,3 +266,44 @@ func TestSkimKeepsTheSpacetimeRecord(t *testing.T) {
 		t.Errorf("%d of count#1's checkpoints before the loss pinned, want %d: not the shape this test needs", before, maxSpaceTicks)
 	}
 }
+
+// A comparison step's {diagrams}: the lesson cluster's loss and the
+// second cluster's side by side, within the width; a sentence until
+// both are there.
+func TestTheComparisonDrawsBothLossesSideBySide(t *testing.T) {
+	here := folded(spaceEvents(t, "spate.jsonl"))
+	there := spacetime.Losses(spaceEvents(t, "global.jsonl"))[0]
+	got := diagrams(here, &Comparison{Loss: &there}, "--ft global", 78)
+	want := strings.Split(strings.TrimSuffix(spacetime.SideBySide(78, here.losses()[0], there,
+		"here, --ft spate:", "the second cluster, --ft global:"), "\n"), "\n")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the diagrams:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i, l := range got {
+		if width(l) > 78 {
+			t.Errorf("line %d is %d wide: %q", i+1, width(l), l)
+		}
+	}
+	if !strings.HasPrefix(got[1], "n3 lost at 5.00s (kill)") || !strings.Contains(got[1], "  n3 lost at") {
+		t.Errorf("not both titles: %q", got[1])
+	}
+	for _, c := range []*Comparison{nil, {}} {
+		if got := diagrams(here, c, "--ft global", 78); len(got) != 1 || !strings.Contains(got[0], "come once both are over") {
+			t.Errorf("before the second cluster's loss: %q", got)
+		}
+	}
+
+	// The dashboard's spacetime pane in the tour: the pair, cut to it.
+	v := spaceView(here, 0)
+	v.cmp = &Comparison{Loss: &there, Figures: map[string]string{"cmp_flags": "--ft global"}}
+	lines := spacetimePane{}.render(v, 100, 20)
+	if len(lines) > 20 || !strings.Contains(lines[0], "the same kill here and on the second cluster") ||
+		!strings.HasPrefix(lines[1], "here, --ft spate:") || !strings.Contains(lines[1], "the second cluster, --ft global:") {
+		t.Errorf("the tour's pane:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, l := range lines {
+		if width(l) > 100 {
+			t.Errorf("the tour's pane: line %d is %d wide", i+1, width(l))
+		}
+	}
+}

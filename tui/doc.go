@@ -54,7 +54,8 @@
 // latest checkpoints, pinned at a node lost and at each end of a
 // recovery so that a loss keeps them after newer ones; a checkpoint of a
 // long recovery that was neither among the latest at the loss nor at an
-// end is not drawn.
+// end is not drawn, and when the record is full the oldest replays go
+// first (an old loss loses its arrows before its lanes).
 //
 // Every event, known or not, goes to the log pane. A node lost without a
 // fault through the API (kill -9 by hand) counts as an implicit fault

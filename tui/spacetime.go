@@ -112,28 +112,40 @@ func (r *spaceRec) add(e events.Event) {
 	}
 }
 
-// keep appends e; when the record is full it drops the oldest quarter,
-// the placements and the job's start last (they give the lanes and the
-// origin of every loss).
+// keep appends e; when the record is full it drops a quarter of it, the
+// oldest first by rank (keepRank): replays (most of it, after rescales),
+// then the steps of recoveries and rescales; the placements, the job's
+// start, the faults and the losses only when nothing else is left.
 func (r *spaceRec) keep(e events.Event) {
 	if len(r.evs) >= maxSpaceEvents {
 		drop := maxSpaceEvents / 4
-		j := 0
-		for _, x := range r.evs {
-			if drop > 0 && x.Kind != events.InstancePlaced && x.Kind != events.JobStarted {
-				drop--
-				continue
+		for rank := 0; rank < 3 && drop > 0; rank++ {
+			j := 0
+			for _, x := range r.evs {
+				if drop > 0 && keepRank(x.Kind) == rank {
+					drop--
+					continue
+				}
+				r.evs[j] = x
+				j++
 			}
-			r.evs[j] = x
-			j++
+			clear(r.evs[j:])
+			r.evs = r.evs[:j]
 		}
-		if drop > 0 {
-			j = copy(r.evs, r.evs[drop:j])
-		}
-		clear(r.evs[j:])
-		r.evs = r.evs[:j]
 	}
 	r.evs = append(r.evs, e)
+}
+
+// keepRank orders the kinds of the record by what a loss loses without
+// them: a replay's arrow, a step of a recovery, the loss itself.
+func keepRank(k events.Kind) int {
+	switch k {
+	case events.Replay:
+		return 0
+	case events.JobStarted, events.InstancePlaced, events.FaultStarted, events.NodeLost:
+		return 2
+	}
+	return 1
 }
 
 // pin keeps every tick not pinned yet, instance by instance in name order.

@@ -307,3 +307,55 @@ func TestTheComparisonDrawsBothLossesSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// A flood of replays (a rescale's re-sends, many of them) fills the
+// record: they go first, and the loss stays.
+func TestAFloodOfReplaysKeepsTheLoss(t *testing.T) {
+	evs := spaceEvents(t, "spate.jsonl")
+	s := folded(evs)
+	at := evs[len(evs)-1].Time
+	for i := 0; i < 3*maxSpaceEvents; i++ {
+		at = at.Add(time.Millisecond)
+		s.apply(events.Event{Time: at, Kind: events.Replay, Node: "n1", Instance: "source#0",
+			Fields: events.ReplayFields{To: "count#1", Records: 1}})
+	}
+	if n := len(s.space.evs); n > maxSpaceEvents {
+		t.Errorf("the record holds %d events, at most %d", n, maxSpaceEvents)
+	}
+	ls := s.losses()
+	if want := spacetime.Losses(evs); len(ls) != 1 || ls[0].Node != want[0].Node || len(ls[0].Restores) != len(want[0].Restores) ||
+		!ls[0].Done.Equal(want[0].Done) {
+		t.Errorf("after the flood: %d losses\n%s", len(ls), strings.Join(func() []string {
+			var out []string
+			for _, l := range ls {
+				out = append(out, spacetime.Text(l, 80))
+			}
+			return out
+		}(), "\n"))
+	}
+}
+
+// 0 from the recovery pane shows the loss of the recovery selected there.
+func TestTheRecoverySelectedPicksItsLoss(t *testing.T) {
+	t1, t2 := clock, clock.Add(time.Second)
+	ls := []spacetime.Loss{{Node: "n3", Detected: t1}, {Node: "n2", Detected: t2}}
+	for _, c := range []struct {
+		r    recovery
+		want int
+	}{
+		{recovery{Node: "n2", Lost: t2}, 0}, // newest first
+		{recovery{Node: "n3", Lost: t1}, 1},
+		{recovery{Node: "n3", Lost: t2}, -1}, // a suspicion, or a node lost without instances
+	} {
+		if got := lossOf(ls, &c.r); got != c.want {
+			t.Errorf("lossOf(%s at %s) = %d, want %d", c.r.Node, c.r.Lost.Format(time.TimeOnly), got, c.want)
+		}
+	}
+	m := newModel(Options{Plain: true, Now: fixedNow})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.Update(eventsMsg(spaceEvents(t, "spate.jsonl")))
+	press(m, "7", "0")
+	if m.pane != paneSpacetime || m.sel[paneSpacetime] != 0 || !strings.Contains(m.View(), "n3 lost at 5.00s (kill)") {
+		t.Errorf("7 then 0: pane %d, loss %d:\n%s", m.pane, m.sel[paneSpacetime], m.View())
+	}
+}

@@ -26,7 +26,9 @@
 // the same time scale and the break is drawn.
 //
 // Text renders one Loss in plain text and box-drawing characters, every
-// line at most the width it is given; chaos draws the same model as SVG
+// line at most the width it is given; SideBySide puts two of them next
+// to each other, each at half the width under a caption (spate tour's
+// comparison); chaos draws the same model as SVG
 // in report.html. Nothing here does I/O, keeps state between calls or
 // reads a clock: the same events give the same Losses and the same text.
 // Every function is safe for concurrent use.

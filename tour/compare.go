@@ -223,6 +223,10 @@ loop:
 		send("", fmt.Errorf("compare: %s: %v", what, upErr), false)
 		return
 	}
+	if ls := figs.Losses(); len(ls) > 0 {
+		l := ls[len(ls)-1] // the kill's: the one loss it has
+		last.Loss = &l
+	}
 	there, _ := figs.Recovery(target)
 	var mine tui.RecoveryNumbers
 	if c.here != nil {

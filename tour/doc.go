@@ -20,7 +20,10 @@
 // both lose state of the same age. The table's cells and the sentences
 // that compare the two are written from both clusters' figures
 // (claims.go): where a figure goes against the design's expectation, the
-// sentence says so and why.
+// sentence says so and why. After the table the step draws both
+// recoveries as space-time diagrams side by side (its {diagrams}: the
+// comparison hands over its cluster's loss, tui.Comparison.Loss; headless
+// at half of 78 columns each, in the dashboard in the spacetime pane).
 //
 // The tour acts on its clusters only through their control APIs (the
 // lesson's do: lines, a comparison's kill), and the dashboard folds the

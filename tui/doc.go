@@ -45,6 +45,18 @@
 // drain_started and run_finished; node_paused and node_resumed, which the
 // engine does not emit (a pause is a fault_started), by kind alone.
 //
+// The spacetime pane (0) draws a loss as package spacetime's space-time
+// diagram, cut to the pane (never wrapped; enter shows all of it): j/k
+// pick the loss, and 0 from the recovery pane picks the one selected
+// there; in spate tour, once a comparison's recovery is over, the newest
+// loss is drawn beside the second cluster's (Comparison.Loss). The state keeps what spacetime.Losses folds, bounded: the kinds
+// it reads but checkpoints, without their text, and each instance's
+// latest checkpoints, pinned at a node lost and at each end of a
+// recovery so that a loss keeps them after newer ones; a checkpoint of a
+// long recovery that was neither among the latest at the loss nor at an
+// end is not drawn, and when the record is full the oldest replays go
+// first (an old loss loses its arrows before its lanes).
+//
 // Every event, known or not, goes to the log pane. A node lost without a
 // fault through the API (kill -9 by hand) counts as an implicit fault
 // window, ended when its recovery completes.
@@ -82,7 +94,9 @@
 // decodes from the fold's latest snapshot only the events that can change
 // the state at the target: the rare kinds, and of the steady ones the
 // bounded suffixes and latest values the panes keep; the log and the
-// counters are replayed on the index. The state is the full fold's, field
+// counters are replayed on the index (and before each fault or recovery
+// event, every instance's latest checkpoints, which the spacetime
+// record pins). The state is the full fold's, field
 // for field (TestSkimIsTheFold). A line that is not an event is
 // FILE:LINE: found at open for a line cut short or not JSON, else by the
 // background fold (a skim decodes only some lines), which then ends the
@@ -95,7 +109,9 @@
 // shows the first, and sends its action through Control once; n and p
 // step (p is no longer pause: :pause is). A step that waits for an event
 // says so until one has come (after its action, if it has one).
-// LessonHeadless prints the same steps with their live figures.
+// LessonHeadless prints the same steps with their live figures, and a
+// comparison step's {diagrams} as both clusters' space-time diagrams side
+// by side (spacetime.SideBySide, 78 columns).
 //
 // # Structure
 //

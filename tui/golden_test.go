@@ -135,10 +135,10 @@ func TestGoldenPanes(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		w, h := size[0], size[1]
 		for i, p := range panes {
-			name := fmt.Sprintf("%d-%s-%dx%d", i+1, p.name(), w, h)
+			name := fmt.Sprintf("%s-%s-%dx%d", paneKey(i), p.name(), w, h)
 			t.Run(name, func(t *testing.T) {
 				m := loaded(t, w, h)
-				press(m, fmt.Sprint(i+1))
+				press(m, paneKey(i))
 				got := m.View()
 				checkFrame(t, name, got, w, h)
 				checkGolden(t, name, got)

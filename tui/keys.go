@@ -13,7 +13,7 @@ type keyMap struct {
 	Quit, ForceQuit  key.Binding
 	Help             key.Binding
 	NextPane, Prev   key.Binding
-	Pane             key.Binding // 1..9, matched by digit
+	Pane             key.Binding // 1..9 and 0, matched by digit
 	Up, Down         key.Binding
 	Top, Bottom      key.Binding
 	PageUp, PageDown key.Binding
@@ -50,7 +50,7 @@ func defaultKeys() keyMap {
 		Help:           key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		NextPane:       key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
 		Prev:           key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
-		Pane:           key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "go to pane")),
+		Pane:           key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9", "0"), key.WithHelp("1-9 0", "go to pane")),
 		Up:             key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:           key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
 		Top:            key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first row")),
@@ -96,7 +96,7 @@ var longHelp = map[string]string{
 	"q":      "quit (types a q while typing a filter or command)",
 	"?":      "this help",
 	"tab":    "next pane",
-	"1-9":    "go to pane 1 cluster, 2 dataflow, 3 checkpoints, 4 backup, 5 scaling, 6 tuner, 7 recovery, 8 charts, 9 log",
+	"1-9 0":  "go to pane 1 cluster, 2 dataflow, 3 checkpoints, 4 backup, 5 scaling, 6 tuner, 7 recovery, 8 charts, 9 log, 0 spacetime (the diagram of a loss; from 7, of the one selected)",
 	"G":      "last row (the log follows new events again)",
 	"enter":  "details of the selected row",
 	"esc":    "back; clear the filter; the log follows again",

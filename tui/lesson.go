@@ -15,6 +15,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/spacetime"
 )
 
 // Lesson is a guided tour: numbered steps, each a short text shown beside
@@ -46,8 +47,12 @@ type Step struct {
 type Comparison struct {
 	Status  string
 	Figures map[string]string
-	Done    bool
-	Err     error
+	// Loss is the second cluster's loss of the kill, once its recovery
+	// is over (nil before): a step's {diagrams} draws it beside the
+	// lesson cluster's.
+	Loss *spacetime.Loss
+	Done bool
+	Err  error
 }
 
 // Comparer starts a step's comparison (Step.Compare) and returns its
@@ -71,7 +76,10 @@ type Comparer func(flags []string, age time.Duration) <-chan Comparison
 //	                                  second cluster, see Step.Compare)
 //	The text, in paragraphs separated by blank lines, with {figures};
 //	lines that start with | are a table (| a | b |, a |---| line under
-//	the head), its columns aligned once the figures are in.
+//	the head), its columns aligned once the figures are in; a paragraph
+//	that is only {diagrams}, in a compare: step, draws the lesson
+//	cluster's latest loss and the second cluster's side by side
+//	(headless; the dashboard's lesson points to its spacetime pane).
 //
 // Errors name name:line.
 func ParseLesson(name string, b []byte) (*Lesson, error) {
@@ -404,6 +412,10 @@ func (f *Figures) Map(prefix string) map[string]string {
 	return out
 }
 
+// Losses are the run's losses so far, oldest first, as package
+// spacetime folds them.
+func (f *Figures) Losses() []spacetime.Loss { return f.s.losses() }
+
 // Recovered says whether the run's latest recovery is over.
 func (f *Figures) Recovered() bool {
 	r := f.s.latestRecovery()
@@ -563,6 +575,11 @@ func (m *model) lessonLines(w, h int) []string {
 	f := m.stepFigures()
 	for _, p := range st.Text {
 		out = append(out, "")
+		if p == diagramsPara {
+			// Too narrow here: the spacetime pane draws them.
+			out = append(out, wrap("The spacetime pane (0) draws both recoveries side by side once both are over.", w)...)
+			continue
+		}
 		out = append(out, paragraph(p, f, w)...)
 	}
 	out = append(out, "", m.st.dim.Render(fit("n next · p previous · q quit (the job drains)", w)))
@@ -733,15 +750,19 @@ func LessonHeadless(ctx context.Context, l *Lesson, evs <-chan events.Event, ctl
 			drain()
 		}
 		timer.Stop()
-		var cmp map[string]string
+		var cmp Comparison
 		if st.Compare != nil {
 			cmp = headlessComparison(ctx, s, st, compare, evs, take, out)
 		}
 		f := s.figures()
-		maps.Copy(f, cmp)
+		maps.Copy(f, cmp.Figures)
 		fmt.Fprintf(out, "Step %d of %d: %s\n", i+1, len(l.Steps), st.Title)
 		for _, p := range st.Text {
-			for _, line := range paragraph(p, f, 76) {
+			lines := paragraph(p, f, 76)
+			if p == diagramsPara {
+				lines = diagrams(s, &cmp, f["cmp_flags"], 78)
+			}
+			for _, line := range lines {
 				fmt.Fprintln(out, "  "+line)
 			}
 			fmt.Fprintln(out)
@@ -753,10 +774,10 @@ func LessonHeadless(ctx context.Context, l *Lesson, evs <-chan events.Event, ctl
 // headlessComparison runs step st's comparison to its end, saying what it
 // does, and returns its figures; the lesson's own events go on being
 // folded meanwhile (take).
-func headlessComparison(ctx context.Context, s *state, st Step, compare Comparer, evs <-chan events.Event, take func(events.Event), out io.Writer) map[string]string {
+func headlessComparison(ctx context.Context, s *state, st Step, compare Comparer, evs <-chan events.Event, take func(events.Event), out io.Writer) Comparison {
 	if compare == nil {
 		fmt.Fprintln(out, "(no second cluster to compare with)")
-		return nil
+		return Comparison{}
 	}
 	var last Comparison
 	ch := compare(s.compareFlags(st.Compare), s.latestLossAge())
@@ -767,7 +788,7 @@ func headlessComparison(ctx context.Context, s *state, st Step, compare Comparer
 				if !last.Done && last.Err == nil {
 					fmt.Fprintln(out, "(the second cluster stopped before its figures were in)")
 				}
-				return last.Figures
+				return last
 			}
 			if c.Err != nil {
 				fmt.Fprintf(out, "(the second cluster: %v)\n", c.Err)
@@ -782,7 +803,36 @@ func headlessComparison(ctx context.Context, s *state, st Step, compare Comparer
 			}
 			take(e)
 		case <-ctx.Done():
-			return last.Figures
+			return last
 		}
 	}
+}
+
+// diagramsPara is a step's paragraph that draws the lesson cluster's
+// latest loss and its comparison's side by side, as space-time diagrams.
+const diagramsPara = "{diagrams}"
+
+// diagrams is the {diagrams} paragraph at width w: the lesson cluster's
+// latest loss on the left, the second cluster's (run with flags) on the
+// right, each captioned with its --ft; a line saying they are not there yet until both
+// are.
+func diagrams(s *state, c *Comparison, flags string, w int) []string {
+	here := s.losses()
+	if len(here) == 0 || c == nil || c.Loss == nil {
+		return wrap("The space-time diagrams of both recoveries come once both are over.", w)
+	}
+	ft := s.ft
+	if ft == "" {
+		ft = "spate"
+	}
+	there := "the second cluster:"
+	for i, f := range strings.Fields(flags) { // its --ft: the rest does not fit
+		if v, ok := strings.CutPrefix(f, "--ft="); ok {
+			there = "the second cluster, --ft " + v + ":"
+		} else if f == "--ft" && i+1 < len(strings.Fields(flags)) {
+			there = "the second cluster, --ft " + strings.Fields(flags)[i+1] + ":"
+		}
+	}
+	text := spacetime.SideBySide(w, here[len(here)-1], *c.Loss, "here, --ft "+ft+":", there)
+	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }

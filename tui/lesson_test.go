@@ -169,6 +169,12 @@ func TestTourLessonNamesKnownFigures(t *testing.T) {
 			}
 		}
 		for _, p := range st.Text {
+			if p == diagramsPara {
+				if st.Compare == nil {
+					t.Errorf("step %q draws {diagrams} without a comparison", st.Title)
+				}
+				continue // not a figure: drawn from the losses
+			}
 			for _, name := range figureRe.FindAllString(p, -1) {
 				if _, ok := f[name[1:len(name)-1]]; !ok {
 					t.Errorf("step %q names %s, which no figure fills", st.Title, name)

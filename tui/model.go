@@ -14,6 +14,7 @@ import (
 
 	"spate/control"
 	"spate/events"
+	"spate/spacetime"
 )
 
 // mode is what the keyboard is doing.
@@ -60,6 +61,12 @@ type model struct {
 	logKey    string
 	logLen    uint64
 	lastFrame time.Duration
+
+	// The losses for the spacetime pane, cached for a state and a count
+	// of events applied (see losses).
+	lossesCache []spacetime.Loss
+	lossesOf    *state
+	lossesAt    uint64
 }
 
 // Messages.
@@ -285,7 +292,7 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, km.Prev):
 		m.setPane((m.pane + len(panes) - 1) % len(panes))
 	case key.Matches(k, km.Pane):
-		m.setPane(int(k.Runes[0] - '1'))
+		m.setPane((int(k.Runes[0]-'0') + 9) % 10) // 1..9, then 0
 	case key.Matches(k, km.Down):
 		m.move(1)
 	case key.Matches(k, km.Up):
@@ -409,6 +416,14 @@ func (m *model) setPane(p int) {
 	if p < 0 || p >= len(panes) {
 		return
 	}
+	if m.pane == paneRecovery && p == paneSpacetime {
+		// 0 from the recovery pane: the diagram of the recovery selected.
+		if i := m.sel[paneRecovery]; i >= 0 && i < len(m.s.recoveries) {
+			if j := lossOf(m.losses(), m.s.recoveries[len(m.s.recoveries)-1-i]); j >= 0 {
+				m.sel[paneSpacetime] = j
+			}
+		}
+	}
 	m.pane = p
 	if m.mode == modeDetail {
 		m.mode = modeNormal
@@ -434,7 +449,11 @@ func (m *model) view(p int) view {
 	if e := m.s.ended; !e.IsZero() && now.After(e) {
 		now = e // a finished run's panes and charts stop at its end
 	}
-	v := view{s: m.s, st: m.st, now: now, sel: m.sel[p], filter: m.filter}
+	v := view{s: m.s, st: m.st, now: now, sel: m.sel[p], filter: m.filter, width: m.w}
+	if p == paneSpacetime {
+		v.losses = m.losses()
+		v.cmp = m.comparedLoss()
+	}
 	if p == paneLog {
 		v.log = m.filteredLog()
 		if v.sel >= len(v.log) {

@@ -9,6 +9,7 @@ import (
 
 	"spate/events"
 	"spate/internal/human"
+	"spate/spacetime"
 )
 
 // view is what a pane renders from: the state, the styles, the clock and
@@ -20,7 +21,10 @@ type view struct {
 	now    time.Time
 	sel    int
 	filter string
-	log    []int // the log entries the filter keeps (indexes into s.log)
+	log    []int            // the log entries the filter keeps (indexes into s.log)
+	losses []spacetime.Loss // the spacetime pane's: the run's losses so far, oldest first
+	cmp    *Comparison      // the spacetime pane's in spate tour: a comparison with its loss
+	width  int              // the terminal's, for a detail screen
 }
 
 // pane is one screen of the dashboard.
@@ -35,6 +39,7 @@ type pane interface {
 var panes = []pane{
 	clusterPane{}, dataflowPane{}, checkpointsPane{}, backupPane{},
 	scalingPane{}, tunerPane{}, recoveryPane{}, chartsPane{}, logPane{},
+	spacetimePane{},
 }
 
 const (
@@ -47,7 +52,11 @@ const (
 	paneRecovery
 	paneCharts
 	paneLog
+	paneSpacetime
 )
+
+// paneKey is the number key of pane i: 1 to 9, then 0.
+func paneKey(i int) string { return itoa((i + 1) % 10) }
 
 // ---- 1 cluster ----
 

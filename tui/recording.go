@@ -573,6 +573,7 @@ func (s *state) clone() *state {
 		x := *r
 		c.ckpts[i] = &x
 	}
+	c.space = s.space.clone()
 	c.ckptByInst = make(map[string][]time.Time, len(s.ckptByInst))
 	for k, ts := range s.ckptByInst {
 		c.ckptByInst[k] = append([]time.Time(nil), ts...)

@@ -37,6 +37,9 @@ import (
 //   - trims: the last 32 of each backup (its recent trims and its latest
 //     figures); the others only add their bytes freed and one to the
 //     count, which skim adds from the index;
+//   - before each fault or recovery event, each checkpoint key's last 16
+//     (a node lost or a recovery's end pins the latest checkpoints of
+//     every instance for the space-time diagrams);
 //   - the first event (the state's first time) and the first that
 //     reaches the latest time (its last).
 //
@@ -549,6 +552,25 @@ func (r *recording) plan(base *state, from, to int) skimPlan {
 			}
 		}
 		add(in[max(len(in)-last, 0):])
+	}
+	// Each pin of the space-time record (a node lost, a recovery's end:
+	// among the faults and the recoveries) keeps the latest checkpoints
+	// of every instance at that point: each checkpoint key's last ones
+	// before it.
+	var ckKeys [][]int32
+	for k := 1; k <= len(r.keys); k++ {
+		if all := r.byKey[r.keyStart[k]:r.keyStart[k+1]]; len(all) > 0 && r.codes[all[0]]&foldCode == foldCheckpoint {
+			ckKeys = append(ckKeys, all)
+		}
+	}
+	for _, p := range between(r.mustAt, from, to) {
+		if c := r.class[p]; c != classFault && c != classRecovery {
+			continue
+		}
+		for _, all := range ckKeys {
+			before := between(all, from, int(p))
+			add(before[max(len(before)-maxSpaceTicks, 0):])
+		}
 	}
 	if base.first.IsZero() {
 		need = append(need, from)

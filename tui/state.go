@@ -58,6 +58,8 @@ type state struct {
 
 	tput []tputPoint // throughput samples, oldest first
 
+	space spaceRec // what the space-time diagrams fold (spacetime.go)
+
 	log    []logEntry // the recent events, oldest first (see appendLog)
 	logVer uint64     // changes whenever log does
 }
@@ -217,6 +219,7 @@ func newState() *state {
 		pauses:     map[string]int{},
 		tuner:      map[string]*tunerRow{},
 		faultIdx:   map[string]*fault{},
+		space:      newSpaceRec(),
 	}
 }
 
@@ -608,6 +611,7 @@ func (s *state) apply(e events.Event) {
 		f, _ := e.Fields.(events.MetricsFields)
 		s.applyMetrics(e, f)
 	}
+	s.space.add(e)
 	s.appendLog(logEntry{E: e, Bad: e.Kind == events.Error || e.Kind == events.FrameError || e.Kind == events.InstanceUnrecoverable})
 }
 

@@ -179,8 +179,8 @@ func (m *model) tabs(w int) string {
 		if m.highlighted(i) {
 			star = "★"
 		}
-		full[i] = fmt.Sprintf("%s%d %s", star, i+1, p.name())
-		short[i] = fmt.Sprintf("%s%d", star, i+1)
+		full[i] = fmt.Sprintf("%s%s %s", star, paneKey(i), p.name())
+		short[i] = star + paneKey(i)
 		if i == m.pane {
 			short[i] = full[i]
 		}

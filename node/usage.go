@@ -3,20 +3,15 @@ package node
 import (
 	"os"
 	"runtime"
+	"spate/internal/cputime"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // processUsage returns the process's CPU time so far (user and system)
 // and its resident memory: for the dashboard's cluster pane.
 func processUsage() (cpuSeconds float64, rss int64) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		cpuSeconds = cpu.Seconds()
-	}
+	cpuSeconds = cputime.Process().Seconds()
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil { // Linux: size resident ...
 		if f := strings.Fields(string(b)); len(f) > 1 {
 			if pages, err := strconv.ParseInt(f[1], 10, 64); err == nil {

@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"spate/internal/cputime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -112,7 +111,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		root = tmp
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	t0, cpu0 := time.Now(), cpuSeconds()
 	if *one != 0 {
@@ -232,13 +231,7 @@ func axisHelp() string {
 }
 
 // cpuSeconds is the CPU time this process has used, user and system.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
+func cpuSeconds() float64 { return cputime.Process().Seconds() }
 
 // replay runs one seed twice and says whether the verdicts agree.
 func replay(ctx context.Context, seed uint64, cfg Config, root string, stdout io.Writer) int {

@@ -4,7 +4,7 @@
 package benchutil
 
 import (
-	"syscall"
+	"spate/internal/cputime"
 	"time"
 )
 
@@ -24,8 +24,4 @@ func Evict() {
 
 // CPUTime is the CPU time the process has used: on a shared machine a
 // benchmark's wall time counts the time others took.
-func CPUTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func CPUTime() time.Duration { return cputime.Process() }

@@ -200,10 +200,13 @@ func TestSimPrintsAndReadsASchedule(t *testing.T) {
 		{[]string{"--schedule", file, "--ft", "none"}, "spate sim: --ft: not with --schedule"},
 		{[]string{"--schedule", file, "--seed", "3"}, "spate sim: --seed: not with --schedule"},
 		{[]string{"--schedule", t.TempDir() + "/none.yaml"}, "spate sim: --schedule: open"},
-		{[]string{"--print-schedule"}, "spate sim: --print-schedule, and --schedule-out: need --seed S"},
+		{[]string{"--print-schedule"}, "spate sim: --print-schedule, --schedule-out and --shrink: need --seed S"},
 		{[]string{"--seed", "3", "--print-schedule", "--seeds", "5"}, "spate sim: --seeds: not with"},
 		{[]string{"--seed", "3", "--tries", "2"}, "spate sim: --tries: only with"},
 		{[]string{"--seed", "3", "--print-schedule", "--json"}, "spate sim: --json: not with"},
+		{[]string{"--seed", "3", "--print-schedule", "--shrink"}, "spate sim: --print-schedule: --shrink prints"},
+		{[]string{"--shrink"}, "spate sim: --print-schedule, --schedule-out and --shrink: need --seed S"},
+		{[]string{"--seed", "3", "--shrink", "--tries", "0"}, "spate sim: --tries: 0 is not a positive number"},
 	} {
 		var o, e strings.Builder
 		code := Main(tc.args, &o, &e)

@@ -76,7 +76,8 @@ func (sf *scheduleFlags) run(ctx context.Context, seed uint64, cfg Config, set m
 		if f, err = ParseSchedule(*sf.file, data); err != nil {
 			return bad("%v", err)
 		}
-		header = []string{fmt.Sprintf("%s, as spate sim reads it", *sf.file)}
+		f = f.Resolved(cfg)
+		header = []string{fmt.Sprintf("%s, as spate sim reads it (every axis and the duration written out)", *sf.file)}
 	} else {
 		if seed == 0 {
 			return bad("--print-schedule, --schedule-out and --shrink: need --seed S (or --schedule FILE)")

@@ -54,6 +54,14 @@ func (f ScheduleFile) Apply(cfg Config) Config {
 	return Resolve(f.Seed, cfg)
 }
 
+// Resolved is f with what it leaves to cfg and to its seed written out:
+// every axis, and the duration. It runs as f does.
+func (f ScheduleFile) Resolved(cfg Config) ScheduleFile {
+	run := f.Apply(cfg)
+	f.Axes, f.Duration = axesOf(run), run.Duration
+	return f
+}
+
 // Format is f as the YAML ParseSchedule reads, each step on one line in
 // the chaos DSL's step syntax (docs/scenarios.md): at, fault (the
 // action's verb), target (op for scale), then the action's arguments by

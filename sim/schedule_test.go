@@ -215,3 +215,17 @@ func TestSimPrintsAndReadsASchedule(t *testing.T) {
 		}
 	}
 }
+
+func TestAResolvedFileRunsAsItDid(t *testing.T) {
+	f, err := ParseSchedule("r.yaml", []byte("seed: 9\naxes: {ft: global}\nschedule: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Resolved(DefaultConfig())
+	if len(r.Axes) != len(axes) || r.Axes["ft"] != "global" || r.Duration != DefaultConfig().Duration {
+		t.Fatalf("resolved %+v: want every axis, ft global, the default duration", r)
+	}
+	if a, b := f.Apply(DefaultConfig()), r.Apply(DefaultConfig()); !reflect.DeepEqual(a, b) {
+		t.Fatalf("the resolved file runs\n%+v\nthe file\n%+v", b, a)
+	}
+}

@@ -214,6 +214,9 @@ func ShrinkRuns(ctx context.Context, start ScheduleFile, tries int, run func(Sch
 			}
 			last = run(g)
 			out.Runs++
+			if ctx.Err() != nil { // a run cut short fails as "did not finish": not this schedule's failure
+				return false
+			}
 			if last.Failed() && (class == "" || failureClass(last) == class) {
 				kept[g.Format()] = last
 				if log != nil {

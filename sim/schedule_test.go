@@ -22,7 +22,7 @@ func TestAPrintedScheduleReadsBackAsTheSeedsRun(t *testing.T) {
 	configs := map[string]Config{"wide": wide(nil), "narrow": DefaultConfig(), "pinned": wide(map[string]string{"ft": "none", "store": "coord"})}
 	configs["narrow"] = func(c Config) Config { c.FT, c.Duration = "global", 5*time.Second; return c }(configs["narrow"])
 	for name, cfg := range configs {
-		for seed := uint64(1); seed <= 60; seed++ {
+		for seed := uint64(1); seed <= 300; seed++ {
 			f := ScheduleOf(seed, cfg)
 			text := f.Format("spate sim --seed " + fmt.Sprint(seed) + " --print-schedule")
 			g, err := ParseSchedule("s.yaml", []byte(text))

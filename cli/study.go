@@ -109,7 +109,10 @@ is not (the sim package's doc says how deterministic a replay is).`,
 		Example: `  spate sim --seeds 20
   spate sim --seeds 200 --from 1000 --json
   spate sim --seed 135 --data /tmp/seed-135
-  spate sim --seeds 100 --recover parallel`,
+  spate sim --seeds 100 --recover parallel
+  spate sim --seed 135 --print-schedule > seed-135.yaml
+  spate sim --schedule seed-135.yaml
+  spate sim --seed 135 --shrink --tries 3 --schedule-out shrunk.yaml`,
 		GroupID: "study",
 		Main:    sim.Main,
 		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}},

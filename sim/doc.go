@@ -7,6 +7,10 @@
 //	Plan(seed, cfg)            -> []Step: pure, the same seed gives the same schedule
 //	Run(ctx, seed, cfg, dir)   -> Result: the run and its verdict
 //	Main(args, stdout, stderr) -> `spate sim`
+//	ScheduleOf(seed, cfg)      -> ScheduleFile: the seed's run written down (pure)
+//	ParseSchedule(file, data)  -> ScheduleFile (or a one-line error); Format writes it
+//	Shrink(file, fails)        -> the shortest failing file found (pure, over a predicate)
+//	ShrinkRuns(ctx, file, ...) -> Shrunk: Shrink on the cluster, each schedule tried K times
 //
 // # The whole product (Config.Wide: `spate sim`, TestSeeds)
 //
@@ -85,6 +89,50 @@
 // recorded in sim_test.go's regressions and run by every `go test`; a
 // seed of the whole-product nemesis that finds a bug not fixed yet is in
 // nemesis_test.go's knownFailingWide, with its class.
+//
+// # Schedules and shrinking
+//
+// `spate sim --seed S --print-schedule` (or --schedule-out FILE) writes a
+// seed's run as YAML, and `spate sim --schedule FILE` runs such a file
+// exactly: the configuration it names, its steps at their times, and its
+// seed seeding the rest (the generator, the trace):
+//
+//	seed: 135
+//	duration: 8s                  # until the drain, at least 3s
+//	axes: {ft: spate, rescale: live, recover: single, store: coord, autoscale: off, source: gen}
+//	schedule:                     # schedule: [] for none
+//	  - {at: 4.582825564s, fault: link, target: rollup/0, bandwidth: 512KiB/s, for: 1.104s}
+//	  - {at: 4.932825564s, fault: store, target: rollup/0, corrupt: true}
+//
+// An axis left out is the seed's draw, as --only leaves it; the narrow
+// nemesis's seeds are written with the axes their fields mean, and the
+// file runs them as the whole product with every axis pinned (the same
+// run). The steps are the chaos DSL's (chaos/doc.go, docs/scenarios.md):
+// at, fault (the action's verb), target (op for scale), the action's
+// arguments by name (booleans as true, groups as [[n1, n2], [n3, n4]]),
+// in time order; a printed time is exact, to the nanosecond the nemesis
+// drew. The sim adds its own: crash coord with resume_after (a scenario's
+// kill coordinator with resume_after reads as it), pause coord with for,
+// drain, and partition with a target alone (an isolation). A bad file is
+// one line: FILE:LINE: FIELD: what is wrong.
+//
+// `spate sim --seed S --shrink` (or --schedule FILE --shrink) searches
+// for the shortest schedule that still fails, and prints it as such a
+// file, with the runs the search took and the failure it keeps. While
+// the run still fails: delta debugging removes faults (the empty
+// schedule first, then halves, quarters, down to single steps, each
+// piece alone and left out, until no single fault can go); the duration
+// is cut, to just past the last step if that fails, else by bisection;
+// each remaining fault is moved later, halfway to the next one or to the
+// drain, up to three times; and over again while a round changes
+// anything. A schedule tried once is not tried again. Since the
+// interleaving varies from run to run, a schedule still fails if one of
+// --tries K runs of it fails (K is 1 by default; a failure that comes
+// in one run of several needs a larger K, or the search throws away a
+// fault it needs), and the same way as the start: it
+// broke exactly-once, or it did not finish, so that the search does not
+// slip to another bug. Shrink is pure (a predicate in, the file and the
+// number of candidates out); ShrinkRuns drives it on the cluster.
 //
 // What the in-process twin changes: a kill closes every connection of the
 // node (as the kernel does for a dead process) and cancels its goroutines,

@@ -53,6 +53,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover; pins the recover axis)")
 	onlyArg := fs.String("only", "", "pin configuration axes, the others drawn per seed: axis=value,... (axes: "+axisHelp()+")")
 	narrowArg := fs.Bool("narrow", false, "the regressions' nemesis: no axes drawn (--ft and --recover as given, the in-memory store, the generator, no auto-scaler) and the narrower fault table")
+	sched := newScheduleFlags(fs) // --print-schedule, --schedule-out, --schedule, --shrink, --tries: schedmain.go
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -114,6 +115,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	t0, cpu0 := time.Now(), cpuSeconds()
+	if sched.on(set) {
+		return sched.run(ctx, *one, cfg, set, root, stdout, stderr)
+	}
 	if *one != 0 {
 		return replay(ctx, *one, cfg, root, stdout)
 	}

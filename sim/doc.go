@@ -78,61 +78,39 @@
 // is the narrower one of before: kills, restarts, isolations, damaged
 // newest checkpoints, failing writes, rescales under --ft spate.
 //
-// How deterministic a replay is: the schedule is a pure function of the
+// How deterministic a replay is. The schedule is a pure function of the
 // seed (and of the nemesis's code), so a replay applies the same faults at
-// the same job times. The cluster's interleaving is not: goroutines,
-// channels and the scheduler decide which message is taken first. Under
-// testing/synctest (TestSeeds) the clock is virtual, so every timer,
-// timeout and fault time is exact and only the scheduling of goroutines
-// between two instants varies; `spate sim` runs on the real clock, where
-// the machine's load moves every time too. A seed that fails once is
-// recorded in sim_test.go's regressions and run by every `go test`; a
-// seed of the whole-product nemesis that finds a bug not fixed yet is in
-// nemesis_test.go's knownFailingWide, with its class.
+// the same job times. In the native mode (`spate sim --seeds N`, TestSeeds)
+// the cluster's interleaving is not: goroutines, channels and the
+// scheduler decide which message is taken first. Under testing/synctest
+// (TestSeeds) the clock is virtual, so every timer, timeout and fault time
+// is exact and only the scheduling of goroutines between two instants
+// varies; `spate sim --native` runs on the real clock, where the machine's
+// load moves every time too.
 //
-// # Schedules and shrinking
+// The exact mode (`spate sim --seed S`, `--exact`; package sim/exact)
+// makes the whole run a function of the seed: this package built for
+// wasip1 (sim/guest) runs under wazero on one thread, with a virtual clock
+// that moves only when every goroutine waits, random bytes from the seed
+// and a preemption every so many mutex locks, counted, not timed. Two runs
+// of a seed give the same event log byte for byte, times included, and
+// `spate sim --seed S` runs it twice and compares the logs' sha256
+// (TestExactReplayIsAFunctionOfTheSeed does so loaded and at another
+// GOMAXPROCS). Why wasm rather than a scheduler of our own: the product's
+// code runs unchanged (its goroutines, yamux, the stores), where a
+// single-threaded scheduler over pure cores would simulate a different
+// program; Go's wasm port already runs every goroutine on one thread and
+// takes its clock and its randomness from the host. What it costs: the
+// guest runs several times slower than the native mode (the figures are in
+// MEASUREMENTS.md), so bulk runs stay native, and a seed a native batch
+// finds failing is run again exactly (`spate sim --seed S`); its exact run
+// is a different interleaving, which may pass. The exact mode needs the go
+// command and the source tree (it builds its guest on first use, cached in
+// the user's cache directory).
 //
-// `spate sim --seed S --print-schedule` (or --schedule-out FILE) writes a
-// seed's run as YAML, and `spate sim --schedule FILE` runs such a file
-// exactly: the configuration it names, its steps at their times, and its
-// seed seeding the rest (the generator, the trace):
-//
-//	seed: 135
-//	duration: 8s                  # until the drain, at least 3s
-//	axes: {ft: spate, rescale: live, recover: single, store: coord, autoscale: off, source: gen}
-//	schedule:                     # schedule: [] for none
-//	  - {at: 4.582825564s, fault: link, target: rollup/0, bandwidth: 512KiB/s, for: 1.104s}
-//	  - {at: 4.932825564s, fault: store, target: rollup/0, corrupt: true}
-//
-// An axis left out is the seed's draw, as --only leaves it; the narrow
-// nemesis's seeds are written with the axes their fields mean, and the
-// file runs them as the whole product with every axis pinned (the same
-// run). The steps are the chaos DSL's (chaos/doc.go, docs/scenarios.md):
-// at, fault (the action's verb), target (op for scale), the action's
-// arguments by name (booleans as true, groups as [[n1, n2], [n3, n4]]),
-// in time order; a printed time is exact, to the nanosecond the nemesis
-// drew. The sim adds its own: crash coord with resume_after (a scenario's
-// kill coordinator with resume_after reads as it), pause coord with for,
-// drain, and partition with a target alone (an isolation). A bad file is
-// one line: FILE:LINE: FIELD: what is wrong.
-//
-// `spate sim --seed S --shrink` (or --schedule FILE --shrink) searches
-// for the shortest schedule that still fails, and prints it as such a
-// file, with the runs the search took and the failure it keeps. While
-// the run still fails: delta debugging removes faults (the empty
-// schedule first, then halves, quarters, down to single steps, each
-// piece alone and left out, until no single fault can go); the duration
-// is cut, to just past the last step if that fails, else by bisection;
-// each remaining fault is moved later, halfway to the next one or to the
-// drain, up to three times; and over again while a round changes
-// anything. A schedule tried once is not tried again. Since the
-// interleaving varies from run to run, a schedule still fails if one of
-// --tries K runs of it fails (K is 1 by default; a failure that comes
-// in one run of several needs a larger K, or the search throws away a
-// fault it needs), and the same way as the start: it
-// broke exactly-once, or it did not finish, so that the search does not
-// slip to another bug. Shrink is pure (a predicate in, the file and the
-// number of candidates out); ShrinkRuns drives it on the cluster.
+// A seed that fails once is recorded in sim_test.go's regressions and run
+// by every `go test`; a seed of the whole-product nemesis that finds a bug
+// not fixed yet is in nemesis_test.go's knownFailingWide, with its class.
 //
 // What the in-process twin changes: a kill closes every connection of the
 // node (as the kernel does for a dead process) and cancels its goroutines,

@@ -41,7 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	n := fs.Int("seeds", 10, "how many seeds to run")
 	from := fs.Uint64("from", 1, "the first seed")
-	one := fs.Uint64("seed", 0, "replay this one seed (twice: says whether the verdict was the same)")
+	one := fs.Uint64("seed", 0, "run this one seed twice and compare: in the exact mode (the default) the hashes of the two event logs, which must be equal; with --native the verdicts")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	par := fs.Int("parallel", 2, "seeds run at once")
 	keep := fs.String("data", "", "keep each seed's run directory under this directory (default: a temporary one, removed)")
@@ -54,6 +54,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	onlyArg := fs.String("only", "", "pin configuration axes, the others drawn per seed: axis=value,... (axes: "+axisHelp()+")")
 	narrowArg := fs.Bool("narrow", false, "the regressions' nemesis: no axes drawn (--ft and --recover as given, the in-memory store, the generator, no auto-scaler) and the narrower fault table")
 	sched := newScheduleFlags(fs) // --print-schedule, --schedule-out, --schedule, --shrink, --tries: schedmain.go
+	exactArg := fs.Bool("exact", false, "run each seed in the exact mode (the default with --seed): a wasip1 build of the simulation under wazero, on one thread and a virtual clock, so that the run is a function of the seed; it builds that guest with the go command on first use")
+	nativeArg := fs.Bool("native", false, "run in this process, on its goroutines (the default with --seeds: faster, and the interleaving is not a function of the seed)")
+	guest := fs.Bool("guest", false, "internal: this is the exact mode's guest; print every seed's result in --json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -118,7 +121,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if sched.on(set) {
 		return sched.run(ctx, *one, cfg, set, root, stdout, stderr)
 	}
-	if *one != 0 {
+	exact := *exactArg || *one != 0 && !*nativeArg
+	if *exactArg && *nativeArg {
+		fmt.Fprintln(stderr, "spate sim: --exact and --native: choose one")
+		return 2
+	}
+	run := func(seed uint64) Result { return Run(ctx, seed, cfg, Dir(root, seed)) }
+	if exact {
+		host, err := newExactHost(ctx, fs, stderr, *quiet)
+		if err != nil {
+			fmt.Fprintln(stderr, "spate sim:", err)
+			return 2
+		}
+		defer host.close(ctx)
+		if *one != 0 {
+			return host.replay(ctx, *one, cfg, root, *asJSON, stdout)
+		}
+		run = func(seed uint64) Result { return host.run(ctx, seed, Dir(root, seed)) }
+	} else if *one != 0 {
 		return replay(ctx, *one, cfg, root, stdout)
 	}
 	seeds := make([]uint64, *n)
@@ -126,7 +146,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		seeds[i] = *from + uint64(i)
 	}
 	failed := 0
-	results := runAll(ctx, seeds, cfg, root, *par, func(r Result, done int) {
+	results := runAll(ctx, seeds, run, *par, func(r Result, done int) {
 		if r.Failed() {
 			failed++
 		}
@@ -155,6 +175,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if r.Failed() {
 			sum.Failed++
 			sum.FailingSeeds = append(sum.FailingSeeds, r.Seed)
+		}
+		if r.Failed() || *guest {
 			sum.Results = append(sum.Results, r)
 		}
 	}
@@ -198,7 +220,7 @@ func progress(total int, r Result, failed int, elapsed time.Duration, done int) 
 
 // runAll runs seeds, par at a time, calling each as it finishes with how
 // many have.
-func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par int, each func(r Result, done int)) []Result {
+func runAll(ctx context.Context, seeds []uint64, run func(seed uint64) Result, par int, each func(r Result, done int)) []Result {
 	out := make([]Result, 0, len(seeds))
 	var mu sync.Mutex
 	work := make(chan uint64)
@@ -206,7 +228,7 @@ func runAll(ctx context.Context, seeds []uint64, cfg Config, root string, par in
 	for range par {
 		wg.Go(func() {
 			for seed := range work {
-				r := Run(ctx, seed, cfg, Dir(root, seed))
+				r := run(seed)
 				mu.Lock()
 				out = append(out, r)
 				each(r, len(out))

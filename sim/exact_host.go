@@ -1,0 +1,183 @@
+//go:build !wasip1
+
+package sim
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"spate/sim/exact"
+)
+
+// guestFlags are the flags of `spate sim` the exact mode hands on to its
+// guest when they were given: they shape a seed's run. The others say
+// which seeds, where and how to print, and the host answers them.
+var guestFlags = map[string]bool{"ft": true, "duration": true, "recover": true, "only": true, "narrow": true}
+
+// exactHost runs seeds in the exact mode's guest.
+type exactHost struct {
+	h    *exact.Host
+	args []string // the flags handed on
+}
+
+// newExactHost builds and compiles the guest (saying so on stderr unless
+// quiet, since a first build takes a while).
+func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet bool) (*exactHost, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	src, err := exact.Source(wd)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	cache = filepath.Join(cache, "spate", "exact")
+	t0 := time.Now()
+	wasm, changed, err := exact.Build(ctx, src, cache)
+	if err != nil {
+		return nil, err
+	}
+	h, err := exact.New(ctx, wasm, cache)
+	if err != nil {
+		return nil, err
+	}
+	if changed && !quiet {
+		fmt.Fprintf(stderr, "exact mode: built its guest (%s for wasip1, %.1f MB) and compiled it in %v; cached in %s\n",
+			exact.GuestPackage, float64(len(wasm))/1e6, time.Since(t0).Round(100*time.Millisecond), cache)
+	}
+	var args []string
+	fs.Visit(func(f *flag.Flag) {
+		if guestFlags[f.Name] {
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return &exactHost{h: h, args: args}, nil
+}
+
+func (x *exactHost) close(ctx context.Context) { _ = x.h.Close(ctx) }
+
+// run runs seed in the guest with dir as its run directory, and hashes
+// the run's event log.
+func (x *exactHost) run(ctx context.Context, seed uint64, dir string) Result {
+	res := Result{Seed: seed, Dir: dir}
+	mount := filepath.Dir(dir)
+	args := append([]string{"--native", "--guest", "--json", "--quiet", "--parallel=1", "--seeds=1",
+		"--from=" + strconv.FormatUint(seed, 10), "--data=/run"}, x.args...)
+	var out, errOut bytes.Buffer
+	st, err := x.h.Run(ctx, exact.Spec{Args: args, Seed: seed, Dir: mount, Stdout: &out, Stderr: &errOut})
+	if err != nil {
+		res.Err = fmt.Sprintf("exact mode: %v", err)
+		return res
+	}
+	var sum Summary
+	if jerr := json.Unmarshal(out.Bytes(), &sum); jerr != nil || len(sum.Results) != 1 {
+		res.Err = fmt.Sprintf("exact mode: the guest exited %d without a result: %s", st.Exit, lastLine(errOut.String()))
+		return res
+	}
+	res = sum.Results[0]
+	res.Dir = dir
+	if err := remount(dir, "/run/"+filepath.Base(dir)); err != nil {
+		res.Err = fmt.Sprintf("exact mode: %v", err)
+		return res
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "events.jsonl")); err == nil {
+		sum := sha256.Sum256(b)
+		res.Hash = fmt.Sprintf("%x", sum)
+	}
+	return res
+}
+
+// remount writes the run directory's host path where its run.json names
+// it as the guest saw it (a trace source's file), so that verify, report
+// and view read it like any other run. The event log keeps the guest's
+// paths: it is the same on every machine.
+func remount(dir, guestDir string) error {
+	p := filepath.Join(dir, "run.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	host, _ := json.Marshal(dir)
+	b = bytes.ReplaceAll(b, []byte(guestDir), bytes.Trim(host, `"`))
+	return os.WriteFile(p, b, 0o644)
+}
+
+func lastLine(s string) string {
+	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
+	return string(lines[len(lines)-1])
+}
+
+// exactReplay is --seed's answer in the exact mode.
+type exactReplay struct {
+	Seed      uint64  `json:"seed"`
+	Axes      Axes    `json:"axes,omitempty"`
+	Steps     []Step  `json:"schedule"`
+	First     Result  `json:"first"`
+	Second    Result  `json:"second"`
+	Hash      string  `json:"hash"`
+	Identical bool    `json:"identical"`
+	Guest     string  `json:"guest"` // the guest's sha256, first 8 bytes
+	CPU       float64 `json:"cpu_s"` // this process's CPU time for both runs
+}
+
+// replay runs seed twice in the guest, the first into its run directory
+// under root (which --data keeps), and says whether the two event logs
+// are the same.
+func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root string, asJSON bool, stdout io.Writer) int {
+	rep := exactReplay{Seed: seed, Axes: axesOf(Resolve(seed, cfg)), Steps: Plan(seed, cfg), Guest: x.h.Hash}
+	tmp, err := os.MkdirTemp("", "spate-exact-")
+	if err != nil {
+		fmt.Fprintln(stdout, "spate sim:", err)
+		return 2
+	}
+	defer os.RemoveAll(tmp)
+	cpu0 := cpuSeconds()
+	rep.First = x.run(ctx, seed, Dir(root, seed))
+	rep.Second = x.run(ctx, seed, Dir(tmp, seed))
+	rep.Second.Dir = ""
+	rep.CPU = cpuSeconds() - cpu0
+	rep.Hash = rep.First.Hash
+	rep.Identical = rep.First.Hash != "" && rep.First.Hash == rep.Second.Hash
+	if asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		if rep.Axes != nil {
+			fmt.Fprintf(stdout, "seed %d: %s\n", seed, rep.Axes)
+		}
+		fmt.Fprintf(stdout, "seed %d: the schedule\n", seed)
+		for _, s := range rep.Steps {
+			fmt.Fprintln(stdout, "   ", s)
+		}
+		fmt.Fprintln(stdout, "first: ", rep.First.Verdict())
+		fmt.Fprintln(stdout, "second:", rep.Second.Verdict())
+		if rep.Identical {
+			fmt.Fprintf(stdout, "the two runs were identical, event for event: sha256 %s (exact mode, guest %s; %.0f s of job time each, %.1f s of CPU for both)\n",
+				rep.Hash, rep.Guest, rep.First.JobTime, rep.CPU)
+		} else {
+			fmt.Fprintf(stdout, "the two runs were NOT identical: sha256 %s and %s (guest %s): the exact mode is broken, a bug to report\n",
+				rep.First.Hash, rep.Second.Hash, rep.Guest)
+		}
+		fmt.Fprintf(stdout, "its run directory: %s\n", rep.First.Dir)
+	}
+	switch {
+	case !rep.Identical:
+		return 2
+	case rep.First.Failed():
+		return 1
+	}
+	return 0
+}

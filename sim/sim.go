@@ -91,11 +91,11 @@ type Result struct {
 	Wrong      int      `json:"wrong"`
 	Err        string   `json:"error,omitempty"` // the run did not finish or could not be verified
 	Dir        string   `json:"dir"`
-	JobTime    float64  `json:"job_s"`          // simulated seconds from the start to the end of the drain
+	JobTime    float64  `json:"job_s"` // simulated seconds from the start to the end of the drain
 	// Hash is the sha256 of the run's event log (events.jsonl), in the
 	// exact mode, where the same seed gives the same log.
 	Hash string `json:"hash,omitempty"`
-	Axes       Axes     `json:"axes,omitempty"` // the configuration the seed drew (Config.Wide)
+	Axes Axes   `json:"axes,omitempty"` // the configuration the seed drew (Config.Wide)
 	// Unchecked: an --ft none seed whose schedule has a fault that loses
 	// state (which none does not survive), checked only to finish.
 	Unchecked bool `json:"not_checked,omitempty"`

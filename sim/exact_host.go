@@ -69,13 +69,32 @@ func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet
 
 func (x *exactHost) close(ctx context.Context) { _ = x.h.Close(ctx) }
 
-// run runs seed in the guest with dir as its run directory, and hashes
-// the run's event log.
+// run runs seed in the guest with dir (Dir of some root and seed) as its
+// run directory, and hashes the run's event log.
 func (x *exactHost) run(ctx context.Context, seed uint64, dir string) Result {
+	return x.guest(ctx, seed, dir, append([]string{"--native", "--guest", "--json", "--quiet", "--parallel=1", "--seeds=1",
+		"--from=" + strconv.FormatUint(seed, 10), "--data=/run"}, x.args...))
+}
+
+// runFile runs the schedule file f (resolved against cfg: every axis and
+// the duration written out) in the guest with dir (Dir of some root and
+// f's seed) as its run directory.
+func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir string, extra ...string) Result {
+	name := "schedule-" + filepath.Base(dir) + ".yaml"
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(dir), name), []byte(f.Resolved(cfg).Format()), 0o644); err != nil {
+		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
+	}
+	defer os.Remove(filepath.Join(filepath.Dir(dir), name))
+	return x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, extra...))
+}
+
+// guest runs the guest with args, dir's parent mounted as /run.
+func (x *exactHost) guest(ctx context.Context, seed uint64, dir string, args []string) Result {
 	res := Result{Seed: seed, Dir: dir}
 	mount := filepath.Dir(dir)
-	args := append([]string{"--native", "--guest", "--json", "--quiet", "--parallel=1", "--seeds=1",
-		"--from=" + strconv.FormatUint(seed, 10), "--data=/run"}, x.args...)
 	var out, errOut bytes.Buffer
 	st, err := x.h.Run(ctx, exact.Spec{Args: args, Seed: seed, Dir: mount, Stdout: &out, Stderr: &errOut})
 	if err != nil {

@@ -18,4 +18,8 @@ func (*exactHost) close(context.Context) {}
 
 func (*exactHost) run(context.Context, uint64, string) Result { return Result{} }
 
+func (*exactHost) runFile(context.Context, ScheduleFile, Config, string, ...string) Result {
+	return Result{}
+}
+
 func (*exactHost) replay(context.Context, uint64, Config, string, bool, io.Writer) int { return 2 }

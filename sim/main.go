@@ -57,6 +57,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	exactArg := fs.Bool("exact", false, "run each seed in the exact mode (the default with --seed): a wasip1 build of the simulation under wazero, on one thread and a virtual clock, so that the run is a function of the seed; it builds that guest with the go command on first use")
 	nativeArg := fs.Bool("native", false, "run in this process, on its goroutines (the default with --seeds: faster, and the interleaving is not a function of the seed)")
 	guest := fs.Bool("guest", false, "internal: this is the exact mode's guest; print every seed's result in --json")
+	fork := newForkFlags(fs) // --fork-at, --add: fork.go
+	fs.StringVar(&cfg.ForkFile, "fork-file", "", "internal: the file a fork step reads its fault from (--fork-at)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -118,27 +120,40 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	t0, cpu0 := time.Now(), cpuSeconds()
-	if sched.on(set) {
-		return sched.run(ctx, *one, cfg, set, root, stdout, stderr)
-	}
-	exact := *exactArg || *one != 0 && !*nativeArg
 	if *exactArg && *nativeArg {
 		fmt.Fprintln(stderr, "spate sim: --exact and --native: choose one")
 		return 2
 	}
-	run := func(seed uint64) Result { return Run(ctx, seed, cfg, Dir(root, seed)) }
-	if exact {
-		host, err := newExactHost(ctx, fs, stderr, *quiet)
-		if err != nil {
+	// The exact mode is the default for one seed or one file; a batch of
+	// seeds runs natively unless --exact. Printing a schedule runs none.
+	exact := *exactArg || (*one != 0 || set["schedule"] || set["shrink"]) && !*nativeArg
+	printOnly := (*sched.print || *sched.out != "") && !*sched.shrink
+	var host *exactHost
+	if exact && !printOnly && !*guest {
+		var err error
+		if host, err = newExactHost(ctx, fs, stderr, *quiet); err != nil {
 			fmt.Fprintln(stderr, "spate sim:", err)
 			return 2
 		}
 		defer host.close(ctx)
-		if *one != 0 {
+	}
+	run := func(seed uint64) Result { return Run(ctx, seed, cfg, Dir(root, seed)) }
+	sched.runFile = func(f ScheduleFile) Result { return Run(ctx, f.Seed, f.Apply(cfg), Dir(root, f.Seed)) }
+	sched.guest = *guest
+	if host != nil {
+		run = func(seed uint64) Result { return host.run(ctx, seed, Dir(root, seed)) }
+		sched.runFile = func(f ScheduleFile) Result { return host.runFile(ctx, f, cfg, Dir(root, f.Seed)) }
+	}
+	if fork.on(set) {
+		return fork.run(ctx, *one, *sched.file, cfg, set, root, host, stdout, stderr)
+	}
+	if sched.on(set) {
+		return sched.run(ctx, *one, cfg, set, root, stdout, stderr)
+	}
+	if *one != 0 {
+		if host != nil {
 			return host.replay(ctx, *one, cfg, root, *asJSON, stdout)
 		}
-		run = func(seed uint64) Result { return host.run(ctx, seed, Dir(root, seed)) }
-	} else if *one != 0 {
 		return replay(ctx, *one, cfg, root, stdout)
 	}
 	seeds := make([]uint64, *n)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,10 @@ import (
 // scheduleFlags are the flags of `spate sim` that write, run and shrink
 // a schedule file (schedule.go, shrink.go), kept apart from Main's own.
 type scheduleFlags struct {
+	// runFile runs a file once (natively or in the exact mode: Main's
+	// choice); guest says this process is the exact mode's guest.
+	runFile func(f ScheduleFile) Result
+	guest   bool
 	print  *bool
 	out    *string
 	file   *string
@@ -97,16 +102,22 @@ func (sf *scheduleFlags) run(ctx context.Context, seed uint64, cfg Config, set m
 	}
 	switch {
 	case *sf.shrink:
-		run := func(g ScheduleFile) Result { return Run(ctx, g.Seed, g.Apply(cfg), Dir(root, g.Seed)) }
-		return sf.shrinkMain(ctx, f, cfg, run, stdout, stderr, emit)
+		return sf.shrinkMain(ctx, f, cfg, sf.runFile, stdout, stderr, emit)
 	case *sf.print || *sf.out != "":
 		return emit(f.Format(header...))
 	}
-	return sf.runFile(ctx, f, cfg, root, stdout)
+	if sf.guest {
+		// The exact mode's guest: one run, its result as JSON.
+		r := sf.runFile(f)
+		b, _ := json.Marshal(Summary{Seeds: 1, Results: []Result{r}})
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	return sf.runFileMain(ctx, f, cfg, stdout)
 }
 
-// runFile runs f up to --tries times, until a run fails.
-func (sf *scheduleFlags) runFile(ctx context.Context, f ScheduleFile, cfg Config, root string, stdout io.Writer) int {
+// runFileMain runs f up to --tries times, until a run fails.
+func (sf *scheduleFlags) runFileMain(ctx context.Context, f ScheduleFile, cfg Config, stdout io.Writer) int {
 	run := f.Apply(cfg)
 	fmt.Fprintf(stdout, "%s: seed %d [%s], %v, the schedule:\n", *sf.file, f.Seed, axesOf(run), run.Duration)
 	for _, s := range run.Schedule {
@@ -116,7 +127,7 @@ func (sf *scheduleFlags) runFile(ctx context.Context, f ScheduleFile, cfg Config
 		if ctx.Err() != nil {
 			return 2
 		}
-		r := Run(ctx, f.Seed, run, Dir(root, f.Seed))
+		r := sf.runFile(f)
 		label := "run:"
 		if *sf.tries > 1 {
 			label = fmt.Sprintf("run %d of %d:", k+1, *sf.tries)

@@ -157,6 +157,7 @@ var simVerbs = map[string][]string{
 	"scale":     {"op", "n"},
 	"crash":     {"target", "resume_after"},
 	"drain":     nil,
+	"fork":      nil, // spate sim --fork-at: the fault Config.ForkFile names, or none
 }
 
 var (

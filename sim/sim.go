@@ -71,6 +71,12 @@ type Config struct {
 	// virtual clock, where the bubble must end with no goroutine left;
 	// `spate sim`, on the real clock, sets none.
 	Settle time.Duration
+	// ForkFile is read when a "fork" step comes: its first line, a
+	// command as control.ParseCommand takes it, is the fault to add then
+	// ("noop" or nothing: none). `spate sim --fork-at` gives both runs
+	// the same schedule and a file of the same length, so that the two
+	// are the same run up to the fork.
+	ForkFile string
 }
 
 // DefaultConfig is the configuration of `spate sim` (which sets no
@@ -200,7 +206,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	}
 	upCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	h := &harness{ctx: upCtx, cfg: ccfg, dir: dir,
+	h := &harness{ctx: upCtx, cfg: ccfg, dir: dir, fork: cfg.ForkFile,
 		opt: coord.Options{Transport: mc.mem, Spawn: mc.spawn, Adopt: mc.adopt, Out: io.Discard, Store: coordStore, FrameAligned: true}}
 	start := time.Now()
 	if err := h.start(false); err != nil {
@@ -279,6 +285,28 @@ type harness struct {
 	b     control.Backend
 	upErr chan error    // the running coordinator's end
 	crash chan struct{} // closed: it dies as under SIGKILL
+	fork  string        // Config.ForkFile
+}
+
+// forked reads the fault a fork step adds, or says why there is none.
+func (h *harness) forked() (*control.Action, string) {
+	if h.fork == "" {
+		return nil, "no fork file: nothing added"
+	}
+	b, err := os.ReadFile(h.fork)
+	if err != nil {
+		return nil, fmt.Sprintf("the fork file: %v: nothing added", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" || line == "noop" {
+		return nil, "nothing added (the run as it was)"
+	}
+	a, err := control.ParseCommand(line)
+	if err != nil {
+		return nil, fmt.Sprintf("the fork file: %v: nothing added", err)
+	}
+	return &a, ""
 }
 
 // start starts a coordinator (resume: on the run of the one that
@@ -338,6 +366,14 @@ func drive(ctx context.Context, h *harness, steps []Step) ([]string, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return out, ctx.Err()
+		}
+		if s.Action.Verb == "fork" {
+			a, what := h.forked()
+			if a == nil {
+				out = append(out, fmt.Sprintf("%s: %s", s, what))
+				continue
+			}
+			s.Action = *a
 		}
 		if s.Action.Verb == "crash" {
 			answer, err := h.crashAndResume(s.Action)

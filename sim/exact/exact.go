@@ -46,8 +46,9 @@ const (
 	gGlobal      = 2 // the wasm global that holds g (cmd/link/internal/wasm)
 )
 
-// Source finds the root of spate's source tree: $SPATE_SRC, or the first
-// directory from dir upward whose go.mod declares module spate.
+// Source finds the root of spate's source tree: $SPATE_SRC, the first
+// directory from dir upward whose go.mod declares module spate, or the
+// tree this binary was built from if it is still there.
 func Source(dir string) (string, error) {
 	if s := os.Getenv("SPATE_SRC"); s != "" {
 		if !isSpate(s) {
@@ -60,6 +61,11 @@ func Source(dir string) (string, error) {
 			return d, nil
 		}
 		if filepath.Dir(d) == d {
+			if _, file, _, ok := runtime.Caller(0); ok {
+				if built := filepath.Join(filepath.Dir(file), "..", ".."); isSpate(built) {
+					return filepath.Clean(built), nil
+				}
+			}
 			return "", fmt.Errorf("the exact mode builds its guest from spate's source, and found no go.mod of module spate from %s up: run it in a clone, set SPATE_SRC, or pass --native", dir)
 		}
 	}

@@ -112,7 +112,7 @@ is not (the sim package's doc says how deterministic a replay is).`,
   spate sim --seeds 100 --recover parallel`,
 		GroupID: "study",
 		Main:    sim.Main,
-		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}},
+		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}, "break": breakValues()},
 	})
 }
 

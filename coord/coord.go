@@ -209,7 +209,7 @@ func (c *core) deploy() error {
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
 		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
-		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(), Grants: true,
+		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(), Grants: true, Break: c.cfg.Break,
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d

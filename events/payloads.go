@@ -21,6 +21,9 @@ import (
 type RunStartedFields struct {
 	Coord string `json:"coord"` // the address nodes join at
 	Dir   string `json:"dir"`   // the run directory
+	// Break names the protocol's broken variants on in the run, comma
+	// separated (`spate up --break`); "" for the protocol as it should be.
+	Break string `json:"break,omitempty"`
 }
 
 // NodeSpawnedFields: a node process was started.

@@ -487,7 +487,10 @@ func (c *core) instanceDone(ns *nodeState, d *wire.Done) {
 		return
 	}
 	p := c.placeOf[d.Instance]
-	if ns.state == nodeLost || p == nil || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen {
+	if p == nil {
+		return
+	}
+	if (ns.state == nodeLost || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen) && !c.acceptFenced(d.Gen, p.Gen) {
 		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d

@@ -37,10 +37,10 @@ type Info struct {
 
 var infos = [count]Info{
 	{TrimNewest, "trim-newest", "upstream backups are trimmed at the newest complete checkpoint instead of its fallback, so a damaged newest checkpoint has nothing to fall back to (node: onCompleted)"},
-	{AcceptFenced, "accept-fenced", "the coordinator counts checkpoint, drain and sink reports of a fenced (older) generation (coord: the generation check)"},
-	{EarlyCommit, "early-commit", "a sink commits its output as it writes it, before a durable checkpoint covers it, so a restore counts it and its replay again (node: the sink's commit)"},
-	{ReplayLate, "replay-late", "an upstream replays to a recovered downstream from one record past what it lacks (node: the backup's replay)"},
-	{StaleSlice, "stale-slice", "a slice moved by a live rescale is restored from its owner's last periodic checkpoint, not from its capture at the move (node: the new owner's load)"},
+	{AcceptFenced, "accept-fenced", "the coordinator counts the checkpoint reports (a sink's commits with them) and drain reports of a fenced, older generation (coord: acceptFenced)"},
+	{EarlyCommit, "early-commit", "a sink's output counts as committed as it is written, before a durable checkpoint covers it: a restore bounds no older file, and the replay writes its results again (coord: restoreSink)"},
+	{ReplayLate, "replay-late", "an upstream replays to a reconnecting downstream from one record past what it lacks, per producer and key group (node: oneLate)"},
+	{StaleSlice, "stale-slice", "a slice moved by a live rescale gets its state from before the move (its chain without the capture) but the capture's positions, so what the old owner applied in between is lost (node: sliceState)"},
 }
 
 // List is every variant, in a fixed order.

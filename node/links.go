@@ -13,6 +13,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
@@ -243,6 +244,9 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 	}
 	l.err, l.backoff = nil, 0
 	in.markAhead(pi, l, resume)
+	if in.plan.Break.Has(breaks.ReplayLate) {
+		resume = oneLate(resume) // broken on purpose: the first record it lacks is never sent
+	}
 	switch {
 	case in.plan.FT == wire.FTSpate && in.src != nil: // on a goroutine of its own (replay.go)
 		in.src.startReplay(in, l, resume)
@@ -332,6 +336,17 @@ func (in *instance) acceptInput(i int, gen uint64, back backChannel) ([]wire.Pos
 		in.wms[i] = job.NoWatermark
 	}
 	return in.positionsFor(i), in.inputConn[i]
+}
+
+// oneLate is positions each one record further on: where a replay broken
+// on purpose (--break replay-late) starts.
+func oneLate(ps []wire.Position) []wire.Position {
+	out := make([]wire.Position, len(ps))
+	for i, p := range ps {
+		p.Seq++
+		out[i] = p
+	}
+	return out
 }
 
 // readTrims reads what a downstream sends back on our stream: trims.

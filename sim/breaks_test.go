@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -94,4 +95,23 @@ func TestHuntABrokenVariant(t *testing.T) {
 		t.Logf("%s", r.Verdict())
 	}
 	t.Errorf("--break %s: no failing seed in %d seeds from %d", brk, n, *from)
+}
+
+// spate sim --break list describes the variants; an unknown name is one
+// line naming the flag, exit 2, and runs nothing.
+func TestSimBreakFlag(t *testing.T) {
+	var out, errs strings.Builder
+	if code := Main([]string{"--break", "list"}, &out, &errs); code != 0 {
+		t.Fatalf("--break list: exit %d: %s", code, errs.String())
+	}
+	for _, in := range breaks.List() {
+		if !strings.Contains(out.String(), in.Name) {
+			t.Errorf("--break list lacks %s", in.Name)
+		}
+	}
+	out.Reset()
+	if code := Main([]string{"--break", "trim-oldest", "--seeds", "1"}, &out, &errs); code != 2 || out.Len() > 0 ||
+		strings.Count(errs.String(), "\n") != 1 || !strings.Contains(errs.String(), "--break") {
+		t.Errorf("--break trim-oldest: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
+	}
 }

@@ -244,18 +244,19 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 	}
 	l.err, l.backoff = nil, 0
 	in.markAhead(pi, l, resume)
+	from := resume // where a replay starts
 	if in.plan.Break.Has(breaks.ReplayLate) {
-		resume = oneLate(resume) // broken on purpose: the first record it lacks is never sent
+		from = oneLate(resume) // broken on purpose: the first record it lacks is never sent
 	}
 	switch {
 	case in.plan.FT == wire.FTSpate && in.src != nil: // on a goroutine of its own (replay.go)
-		in.src.startReplay(in, l, resume)
+		in.src.startReplay(in, l, from)
 	case in.plan.FT == wire.FTSpate:
-		in.startBackupReplay(pi, l, resume)
+		in.startBackupReplay(pi, l, from)
 	case in.src != nil:
 		// Global's barriers go in band on every link, so its sources
 		// replay (after a link reset) before anything else.
-		in.src.replayTo(in, l, resume)
+		in.src.replayTo(in, l, from)
 	default:
 		// A keyed sender without a backup: what the closed connection
 		// took is gone, and only the coordinator can get it back (a

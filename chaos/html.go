@@ -86,6 +86,9 @@ func (p *page) write() {
 		p.f(", scenario %s", esc(r.File))
 	}
 	p.f("</p>\n")
+	if r.Break != "" {
+		p.f("<p class=\"bad\"><b>BROKEN ON PURPOSE: %s</b>: this run's protocol had a mechanism deliberately wrong (spate up --break list), so its checks are meant to fail</p>\n", esc(r.Break))
+	}
 	p.verdict()
 
 	p.f("<h2>Checks</h2>\n")

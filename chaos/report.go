@@ -32,7 +32,8 @@ type Report struct {
 	Run           string            `json:"run"`
 	Dir           string            `json:"dir"`
 	FT            string            `json:"ft,omitempty"`
-	Verdict       string            `json:"verdict"` // pass or fail
+	Break         string            `json:"break,omitempty"` // the protocol's broken variants on (spate up --break)
+	Verdict       string            `json:"verdict"`         // pass or fail
 	Windows       int               `json:"windows"`
 	Lost          int               `json:"lost"`
 	Duplicated    int               `json:"duplicated"`
@@ -253,7 +254,8 @@ type runJSON struct {
 	Positions map[string]uint64 `json:"positions"`
 	Lag       [][2]int64        `json:"lag_ms"`
 	Config    struct {
-		FT string `json:"ft"`
+		FT    string `json:"ft"`
+		Break string `json:"break"`
 	} `json:"config"`
 }
 
@@ -306,7 +308,7 @@ func BuildReport(dir string, sc *Scenario, v Verify) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{V: ReportSchemaVersion, Run: ri.Run, Dir: dir, FT: ri.Config.FT, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
+	r := &Report{V: ReportSchemaVersion, Run: ri.Run, Dir: dir, FT: ri.Config.FT, Break: ri.Config.Break, Windows: v.Windows, Lost: v.Lost, Duplicated: v.Duplicated, Wrong: v.Wrong,
 		Faults: []FaultSpan{}, Recoveries: []Recovery{}, Checks: []CheckResult{}}
 	if note != "" {
 		r.Notes = append(r.Notes, note)

@@ -198,6 +198,9 @@ func (rn *runner) finish(r *Report) (int, string, *Report, error) {
 		}
 		fmt.Fprintf(opt.Out, "chaos: %-4s %s: %s\n", mark, c.Name, c.Detail)
 	}
+	if r.Break != "" {
+		fmt.Fprintf(opt.Out, "chaos: BROKEN ON PURPOSE: %s (the cluster's break: a mechanism deliberately wrong)\n", r.Break)
+	}
 	if rn.unfinished != "" {
 		fmt.Fprintf(opt.Out, "chaos: verdict %s: the run did not finish (%s); report in %s\n", r.Verdict, rn.unfinished, dir)
 	} else {

@@ -17,6 +17,7 @@ import (
 
 	"spate/backup"
 	"spate/control"
+	"spate/internal/breaks"
 	"spate/stores"
 )
 
@@ -665,7 +666,7 @@ var clusterFlags = map[string]clusterFlag{
 	"duration": flagDuration, "window": flagDuration, "lateness": flagDuration, "timeout": flagDuration, "heartbeat": flagDuration, "flush": flagDuration, "coord-timeout": flagDuration,
 	"job": flagString, "source": flagString, "ft": flagString, "interval": flagString, "events": flagString, "listen": flagString,
 	"parallelism": flagString, "backup-mem": flagString, "backup-full": flagString, "recover-on": flagString, "recover": flagString,
-	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString,
+	"failures": flagString, "rescale": flagString, "cost": flagString, "store": flagString, "break": flagString,
 	"respawn": flagBool, "autoscale": flagBool, "check-invariants": flagBool, "tls": flagBool, "metrics": flagString,
 }
 
@@ -854,6 +855,10 @@ func (p *scParser) clusterField(c field) error {
 				}
 			case "store":
 				if _, err := stores.Parse(val); err != nil {
+					return p.errf(c.value, path, "%v", err)
+				}
+			case "break":
+				if _, err := breaks.Parse(val); err != nil {
 					return p.errf(c.value, path, "%v", err)
 				}
 			}

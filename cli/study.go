@@ -115,7 +115,7 @@ is not (the sim package's doc says how deterministic a replay is).`,
   spate sim --seed 135 --shrink --tries 3 --schedule-out shrunk.yaml`,
 		GroupID: "study",
 		Main:    sim.Main,
-		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}},
+		Values:  map[string][]string{"ft": {"spate", "global"}, "recover": {"single", "parallel"}, "break": breakValues()},
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"spate/control"
 	"spate/coord"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/metrics"
 	"spate/report"
 	"spate/tui"
@@ -78,6 +79,16 @@ var upValues = map[string][]string{
 	"job":         {"windowcount"},
 	"show":        kindNames(),
 	"failures":    {"poisson:", "weibull:", "lanl:", "fta:"},
+	"break":       breakValues(),
+}
+
+// breakValues are --break's completions: list and every variant's name.
+func breakValues() []string {
+	out := []string{"list"}
+	for _, in := range breaks.List() {
+		out = append(out, in.Name)
+	}
+	return out
 }
 
 // parseGoArgs checks args against cmd's flags, as the engine will parse
@@ -124,6 +135,10 @@ func (a *app) runUp(cmd *cobra.Command, args []string) error {
 	}
 	if err := parseGoArgs(cmd, args, 0); err != nil {
 		return err
+	}
+	if b, _ := cmd.Flags().GetString("break"); b == "list" {
+		fmt.Fprint(a.stdout, breaks.Help())
+		return nil
 	}
 	quiet, _ := cmd.Flags().GetBool("quiet")
 	show, _ := cmd.Flags().GetString("show")

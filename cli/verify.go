@@ -49,7 +49,15 @@ func (a *app) verify(data string, asJSON bool, diffs int) int {
 		fmt.Fprintln(stderr, "spate verify:", err)
 		return exitUsage
 	}
-	if ri, err := coord.ReadRunInfo(dir); err == nil && !ri.Complete {
+	ri, riErr := coord.ReadRunInfo(dir)
+	if riErr == nil && !ri.Config.Break.Empty() {
+		w := stdout // on the report's side, but never inside its JSON
+		if asJSON {
+			w = stderr
+		}
+		fmt.Fprintf(w, "%s: the run's protocol had a mechanism deliberately wrong (run.json: break)\n", ri.Config.Break.Banner())
+	}
+	if riErr == nil && !ri.Complete {
 		fmt.Fprintln(stderr, "spate verify: note: a source instance was lost, so its last position is the one it last reported: counts near the loss may show as wrong")
 	}
 	if rep.Torn > 0 {

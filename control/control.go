@@ -58,7 +58,8 @@ type Status struct {
 	Run       string     `json:"run"`
 	Job       string     `json:"job"`
 	FT        string     `json:"ft"`
-	Phase     string     `json:"phase"` // joining, running, draining, finished
+	Break     string     `json:"break,omitempty"` // the protocol's broken variants on (spate up --break), comma separated
+	Phase     string     `json:"phase"`           // joining, running, draining, finished
 	Nodes     []Node     `json:"nodes"`
 	Instances []Instance `json:"instances"`
 	Faults    []Fault    `json:"faults,omitempty"`

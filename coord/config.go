@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spate/backup"
+	"spate/internal/breaks"
 	"spate/job"
 	"spate/stores"
 	"spate/traces"
@@ -73,6 +74,10 @@ type Config struct {
 	// CoordTimeout is how long a node waits for a coordinator that went
 	// away, its instances kept, before it stops and exits (node.Config).
 	CoordTimeout time.Duration `json:"coord_timeout,omitempty"`
+	// Break is the protocol's broken variants on in this run (`--break`,
+	// internal/breaks): none unless named. A run with one says so in its
+	// verdicts, its report and the dashboard.
+	Break breaks.Set `json:"break,omitempty"`
 	// Resume is the run directory of a run whose coordinator died: a new
 	// coordinator goes on with it (resume.go). Its configuration is the
 	// run's own, from run.json.
@@ -140,6 +145,7 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.BackupFull, "backup-full", c.BackupFull, "what a backup past --backup-mem does: spill (to the run directory) or block (backpressure until trims free memory)")
 	fs.DurationVar(&c.CoordTimeout, "coord-timeout", c.CoordTimeout, "how long the nodes wait for a coordinator that went away (a crash: spate up --resume DIR starts the next), their instances kept; then they stop and exit")
 	fs.StringVar(&c.Resume, "resume", c.Resume, "go on with the run in this run directory, whose coordinator died: the nodes rejoin, every instance is restored from its checkpoints, the job goes on (the run's own configuration is used)")
+	brk := fs.String("break", "", "run the protocol with one mechanism deliberately wrong, for teaching and to see the checks fail (list: the names and what each breaks)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -159,6 +165,9 @@ func ParseUp(args []string, stderr io.Writer) (Config, error) {
 		return c, nil
 	}
 	var err error
+	if c.Break, err = breaks.Parse(*brk); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 	if c.FlushMs, err = FlushMs(*flush); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrUsage, err)
 	}

@@ -208,7 +208,7 @@ func (c *core) nodeStatus(ns *nodeState) string {
 }
 
 func (c *core) status() control.Status {
-	st := control.Status{Run: c.run, Job: c.spec.Name, FT: c.cfg.FT, Phase: "joining"}
+	st := control.Status{Run: c.run, Job: c.spec.Name, FT: c.cfg.FT, Break: c.cfg.Break.String(), Phase: "joining"}
 	switch {
 	case c.started && c.finished():
 		st.Phase = "finished"

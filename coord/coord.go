@@ -209,7 +209,7 @@ func (c *core) deploy() error {
 	sort.Slice(c.order, func(i, j int) bool { return nodeLess(c.order[i], c.order[j]) })
 	d := &wire.Deploy{Run: c.run, DataDir: c.dir, Job: c.spec, Nodes: addrs, FlushMs: c.cfg.FlushMs,
 		FT: c.ft.mode(), Interval: c.cfg.IntervalDuration().Milliseconds(), FullEvery: 10, Cost: costNs(c.cfg.Cost),
-		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(), Grants: true,
+		BackupMem: c.cfg.BackupMem, BackupBlock: c.cfg.BackupFull == "block", Store: c.storeSpec.String(), Grants: true, Break: c.cfg.Break,
 		Source: wire.SourceSpec{Spec: c.cfg.Source, Seed: c.cfg.Seed, Rate: c.cfg.Rate, Keys: c.cfg.Keys, Speedup: c.cfg.Speedup, Paced: c.cfg.Paced()}}
 	d.Instances = Place(&c.spec, c.order)
 	c.plan = d
@@ -487,7 +487,10 @@ func (c *core) instanceDone(ns *nodeState, d *wire.Done) {
 		return
 	}
 	p := c.placeOf[d.Instance]
-	if ns.state == nodeLost || p == nil || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen {
+	if p == nil {
+		return
+	}
+	if (ns.state == nodeLost || p.Node != ns.name || d.Gen != 0 && d.Gen != p.Gen) && !c.acceptFenced(d.Gen, p.Gen) {
 		return // a fenced generation never counts as done
 	}
 	c.done[d.Instance] = d

@@ -77,4 +77,9 @@
 // The run ends when every instance has drained (or is lost): run.json then
 // records the final source positions, which fix the oracle's input for
 // VerifyRun. The coordinator itself is assumed to survive.
+//
+// Config.Break (`spate up --break NAME`, internal/breaks) runs the
+// protocol with one mechanism deliberately wrong; none unless named. The
+// coordinator holds two (acceptFenced, restoreSink) and passes the set to
+// the nodes in the plan; PROTOCOL.md, "Broken on purpose", lists them.
 package coord

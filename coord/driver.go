@@ -377,8 +377,11 @@ func (c *Coordinator) serve(ctx context.Context) error {
 		c.publish(events.CoordResumed, "", "", events.CoordResumedFields{Phase: "started"},
 			"run %s resumed by a new coordinator at %s: waiting for its nodes to rejoin", c.run, addr)
 	} else {
-		c.publish(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr},
+		c.publish(events.RunStarted, "", "", events.RunStartedFields{Dir: c.dir, Coord: addr, Break: c.cfg.Break.String()},
 			"run %s: job %s on %s, source %s, data in %s", c.run, c.spec.Name, human.Plural(c.cfg.Nodes, "node"), c.cfg.Source, c.dir)
+	}
+	if !c.cfg.Break.Empty() {
+		c.publish(events.RunStarted, "", "", nil, "%s: the protocol runs with a mechanism deliberately wrong (spate up --break list)", c.cfg.Break.Banner())
 	}
 	if c.tlsOn() {
 		c.publish(events.RunStarted, "", "", nil, "links are TLS 1.3 with the run's CA (%s); nodes get their certificates by the token challenge", c.caFile())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
@@ -214,7 +215,7 @@ func (c *core) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	if p == nil {
 		return
 	}
-	if cp.Gen != p.Gen || ns.name != p.Node || ns.state == nodeLost {
+	if (cp.Gen != p.Gen || ns.name != p.Node || ns.state == nodeLost) && !c.acceptFenced(cp.Gen, p.Gen) {
 		c.emit(events.Fenced, ns.name, string(cp.Instance), events.FencedFields{Gen: cp.Gen, Current: p.Gen},
 			"checkpoint %d of %s from generation %d refused: the current generation is %d on %s", cp.ID, cp.Instance, cp.Gen, p.Gen, p.Node)
 		return
@@ -228,6 +229,26 @@ func (c *core) onCheckpointed(ns *nodeState, cp *wire.Checkpoint) {
 	c.writeManifest()
 	c.maybeCompact(*cp)
 	c.ft.checkpointed(c, ns, cp)
+}
+
+// acceptFenced reports whether a report of generation gen counts though
+// the instance's current generation is cur: never, unless the run is
+// broken on purpose (--break accept-fenced), when an older one does.
+func (c *core) acceptFenced(gen, cur uint64) bool {
+	return c.cfg.Break.Has(breaks.AcceptFenced) && gen < cur
+}
+
+// restoreSink bounds the older output files of sink p, just restored
+// from cp (OutputManifest.restoreSink), and reports whether a limit
+// changed. Broken on purpose (--break early-commit), it bounds nothing:
+// what a sink wrote counts as committed as it wrote it, before the
+// checkpoint that would cover it was durable, and the replay from cp
+// writes it again.
+func (c *core) restoreSink(p *wire.Placement, cp *wire.Checkpoint) bool {
+	if c.cfg.Break.Has(breaks.EarlyCommit) {
+		return false
+	}
+	return c.outputs.restoreSink(p.Op, p.Index, p.Gen, cp)
 }
 
 // onDamaged forgets the checkpoints a damaged file restores (--ft spate;
@@ -608,7 +629,7 @@ func (c *core) spateRestored(ns *nodeState, p *wire.Placement, m *wire.Control) 
 			cp = &got
 		}
 		c.sinkRestores[p.ID] = restoredFrom{gen: p.Gen, cp: cp}
-		if c.outputs.restoreSink(p.Op, p.Index, p.Gen, cp) {
+		if c.restoreSink(p, cp) {
 			if err := c.writeOutputManifest(); err != nil {
 				c.emit(events.Error, "", "", nil, "write output manifest: %v", err)
 			}

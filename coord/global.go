@@ -197,7 +197,7 @@ func (c *core) globalRestored(p *wire.Placement) {
 			cp = &got
 		}
 		c.sinkRestores[q.ID] = restoredFrom{gen: q.Gen, cp: cp}
-		c.outputs.restoreSink(q.Op, q.Index, q.Gen, cp)
+		c.restoreSink(&q, cp)
 	}
 	if err := c.writeOutputManifest(); err != nil {
 		c.emit(events.Error, "", "", nil, "write output manifest: %v", err)

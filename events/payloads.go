@@ -19,6 +19,9 @@ import (
 // RunStartedFields: the coordinator is up. Without fields: it waits for
 // nodes that join by hand.
 type RunStartedFields struct {
+	// Break names the protocol's broken variants on in the run, comma
+	// separated (`spate up --break`); "" for the protocol as it should be.
+	Break string `json:"break,omitempty"`
 	Coord string `json:"coord"` // the address nodes join at
 	Dir   string `json:"dir"`   // the run directory
 }

@@ -10,6 +10,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/internal/human"
 	"spate/job"
 	"spate/state"
@@ -535,7 +536,11 @@ func (in *instance) onCompleted(id, fallback uint64) {
 			delete(in.ck.bases, k)
 		}
 	}
-	for i, ps := range in.trimPoint(fallback) {
+	point := in.trimPoint(fallback)
+	if in.plan.Break.Has(breaks.TrimNewest) {
+		point = cur // broken on purpose: nothing left for the fallback
+	}
+	for i, ps := range point {
 		if ps = in.trimmable(ps); in.back[i] != nil && len(ps) > 0 {
 			in.back[i](ps)
 		}

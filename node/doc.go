@@ -135,4 +135,14 @@
 // empty file. Each instance's goroutines carry profiler labels (instance,
 // gen, and role: persist or replay, none for its loop), so that
 // -tagfocus cuts a profile by instance, generation and role.
+//
+// # Broken on purpose
+//
+// The plan's Break (wire.Deploy, from `spate up --break`) turns on a
+// broken variant of the protocol (internal/breaks); none unless named.
+// The node holds three, each at one place: trim-newest (onCompleted
+// trims at the newest checkpoint), replay-late (oneLate: a replay starts
+// one record late) and stale-slice (sliceState: a moved slice's state
+// from before its move). coord/PROTOCOL.md, "Broken on purpose", lists
+// them with the rule each breaks.
 package node

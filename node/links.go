@@ -13,6 +13,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/internal/human"
 	"spate/job"
 	"spate/wire"
@@ -243,15 +244,19 @@ func (in *instance) connect(ctx context.Context, pi int, l *link, wait bool) err
 	}
 	l.err, l.backoff = nil, 0
 	in.markAhead(pi, l, resume)
+	from := resume // where a replay starts
+	if in.plan.Break.Has(breaks.ReplayLate) {
+		from = oneLate(resume) // broken on purpose: the first record it lacks is never sent
+	}
 	switch {
 	case in.plan.FT == wire.FTSpate && in.src != nil: // on a goroutine of its own (replay.go)
-		in.src.startReplay(in, l, resume)
+		in.src.startReplay(in, l, from)
 	case in.plan.FT == wire.FTSpate:
-		in.startBackupReplay(pi, l, resume)
+		in.startBackupReplay(pi, l, from)
 	case in.src != nil:
 		// Global's barriers go in band on every link, so its sources
 		// replay (after a link reset) before anything else.
-		in.src.replayTo(in, l, resume)
+		in.src.replayTo(in, l, from)
 	default:
 		// A keyed sender without a backup: what the closed connection
 		// took is gone, and only the coordinator can get it back (a
@@ -332,6 +337,17 @@ func (in *instance) acceptInput(i int, gen uint64, back backChannel) ([]wire.Pos
 		in.wms[i] = job.NoWatermark
 	}
 	return in.positionsFor(i), in.inputConn[i]
+}
+
+// oneLate is positions each one record further on: where a replay broken
+// on purpose (--break replay-late) starts.
+func oneLate(ps []wire.Position) []wire.Position {
+	out := make([]wire.Position, len(ps))
+	for i, p := range ps {
+		p.Seq++
+		out[i] = p
+	}
+	return out
 }
 
 // readTrims reads what a downstream sends back on our stream: trims.

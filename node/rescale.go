@@ -11,6 +11,7 @@ import (
 
 	"spate/backup"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/internal/human"
 	"spate/job"
 	"spate/state"
@@ -494,7 +495,7 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 		}
 		snaps = append(snaps, s)
 	}
-	merged, err := state.MergeGroups(snaps)
+	merged, err := in.sliceState(snaps)
 	if err != nil {
 		return fmt.Errorf("slice %v: %s: %w", rs, file, err)
 	}
@@ -585,6 +586,21 @@ func (in *instance) loadSliceFiles(files []string, rs []job.Range, setWM bool, n
 		in.owned[kg] = true
 	}
 	return nil
+}
+
+// sliceState is the state a slice's chain holds, merged. Broken on
+// purpose (--break stale-slice), it is the state from before the move:
+// the chain without its newest file (the capture), which is the
+// pre-copy's base, or nothing when the capture is the whole chain; the
+// positions, counters and watermark still come from the capture, so no
+// replay brings back what the capture held.
+func (in *instance) sliceState(snaps []*state.Snapshot) ([]state.MergedGroup, error) {
+	if in.plan.Break.Has(breaks.StaleSlice) {
+		if snaps = snaps[:len(snaps)-1]; len(snaps) == 0 {
+			return nil, nil
+		}
+	}
+	return state.MergeGroups(snaps)
 }
 
 // importBackups copies into the instance's backups what the slice's chain

@@ -138,4 +138,16 @@
 // joined from another host with --join (every node here is spawned by its
 // coordinator and sees the run directory); an S3 store; a coordinator
 // whose readers stop with its loop.
+//
+// # Broken on purpose (Config.Break, `spate sim --break NAME`)
+//
+// A seed can run with one mechanism of the protocol deliberately wrong
+// (internal/breaks: trim-newest, accept-fenced, early-commit,
+// replay-late, stale-slice), carried to the coordinator and every node
+// as coord.Config.Break; its verdict says "BROKEN ON PURPOSE: NAME". It
+// proves the nemesis and the checks can fail: TestEachBrokenVariantIsCaught
+// pins, per variant, a seed that fails with it and passes without it,
+// and TestHuntABrokenVariant (-sim.break NAME) finds the first such seed.
+// The coordinator's invariants (CheckInvariants, always on here) are
+// checks too: accept-fenced and early-commit are caught by them first.
 package sim

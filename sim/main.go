@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"spate/internal/breaks"
 )
 
 // Summary is what `spate sim --json` prints.
@@ -31,6 +33,7 @@ type Summary struct {
 	// it and how many of them failed (the whole-product nemesis only).
 	Axes      map[string]map[string]*AxisCount `json:"axes,omitempty"`
 	Unchecked int                              `json:"not_checked"` // --ft none seeds checked only to finish
+	Break     breaks.Set                       `json:"break,omitempty"`
 	Results   []Result                         `json:"results,omitempty"`
 }
 
@@ -52,6 +55,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "job time of each seed until the drain")
 	fs.StringVar(&cfg.Recover, "recover", "single", "how a lost keyed instance is restored: single or parallel (spate up --recover; pins the recover axis)")
 	onlyArg := fs.String("only", "", "pin configuration axes, the others drawn per seed: axis=value,... (axes: "+axisHelp()+")")
+	brk := fs.String("break", "", "run with one mechanism of the protocol deliberately wrong (list: the names and what each breaks)")
 	narrowArg := fs.Bool("narrow", false, "the regressions' nemesis: no axes drawn (--ft and --recover as given, the in-memory store, the generator, no auto-scaler) and the narrower fault table")
 	sched := newScheduleFlags(fs) // --print-schedule, --schedule-out, --schedule, --shrink, --tries: schedmain.go
 	exactArg := fs.Bool("exact", false, "run each seed in the exact mode (the default with --seed): a wasip1 build of the simulation under wazero, on one thread and a virtual clock, so that the run is a function of the seed; it builds that guest with the go command on first use")
@@ -63,6 +67,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if *brk == "list" {
+		fmt.Fprint(stdout, breaks.Help())
+		return 0
+	}
+	var err error
+	if cfg.Break, err = breaks.Parse(*brk); err != nil {
+		fmt.Fprintln(stderr, "spate sim:", err)
 		return 2
 	}
 	only, err := ParseOnly(*onlyArg)
@@ -175,7 +188,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	})
-	sum := Summary{Seeds: len(results), FailingSeeds: []uint64{}, WallSeconds: time.Since(t0).Seconds(), CPUSeconds: cpuSeconds() - cpu0}
+	sum := Summary{Seeds: len(results), Break: cfg.Break, FailingSeeds: []uint64{}, WallSeconds: time.Since(t0).Seconds(), CPUSeconds: cpuSeconds() - cpu0}
 	if cfg.Wide {
 		sum.Axes = countAxes(results)
 	}
@@ -202,6 +215,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 	} else {
+		if !cfg.Break.Empty() {
+			fmt.Fprintln(stdout, cfg.Break.Banner())
+		}
 		fmt.Fprintf(stdout, "sim: %d seeds, %d failed (%d lost, %d duplicated, %d wrong); %.0f s of job time in %.0f s (%.0f s of CPU: %.1f job-minutes per CPU-minute)\n",
 			sum.Seeds, sum.Failed, sum.Lost, sum.Duplicated, sum.Wrong, sum.JobSeconds, sum.WallSeconds, sum.CPUSeconds, sum.JobMinutesPerCPUMinute)
 		if sum.Axes != nil {

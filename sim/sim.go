@@ -18,6 +18,7 @@ import (
 	"spate/control"
 	"spate/coord"
 	"spate/events"
+	"spate/internal/breaks"
 	"spate/node"
 	"spate/state"
 	"spate/wire"
@@ -65,6 +66,10 @@ type Config struct {
 	// table, so that their seeds keep their schedules.
 	Wide bool
 	Only map[string]string // axis → value, pinned under Wide (ParseOnly)
+	// Break is the protocol's broken variants on (`spate sim --break`,
+	// coord.Config.Break): none unless named. A seed run with one says so
+	// in its verdict.
+	Break breaks.Set
 	// Settle is how long Run waits on the clock, after the nodes stopped,
 	// for what their processes' end would have ended (a dial or handshake
 	// held by a link fault ends at its deadline, 10 s): costless on the
@@ -105,6 +110,8 @@ type Result struct {
 	// Unchecked: an --ft none seed whose schedule has a fault that loses
 	// state (which none does not survive), checked only to finish.
 	Unchecked bool `json:"not_checked,omitempty"`
+	// Break is the broken variants the seed ran with (Config.Break).
+	Break breaks.Set `json:"break,omitempty"`
 }
 
 // Failed reports whether the seed broke exactly-once or did not finish.
@@ -117,6 +124,9 @@ func (r Result) Verdict() string {
 	name := fmt.Sprint("seed ", r.Seed)
 	if r.Axes != nil {
 		name += " [" + r.Axes.String() + "]"
+	}
+	if !r.Break.Empty() {
+		name += " " + r.Break.Banner()
 	}
 	if r.Err != "" {
 		return fmt.Sprintf("%s: FAIL: %s", name, r.Err)
@@ -140,7 +150,7 @@ func (r Result) Verdict() string {
 // files were read as this run's).
 func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	cfg = Resolve(seed, cfg)
-	res := Result{Seed: seed, Dir: dir, Axes: axesOf(cfg)}
+	res := Result{Seed: seed, Dir: dir, Axes: axesOf(cfg), Break: cfg.Break}
 	if strings.HasPrefix(filepath.Base(dir), "seed-") {
 		if err := os.RemoveAll(dir); err != nil {
 			res.Err = err.Error()
@@ -152,6 +162,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	ccfg.Rate, ccfg.Keys, ccfg.Duration, ccfg.Window = cfg.Rate, cfg.Keys, cfg.Duration, cfg.Window
 	ccfg.Interval, ccfg.Timeout, ccfg.Heartbeat = cfg.Interval.String(), cfg.Timeout, cfg.Heartbeat
 	ccfg.FT, ccfg.Seed, ccfg.Data, ccfg.Listen = cfg.FT, int64(seed), dir, "coord:0"
+	ccfg.Break = cfg.Break
 	if cfg.Recover != "" {
 		ccfg.Recover = cfg.Recover
 	}

@@ -31,6 +31,8 @@ type state struct {
 	total               uint64    // events applied
 	lastSeq             uint64
 
+	brk string // the broken variants on (spate up --break), "" for none
+
 	nodes     map[string]*nodeInfo
 	nodeOrder []string
 	insts     map[string]*instInfo
@@ -301,6 +303,9 @@ func (s *state) seed(st control.Status) {
 	if s.ft == "" {
 		s.ft = st.FT
 	}
+	if s.brk == "" {
+		s.brk = st.Break
+	}
 	if st.Phase != "" && (s.phase == "" || s.phase == "joining") {
 		s.phase = st.Phase
 	}
@@ -376,6 +381,9 @@ func (s *state) apply(e events.Event) {
 	switch e.Kind {
 	case events.RunStarted:
 		s.phase = "running"
+		if f, ok := e.Fields.(events.RunStartedFields); ok && f.Break != "" {
+			s.brk = f.Break
+		}
 		if strings.HasPrefix(e.Text, "run ") {
 			if i := strings.IndexByte(e.Text, ':'); i > 4 {
 				s.run = e.Text[4:i]

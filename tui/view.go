@@ -127,6 +127,9 @@ func (m *model) header(w int, compact bool) string {
 	if title != "" {
 		parts = append(parts, title)
 	}
+	if s.brk != "" {
+		parts = append(parts, "BROKEN:"+s.brk) // on purpose (--break): said even when compact
+	}
 	if !compact {
 		if s.job != "" {
 			parts = append(parts, s.job)

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 
+	"spate/internal/breaks"
 	"spate/job"
 	"spate/netfault"
 )
@@ -271,6 +272,9 @@ type Deploy struct {
 	// that the coordinator knows how far a generation it cannot reach
 	// may have read (coord/PROTOCOL.md, "The drain").
 	Grants bool `json:"grants,omitempty"`
+	// Break is the protocol's broken variants on in the run (`spate up
+	// --break`): none unless named.
+	Break breaks.Set `json:"break,omitempty"`
 }
 
 // SourceSpec says how to open the job's input.

@@ -21,12 +21,13 @@ import (
 // guestFlags are the flags of `spate sim` the exact mode hands on to its
 // guest when they were given: they shape a seed's run. The others say
 // which seeds, where and how to print, and the host answers them.
-var guestFlags = map[string]bool{"ft": true, "duration": true, "recover": true, "only": true, "narrow": true}
+var guestFlags = map[string]bool{"ft": true, "duration": true, "recover": true, "only": true, "narrow": true, "break": true}
 
 // exactHost runs seeds in the exact mode's guest.
 type exactHost struct {
 	h    *exact.Host
 	args []string // the flags handed on
+	brk  []string // --break, which a schedule file does not name
 }
 
 // newExactHost builds and compiles the guest (saying so on stderr unless
@@ -64,7 +65,11 @@ func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
-	return &exactHost{h: h, args: args}, nil
+	x := &exactHost{h: h, args: args}
+	if f := fs.Lookup("break"); f != nil && f.Value.String() != "" {
+		x.brk = []string{"--break=" + f.Value.String()}
+	}
+	return x, nil
 }
 
 func (x *exactHost) close(ctx context.Context) { _ = x.h.Close(ctx) }
@@ -88,7 +93,7 @@ func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir
 		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
 	}
 	defer os.Remove(filepath.Join(filepath.Dir(dir), name))
-	return x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, extra...))
+	return x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, append(x.brk, extra...)...))
 }
 
 // guest runs the guest with args, dir's parent mounted as /run.
@@ -155,7 +160,7 @@ type exactReplay struct {
 // replay runs seed twice in the guest, the first into its run directory
 // under root (which --data keeps), and says whether the two event logs
 // are the same.
-func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root string, asJSON bool, stdout io.Writer) int {
+func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root string, kept, asJSON bool, stdout io.Writer) int {
 	rep := exactReplay{Seed: seed, Axes: axesOf(Resolve(seed, cfg)), Steps: Plan(seed, cfg), Guest: x.h.Hash}
 	tmp, err := os.MkdirTemp("", "spate-exact-")
 	if err != nil {
@@ -190,7 +195,9 @@ func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root st
 			fmt.Fprintf(stdout, "the two runs were NOT identical: sha256 %s and %s (guest %s): the exact mode is broken, a bug to report\n",
 				rep.First.Hash, rep.Second.Hash, rep.Guest)
 		}
-		fmt.Fprintf(stdout, "its run directory: %s\n", rep.First.Dir)
+		if kept {
+			fmt.Fprintf(stdout, "its run directory: %s (spate verify, report, export and view read it)\n", rep.First.Dir)
+		}
 	}
 	switch {
 	case !rep.Identical:

@@ -22,4 +22,6 @@ func (*exactHost) runFile(context.Context, ScheduleFile, Config, string, ...stri
 	return Result{}
 }
 
-func (*exactHost) replay(context.Context, uint64, Config, string, bool, io.Writer) int { return 2 }
+func (*exactHost) replay(context.Context, uint64, Config, string, bool, bool, io.Writer) int {
+	return 2
+}

@@ -165,7 +165,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *one != 0 {
 		if host != nil {
-			return host.replay(ctx, *one, cfg, root, *asJSON, stdout)
+			return host.replay(ctx, *one, cfg, root, *keep != "", *asJSON, stdout)
 		}
 		return replay(ctx, *one, cfg, root, stdout)
 	}

@@ -12,22 +12,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"spate/sim/exact"
 )
 
-// guestFlags are the flags of `spate sim` the exact mode hands on to its
-// guest when they were given: they shape a seed's run. The others say
-// which seeds, where and how to print, and the host answers them.
-var guestFlags = map[string]bool{"ft": true, "duration": true, "recover": true, "only": true, "narrow": true, "break": true}
-
 // exactHost runs seeds in the exact mode's guest.
 type exactHost struct {
-	h    *exact.Host
-	args []string // the flags handed on
-	brk  []string // --break, which a schedule file does not name
+	h   *exact.Host
+	brk []string // --break, which a schedule file does not name
 }
 
 // newExactHost builds and compiles the guest (saying so on stderr unless
@@ -59,13 +52,7 @@ func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet
 		fmt.Fprintf(stderr, "exact mode: built its guest (%s for wasip1, %.1f MB) and compiled it in %v; cached in %s\n",
 			exact.GuestPackage, float64(len(wasm))/1e6, time.Since(t0).Round(100*time.Millisecond), cache)
 	}
-	var args []string
-	fs.Visit(func(f *flag.Flag) {
-		if guestFlags[f.Name] {
-			args = append(args, "--"+f.Name+"="+f.Value.String())
-		}
-	})
-	x := &exactHost{h: h, args: args}
+	x := &exactHost{h: h}
 	if f := fs.Lookup("break"); f != nil && f.Value.String() != "" {
 		x.brk = []string{"--break=" + f.Value.String()}
 	}
@@ -75,10 +62,25 @@ func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet
 func (x *exactHost) close(ctx context.Context) { _ = x.h.Close(ctx) }
 
 // run runs seed in the guest with dir (Dir of some root and seed) as its
-// run directory, and hashes the run's event log.
-func (x *exactHost) run(ctx context.Context, seed uint64, dir string) Result {
-	return x.guest(ctx, seed, dir, append([]string{"--native", "--guest", "--json", "--quiet", "--parallel=1", "--seeds=1",
-		"--from=" + strconv.FormatUint(seed, 10), "--data=/run"}, x.args...))
+// run directory, and hashes the run's event log. It runs the seed's
+// schedule file, as --schedule would: the guest reads the same bytes
+// either way, so `spate sim --schedule DIR/schedule.yaml` gives the same
+// run as the seed.
+func (x *exactHost) run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
+	return x.runFile(ctx, ScheduleOf(seed, cfg), cfg, dir)
+}
+
+// keepSchedule writes the schedule a run ran into its run directory
+// (schedule.yaml), which `spate sim --schedule` runs again and a fork
+// starts from.
+func keepSchedule(r *Result, f ScheduleFile) {
+	if r.Err != "" && r.Windows == 0 {
+		return
+	}
+	text := f.Format(fmt.Sprintf("the schedule of seed %d as it ran; spate sim --schedule FILE runs it again, exactly", f.Seed))
+	if err := os.WriteFile(filepath.Join(r.Dir, "schedule.yaml"), []byte(text), 0o644); err != nil && r.Err == "" {
+		r.Err = fmt.Sprintf("exact mode: %v", err)
+	}
 }
 
 // runFile runs the schedule file f (resolved against cfg: every axis and
@@ -93,7 +95,9 @@ func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir
 		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
 	}
 	defer os.Remove(filepath.Join(filepath.Dir(dir), name))
-	return x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, append(x.brk, extra...)...))
+	r := x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, append(x.brk, extra...)...))
+	keepSchedule(&r, f.Resolved(cfg))
+	return r
 }
 
 // guest runs the guest with args, dir's parent mounted as /run.
@@ -169,8 +173,8 @@ func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root st
 	}
 	defer os.RemoveAll(tmp)
 	cpu0 := cpuSeconds()
-	rep.First = x.run(ctx, seed, Dir(root, seed))
-	rep.Second = x.run(ctx, seed, Dir(tmp, seed))
+	rep.First = x.run(ctx, seed, cfg, Dir(root, seed))
+	rep.Second = x.run(ctx, seed, cfg, Dir(tmp, seed))
 	rep.Second.Dir = ""
 	rep.CPU = cpuSeconds() - cpu0
 	rep.Hash = rep.First.Hash

@@ -23,11 +23,13 @@ func TestExactReplayIsAFunctionOfTheSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.close(ctx)
+	cfg := DefaultConfig()
+	cfg.Wide = true // as spate sim runs it
 	seeds := []uint64{7, 33, 1001}
 	first := map[uint64]string{}
 	root := t.TempDir()
 	for _, seed := range seeds {
-		r := host.run(ctx, seed, Dir(root+"/a", seed))
+		r := host.run(ctx, seed, cfg, Dir(root+"/a", seed))
 		if r.Err != "" || r.Hash == "" {
 			t.Fatalf("seed %d: %s (hash %q)", seed, r.Verdict(), r.Hash)
 		}
@@ -47,7 +49,7 @@ func TestExactReplayIsAFunctionOfTheSeed(t *testing.T) {
 	}
 	defer func() { stop.Store(true); wg.Wait() }()
 	for _, seed := range seeds {
-		r := host.run(ctx, seed, Dir(root+"/b", seed))
+		r := host.run(ctx, seed, cfg, Dir(root+"/b", seed))
 		if r.Hash != first[seed] {
 			t.Errorf("seed %d: the event log's sha256 was %s, then %s loaded and at GOMAXPROCS 4", seed, first[seed], r.Hash)
 		} else {

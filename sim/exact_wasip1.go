@@ -16,7 +16,7 @@ func newExactHost(context.Context, *flag.FlagSet, io.Writer, bool) (*exactHost, 
 
 func (*exactHost) close(context.Context) {}
 
-func (*exactHost) run(context.Context, uint64, string) Result { return Result{} }
+func (*exactHost) run(context.Context, uint64, Config, string) Result { return Result{} }
 
 func (*exactHost) runFile(context.Context, ScheduleFile, Config, string, ...string) Result {
 	return Result{}

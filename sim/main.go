@@ -154,7 +154,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	sched.runFile = func(f ScheduleFile) Result { return Run(ctx, f.Seed, f.Apply(cfg), Dir(root, f.Seed)) }
 	sched.guest = *guest
 	if host != nil {
-		run = func(seed uint64) Result { return host.run(ctx, seed, Dir(root, seed)) }
+		run = func(seed uint64) Result { return host.run(ctx, seed, cfg, Dir(root, seed)) }
 		sched.runFile = func(f ScheduleFile) Result { return host.runFile(ctx, f, cfg, Dir(root, f.Seed)) }
 	}
 	if fork.on(set) {

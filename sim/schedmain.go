@@ -17,11 +17,11 @@ type scheduleFlags struct {
 	// choice); guest says this process is the exact mode's guest.
 	runFile func(f ScheduleFile) Result
 	guest   bool
-	print  *bool
-	out    *string
-	file   *string
-	shrink *bool
-	tries  *int
+	print   *bool
+	out     *string
+	file    *string
+	shrink  *bool
+	tries   *int
 }
 
 func newScheduleFlags(fs *flag.FlagSet) *scheduleFlags {

@@ -12,54 +12,69 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"spate/sim/exact"
 )
 
-// exactHost runs seeds in the exact mode's guest.
+// exactHost runs seeds in the exact mode's guest, which it builds and
+// compiles on its first run (saying so on stderr unless quiet, since a
+// first build takes a while): bad input is answered before that.
 type exactHost struct {
-	h   *exact.Host
-	brk []string // --break, which a schedule file does not name
+	brk    []string // --break, which a schedule file does not name
+	stderr io.Writer
+	quiet  bool
+	once   sync.Once
+	h      *exact.Host
+	err    error
 }
 
-// newExactHost builds and compiles the guest (saying so on stderr unless
-// quiet, since a first build takes a while).
-func newExactHost(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, quiet bool) (*exactHost, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	src, err := exact.Source(wd)
-	if err != nil {
-		return nil, err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	cache = filepath.Join(cache, "spate", "exact")
-	t0 := time.Now()
-	wasm, changed, err := exact.Build(ctx, src, cache)
-	if err != nil {
-		return nil, err
-	}
-	h, err := exact.New(ctx, wasm, cache)
-	if err != nil {
-		return nil, err
-	}
-	if changed && !quiet {
-		fmt.Fprintf(stderr, "exact mode: built its guest (%s for wasip1, %.1f MB) and compiled it in %v; cached in %s\n",
-			exact.GuestPackage, float64(len(wasm))/1e6, time.Since(t0).Round(100*time.Millisecond), cache)
-	}
-	x := &exactHost{h: h}
+func newExactHost(_ context.Context, fs *flag.FlagSet, stderr io.Writer, quiet bool) (*exactHost, error) {
+	x := &exactHost{stderr: stderr, quiet: quiet}
 	if f := fs.Lookup("break"); f != nil && f.Value.String() != "" {
 		x.brk = []string{"--break=" + f.Value.String()}
 	}
 	return x, nil
 }
 
-func (x *exactHost) close(ctx context.Context) { _ = x.h.Close(ctx) }
+// ready builds and compiles the guest, once.
+func (x *exactHost) ready(ctx context.Context) error {
+	x.once.Do(func() {
+		wd, err := os.Getwd()
+		if err != nil {
+			x.err = err
+			return
+		}
+		src, err := exact.Source(wd)
+		if err != nil {
+			x.err = err
+			return
+		}
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		cache = filepath.Join(cache, "spate", "exact")
+		t0 := time.Now()
+		wasm, changed, err := exact.Build(ctx, src, cache)
+		if err != nil {
+			x.err = err
+			return
+		}
+		if x.h, x.err = exact.New(ctx, wasm, cache); x.err == nil && changed && !x.quiet {
+			fmt.Fprintf(x.stderr, "exact mode: built its guest (%s for wasip1, %.1f MB) and compiled it in %v; cached in %s\n",
+				exact.GuestPackage, float64(len(wasm))/1e6, time.Since(t0).Round(100*time.Millisecond), cache)
+		}
+	})
+	return x.err
+}
+
+func (x *exactHost) close(ctx context.Context) {
+	if x.h != nil {
+		_ = x.h.Close(ctx)
+	}
+}
 
 // run runs seed in the guest with dir (Dir of some root and seed) as its
 // run directory, and hashes the run's event log. It runs the seed's
@@ -87,6 +102,9 @@ func keepSchedule(r *Result, f ScheduleFile) {
 // the duration written out) in the guest with dir (Dir of some root and
 // f's seed) as its run directory.
 func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir string, extra ...string) Result {
+	if err := x.ready(ctx); err != nil {
+		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
+	}
 	name := "schedule-" + filepath.Base(dir) + ".yaml"
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
@@ -165,6 +183,10 @@ type exactReplay struct {
 // under root (which --data keeps), and says whether the two event logs
 // are the same.
 func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root string, kept, asJSON bool, stdout io.Writer) int {
+	if err := x.ready(ctx); err != nil {
+		fmt.Fprintln(x.stderr, "spate sim:", err)
+		return 2
+	}
 	rep := exactReplay{Seed: seed, Axes: axesOf(Resolve(seed, cfg)), Steps: Plan(seed, cfg), Guest: x.h.Hash}
 	tmp, err := os.MkdirTemp("", "spate-exact-")
 	if err != nil {

@@ -97,7 +97,13 @@ func Build(ctx context.Context, src, cache string) (wasm []byte, changed bool, e
 	}
 	out := filepath.Join(cache, "guest.wasm")
 	old, _ := os.ReadFile(out)
-	tmp := out + ".tmp"
+	f, err := os.CreateTemp(cache, "guest-*.wasm")
+	if err != nil {
+		return nil, false, err
+	}
+	f.Close()
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	cmd := exec.CommandContext(ctx, gobin, "build", "-o", tmp, GuestPackage)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")

@@ -82,7 +82,7 @@ func (x *exactHost) close(ctx context.Context) {
 // either way, so `spate sim --schedule DIR/schedule.yaml` gives the same
 // run as the seed.
 func (x *exactHost) run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
-	return x.runFile(ctx, ScheduleOf(seed, cfg), cfg, dir)
+	return x.runFile(ctx, ScheduleOf(seed, cfg), cfg, dir, "")
 }
 
 // keepSchedule writes the schedule a run ran into its run directory
@@ -99,34 +99,41 @@ func keepSchedule(r *Result, f ScheduleFile) {
 }
 
 // runFile runs the schedule file f (resolved against cfg: every axis and
-// the duration written out) in the guest with dir (Dir of some root and
-// f's seed) as its run directory.
-func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir string, extra ...string) Result {
-	if err := x.ready(ctx); err != nil {
-		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
-	}
-	name := "schedule-" + filepath.Base(dir) + ".yaml"
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
-	}
-	if err := os.WriteFile(filepath.Join(filepath.Dir(dir), name), []byte(f.Resolved(cfg).Format()), 0o644); err != nil {
-		return Result{Seed: f.Seed, Dir: dir, Err: fmt.Sprintf("exact mode: %v", err)}
-	}
-	defer os.Remove(filepath.Join(filepath.Dir(dir), name))
-	r := x.guest(ctx, f.Seed, dir, append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/run/" + name}, append(x.brk, extra...)...))
-	keepSchedule(&r, f.Resolved(cfg))
-	return r
-}
-
-// guest runs the guest with args, dir's parent mounted as /run.
-func (x *exactHost) guest(ctx context.Context, seed uint64, dir string, args []string) Result {
-	res := Result{Seed: seed, Dir: dir}
-	mount := filepath.Dir(dir)
-	var out, errOut bytes.Buffer
-	st, err := x.h.Run(ctx, exact.Spec{Args: args, Seed: seed, Dir: mount, Stdout: &out, Stderr: &errOut})
-	if err != nil {
+// the duration written out) in the guest with dir as its run directory.
+// fork, if not empty, is the fork file's content (--fork-at). The guest
+// sees dir as /run/seed-S, and the file (and the fork file) in a
+// directory of their own as /sched: the same file gives the guest the
+// same bytes, wherever the run directory is.
+func (x *exactHost) runFile(ctx context.Context, f ScheduleFile, cfg Config, dir, fork string) Result {
+	res := Result{Seed: f.Seed, Dir: dir}
+	fail := func(err error) Result {
 		res.Err = fmt.Sprintf("exact mode: %v", err)
 		return res
+	}
+	if err := x.ready(ctx); err != nil {
+		return fail(err)
+	}
+	sched, err := os.MkdirTemp("", "spate-exact-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(sched)
+	if err := os.WriteFile(filepath.Join(sched, "schedule.yaml"), []byte(f.Resolved(cfg).Format()), 0o644); err != nil {
+		return fail(err)
+	}
+	args := append([]string{"--native", "--guest", "--quiet", "--data=/run", "--schedule=/sched/schedule.yaml"}, x.brk...)
+	if fork != "" {
+		if err := os.WriteFile(filepath.Join(sched, "fork.txt"), []byte(fork), 0o644); err != nil {
+			return fail(err)
+		}
+		args = append(args, "--fork-file=/sched/fork.txt")
+	}
+	guestDir := Dir("/run", f.Seed)
+	var out, errOut bytes.Buffer
+	st, err := x.h.Run(ctx, exact.Spec{Args: args, Seed: f.Seed, Stdout: &out, Stderr: &errOut,
+		Mounts: []exact.Mount{{Host: dir, Guest: guestDir}, {Host: sched, Guest: "/sched"}}})
+	if err != nil {
+		return fail(err)
 	}
 	var sum Summary
 	if jerr := json.Unmarshal(out.Bytes(), &sum); jerr != nil || len(sum.Results) != 1 {
@@ -135,14 +142,14 @@ func (x *exactHost) guest(ctx context.Context, seed uint64, dir string, args []s
 	}
 	res = sum.Results[0]
 	res.Dir = dir
-	if err := remount(dir, "/run/"+filepath.Base(dir)); err != nil {
-		res.Err = fmt.Sprintf("exact mode: %v", err)
-		return res
+	if err := remount(dir, guestDir); err != nil {
+		return fail(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "events.jsonl")); err == nil {
 		sum := sha256.Sum256(b)
 		res.Hash = fmt.Sprintf("%x", sum)
 	}
+	keepSchedule(&res, f.Resolved(cfg))
 	return res
 }
 
@@ -179,9 +186,9 @@ type exactReplay struct {
 	CPU       float64 `json:"cpu_s"` // this process's CPU time for both runs
 }
 
-// replay runs seed twice in the guest, the first into its run directory
-// under root (which --data keeps), and says whether the two event logs
-// are the same.
+// replay runs seed twice in the guest, the first into the run directory
+// --data names (kept: root itself) or one under a temporary root, and says
+// whether the two event logs are the same.
 func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root string, kept, asJSON bool, stdout io.Writer) int {
 	if err := x.ready(ctx); err != nil {
 		fmt.Fprintln(x.stderr, "spate sim:", err)
@@ -195,7 +202,11 @@ func (x *exactHost) replay(ctx context.Context, seed uint64, cfg Config, root st
 	}
 	defer os.RemoveAll(tmp)
 	cpu0 := cpuSeconds()
-	rep.First = x.run(ctx, seed, cfg, Dir(root, seed))
+	first := Dir(root, seed)
+	if kept {
+		first = root // --data DIR is the run directory itself
+	}
+	rep.First = x.run(ctx, seed, cfg, first)
 	rep.Second = x.run(ctx, seed, cfg, Dir(tmp, seed))
 	rep.Second.Dir = ""
 	rep.CPU = cpuSeconds() - cpu0

@@ -18,7 +18,7 @@ func (*exactHost) close(context.Context) {}
 
 func (*exactHost) run(context.Context, uint64, Config, string) Result { return Result{} }
 
-func (*exactHost) runFile(context.Context, ScheduleFile, Config, string, ...string) Result {
+func (*exactHost) runFile(context.Context, ScheduleFile, Config, string, string) Result {
 	return Result{}
 }
 

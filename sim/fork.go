@@ -107,19 +107,40 @@ func (ff *forkFlags) run(ctx context.Context, seed uint64, path string, cfg Conf
 	})
 	base.Steps = slices.Insert(slices.Clone(base.Steps), i, Step{At: *ff.at, Action: control.Action{Verb: "fork"}})
 	out := Fork{At: *ff.at, Added: a.String()}
-	baseDir, forkDir := Dir(filepath.Join(root, "base"), base.Seed), Dir(filepath.Join(root, "fork"), base.Seed)
-	for dir, line := range map[string]string{baseDir: "noop", forkDir: *ff.add} {
-		if len(line) > forkPad-1 {
-			return bad("--add: longer than %d characters", forkPad-1)
+	if len(*ff.add) > forkPad-1 {
+		return bad("--add: longer than %d characters", forkPad-1)
+	}
+	pad := func(line string) string { return fmt.Sprintf("%-*s\n", forkPad-1, line) }
+	baseDir, forkDir := filepath.Join(root, "base"), filepath.Join(root, "fork")
+	out.Base = forkSide(host.runFile(ctx, base, cfg, baseDir, pad("noop")))
+	out.Fork = forkSide(host.runFile(ctx, base, cfg, forkDir, pad(*ff.add)))
+	out.Same, out.DivergeMs = common(filepath.Join(baseDir, "events.jsonl"), filepath.Join(forkDir, "events.jsonl"))
+	// Each run directory keeps its schedule with the fork step resolved:
+	// none in the run as it was, the fault in the other, so that either
+	// can be run again or forked again without the fork file.
+	for _, side := range []struct {
+		r   *ForkRun
+		add *control.Action
+	}{{&out.Base, nil}, {&out.Fork, &a}} {
+		g := base
+		g.Steps = nil
+		for _, st := range base.Steps {
+			if st.Action.Verb == "fork" {
+				if side.add == nil {
+					continue
+				}
+				st.Action = *side.add
+			}
+			g.Steps = append(g.Steps, st)
 		}
-		_ = os.MkdirAll(filepath.Dir(dir), 0o755)
-		if err := os.WriteFile(filepath.Join(filepath.Dir(dir), "fork.txt"), []byte(fmt.Sprintf("%-*s\n", forkPad-1, line)), 0o644); err != nil {
-			return bad("%v", err)
+		if side.r.Result.Err == "" {
+			text := g.Resolved(cfg).Format(fmt.Sprintf("seed %d forked at %v with %q (spate sim --fork-at); spate sim --schedule FILE runs it, its interleaving before the fork not necessarily as in this run", base.Seed, *ff.at, a.String()))
+			if side.add == nil {
+				text = g.Resolved(cfg).Format(fmt.Sprintf("seed %d as it was, the base of a fork at %v (spate sim --fork-at)", base.Seed, *ff.at))
+			}
+			_ = os.WriteFile(filepath.Join(side.r.Result.Dir, "schedule.yaml"), []byte(text), 0o644)
 		}
 	}
-	out.Base = forkSide(host.runFile(ctx, base, cfg, baseDir, "--fork-file=/run/fork.txt"))
-	out.Fork = forkSide(host.runFile(ctx, base, cfg, forkDir, "--fork-file=/run/fork.txt"))
-	out.Same, out.DivergeMs = common(filepath.Join(baseDir, "events.jsonl"), filepath.Join(forkDir, "events.jsonl"))
 	if ctx.Err() != nil {
 		return 2
 	}

@@ -155,7 +155,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	sched.guest = *guest
 	if host != nil {
 		run = func(seed uint64) Result { return host.run(ctx, seed, cfg, Dir(root, seed)) }
-		sched.runFile = func(f ScheduleFile) Result { return host.runFile(ctx, f, cfg, Dir(root, f.Seed)) }
+		sched.runFile = func(f ScheduleFile) Result { return host.runFile(ctx, f, cfg, Dir(root, f.Seed), "") }
 	}
 	if fork.on(set) {
 		return fork.run(ctx, *one, *sched.file, cfg, set, root, host, stdout, stderr)

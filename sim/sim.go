@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -152,7 +153,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	cfg = Resolve(seed, cfg)
 	res := Result{Seed: seed, Dir: dir, Axes: axesOf(cfg), Break: cfg.Break}
 	if strings.HasPrefix(filepath.Base(dir), "seed-") {
-		if err := os.RemoveAll(dir); err != nil {
+		if err := emptyDir(dir); err != nil {
 			res.Err = err.Error()
 			return res
 		}
@@ -252,6 +253,24 @@ func Run(ctx context.Context, seed uint64, cfg Config, dir string) Result {
 	}
 	res.Windows, res.Lost, res.Duplicated, res.Wrong = rep.Windows, rep.Missing, rep.Duplicated, rep.Wrong
 	return res
+}
+
+// emptyDir removes what dir holds, and not dir itself: in the exact mode
+// it is the host's directory, mounted.
+func emptyDir(dir string) error {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeTrace writes seed's record trace into dir (input.csv: time, key,

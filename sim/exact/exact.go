@@ -162,10 +162,13 @@ func (h *Host) Close(ctx context.Context) error { return h.rt.Close(ctx) }
 type Spec struct {
 	Args   []string // the guest's arguments (its argv[1:])
 	Seed   uint64   // keys the random source
-	Dir    string   // the host directory mounted as /run
+	Mounts []Mount  // the host directories the guest sees
 	Stdout io.Writer
 	Stderr io.Writer
 }
+
+// Mount is a host directory and where the guest sees it.
+type Mount struct{ Host, Guest string }
 
 // Stats is what the host saw of a run.
 type Stats struct {
@@ -176,8 +179,12 @@ type Stats struct {
 
 // Run runs the guest once, to its exit.
 func (h *Host) Run(ctx context.Context, s Spec) (Stats, error) {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return Stats{}, err
+	fsc := wazero.NewFSConfig()
+	for _, m := range s.Mounts {
+		if err := os.MkdirAll(m.Host, 0o755); err != nil {
+			return Stats{}, err
+		}
+		fsc = fsc.WithDirMount(m.Host, m.Guest)
 	}
 	st := &runState{clock: 1}
 	var key [32]byte
@@ -189,7 +196,7 @@ func (h *Host) Run(ctx context.Context, s Spec) (Stats, error) {
 		WithEnv("GOGC", "400").
 		WithStdout(orDiscard(s.Stdout)).
 		WithStderr(orDiscard(s.Stderr)).
-		WithFSConfig(wazero.NewFSConfig().WithDirMount(s.Dir, "/run")).
+		WithFSConfig(fsc).
 		WithRandSource(rand.NewChaCha8(key)).
 		WithWalltime(func() (int64, int32) {
 			n := epoch + st.clock

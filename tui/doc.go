@@ -87,7 +87,8 @@
 // executable's `sim --schedule DIR/schedule.yaml --fork-at T --add F
 // --data DIR-fork-N --quiet` in a tea.Cmd, and its end shows the output
 // over the pane and replaces the model with one over
-// DIR-fork-N/fork/seed-S. The child ends with the view.
+// DIR-fork-N/fork/seed-S, just before the fork. The child ends with the
+// view.
 //
 // Opening maps the file and indexes every line (start, time, and whether
 // it is a fault, checkpoint, recovery or rescale, for the jump keys

@@ -51,6 +51,9 @@ type forker struct {
 	running string // the fault of the child running, "" when none
 	cancel  context.CancelFunc
 	out     []string // the finished child's output, shown over the pane
+
+	started int // the job_started event's index; -1 until found
+	scanned int // events looked at for it
 }
 
 // forkItem is one fault of the menu, as the ':' prompt (and --add) takes it.
@@ -70,7 +73,7 @@ type forkDone struct {
 
 // newForker finds dir's schedule.yaml.
 func newForker(dir string) *forker {
-	f := &forker{dir: dir, run: execRunner}
+	f := &forker{dir: dir, run: execRunner, started: -1}
 	if dir == "" {
 		return f
 	}
@@ -96,9 +99,11 @@ func forkItems(s *state) []forkItem {
 		}
 	}
 	for _, n := range s.nodeOrder {
-		if st := s.nodes[n].State; st != "lost" && st != "exited" {
-			items = append(items, forkItem{"partition " + n, "cut it off from the rest"})
+		switch s.nodes[n].State {
+		case "dead", "lost", "failed", "exited", "stopped":
+			continue
 		}
+		items = append(items, forkItem{"partition " + n, "cut it off from the rest"})
 	}
 	for _, op := range s.opOrder {
 		if op == "source" || op == "sink" { // only the keyed operators rescale
@@ -141,18 +146,16 @@ func parallelism(s *state, op string) int {
 // event applied since job_started (a step's at is measured from there,
 // sim drive). ok is false before the job started.
 func (m *model) jobTime() (time.Duration, bool) {
-	p := m.rp
-	start := -1
-	for i := 0; i < p.pos; i++ {
-		if e, err := p.rec.event(i); err == nil && e.Kind == events.JobStarted {
-			start = i
-			break
+	p, f := m.rp, m.fork
+	for ; f.started < 0 && f.scanned < p.pos; f.scanned++ {
+		if e, err := p.rec.event(f.scanned); err == nil && e.Kind == events.JobStarted {
+			f.started = f.scanned
 		}
 	}
-	if start < 0 {
+	if f.started < 0 || f.started >= p.pos {
 		return 0, false
 	}
-	return p.rec.time(p.pos - 1).Sub(p.rec.time(start)).Round(time.Millisecond), true
+	return p.rec.time(p.pos - 1).Sub(p.rec.time(f.started)).Round(time.Millisecond), true
 }
 
 // forkArgs is the command line of a fork at job time at with fault,
@@ -244,7 +247,8 @@ func (m *model) startFork(fault string) tea.Cmd {
 func seedDir(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // onForkDone shows the child's output and opens the forked run: a new
-// model over its recording, as spate view --data opens one.
+// model over its recording, as spate view --data opens one, at the
+// position it was forked from.
 func (m *model) onForkDone(d forkDone) (tea.Model, tea.Cmd) {
 	f := m.fork
 	f.running, f.cancel = "", nil
@@ -268,6 +272,9 @@ func (m *model) onForkDone(d forkDone) (tea.Model, tea.Cmd) {
 	nm.w, nm.h = m.w, m.h
 	nm.fork.out = lines
 	nm.mode = modeForkOut
+	// The two runs are the same up to the fork: the forked one opens just
+	// before it, at the position it was forked from.
+	nm.seek(d.rec.countUpTo(m.rp.at.Add(-time.Nanosecond)))
 	nm.flash, nm.flashOK = "the forked run: "+d.dir, true
 	if d.err != nil {
 		nm.flash, nm.flashOK = "the forked run ("+d.err.Error()+"): "+d.dir, false

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -113,6 +114,11 @@ func TestForkBeforeTheJob(t *testing.T) {
 	if m.mode != modeNormal || !strings.Contains(m.flash, "not started") {
 		t.Errorf("w before job_started: mode %v, flash %q", m.mode, m.flash)
 	}
+	m.seek(100)
+	m.Update(keyMsg("w"))
+	if m.mode != modeFork {
+		t.Errorf("w after job_started (having asked before it): mode %v, flash %q; want the menu", m.mode, m.flash)
+	}
 }
 
 // TestForkStates: w opens the menu, esc closes it, enter runs the child
@@ -165,6 +171,9 @@ func TestForkStates(t *testing.T) {
 	forked := filepath.Join(dir+"-fork-1", "fork", "seed-7")
 	if fm.opt.RunDir != forked || fm.rp.rec.path != filepath.Join(forked, "events.jsonl") || fm.fork.schedule == "" {
 		t.Errorf("the forked run: dir %q, events %q, schedule %q; want %s", fm.opt.RunDir, fm.rp.rec.path, fm.fork.schedule, forked)
+	}
+	if want := m.rp.rec.countUpTo(m.rp.at.Add(-time.Nanosecond)); fm.rp.pos != want || want == 0 {
+		t.Errorf("the forked run opens at event %d, want %d (just before the fork)", fm.rp.pos, want)
 	}
 	if fm.mode != modeForkOut || !strings.Contains(strings.Join(fm.body(120, 30), "\n"), "base          fork") {
 		t.Errorf("done: mode %v, body:\n%s\nwant the child's output", fm.mode, strings.Join(fm.body(120, 30), "\n"))

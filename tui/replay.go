@@ -60,6 +60,9 @@ func View(ctx context.Context, opt ViewOptions) error {
 	if fm, ok := final.(*model); ok && fm.fork != nil && fm.fork.cancel != nil {
 		fm.fork.cancel() // a fork still running ends with the view
 	}
+	if fm, ok := final.(*model); ok && fm.rp != nil && fm.rp.rec != rec {
+		fm.rp.rec.close() // a forked run's
+	}
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +40,18 @@ func execRunner(ctx context.Context, args []string) ([]byte, error) {
 // errNoSchedule is w over a run that spate sim did not make.
 const errNoSchedule = "fork: only a simulated run (spate sim --seed S --data DIR) can be forked"
 
+// errForked is w over a fork's run: its schedule's fork step reads the
+// fault from the fork's fork.txt, which a new fork would overwrite.
+const errForked = "fork: this run is itself a fork (its schedule's fork step reads ../fork.txt); fork the run it came from"
+
+// forkStep is a schedule line's fork step, as sim's Format writes it.
+var forkStep = regexp.MustCompile(`(?m)^\s*-\s*\{.*\bfault:\s*fork\b`)
+
 // forker is the fork's part of the view: the menu, the child while it
 // runs, and its output once it is done.
 type forker struct {
 	schedule string // DIR/schedule.yaml; "" when the run has none
+	forked   bool   // its schedule has a fork step: the run is a fork
 	dir      string // the run directory
 	run      forkRunner
 
@@ -78,8 +87,9 @@ func newForker(dir string) *forker {
 		return f
 	}
 	p := filepath.Join(dir, "schedule.yaml")
-	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+	if b, err := os.ReadFile(p); err == nil {
 		f.schedule = p
+		f.forked = forkStep.Match(b)
 	}
 	return f
 }
@@ -117,7 +127,7 @@ func forkItems(s *state) []forkItem {
 
 func nodeWhy(node string) string {
 	if node == "" {
-		return "its node"
+		return "its node (not known here)"
 	}
 	return "its node " + node
 }
@@ -181,6 +191,8 @@ func (m *model) openFork() {
 	switch {
 	case f == nil || f.schedule == "":
 		m.flash, m.flashOK = errNoSchedule, false
+	case f.forked:
+		m.flash, m.flashOK = errForked, false
 	case f.running != "":
 		m.flash, m.flashOK = "fork: "+f.running+" is still running", false
 	default:

@@ -108,6 +108,34 @@ func TestForkNeedsASchedule(t *testing.T) {
 	}
 }
 
+// TestForkOfAFork: a forked run's schedule has the fork step, whose
+// fault a new fork's fork.txt would replace: w says so.
+func TestForkOfAFork(t *testing.T) {
+	m, dir := simRun(t, 100)
+	p := filepath.Join(dir, "schedule.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, append(b, "  - {at: 2s, fault: fork}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.fork = newForker(dir)
+	m.Update(keyMsg("w"))
+	if m.mode != modeNormal || m.flash != errForked {
+		t.Errorf("w over a fork: mode %v, flash %q; want %q", m.mode, m.flash, errForked)
+	}
+}
+
+// TestForkHelp: the help screen of a recording has w.
+func TestForkHelp(t *testing.T) {
+	m, _ := simRun(t, 100)
+	m.keys.recording = true
+	if help := strings.Join(m.keys.helpText(m.st), "\n"); !strings.Contains(help, "what if: fork a simulated run") {
+		t.Errorf("the help screen does not have w:\n%s", help)
+	}
+}
+
 func TestForkBeforeTheJob(t *testing.T) {
 	m, _ := simRun(t, 5)
 	m.Update(keyMsg("w"))

@@ -81,6 +81,15 @@
 // recording's, so ages and charts read as they did live. Actions are
 // refused with a line saying this is a recording.
 //
+// Over a simulated run (RunDir has spate sim's schedule.yaml), w forks
+// it (fork.go): a menu of faults to add at the position, as job time
+// (from job_started, as sim measures a step's at); the choice runs this
+// executable's `sim --schedule DIR/schedule.yaml --fork-at T --add F
+// --data DIR-fork-N --quiet` in a tea.Cmd, and its end shows the output
+// over the pane and replaces the model with one over
+// DIR-fork-N/fork/seed-S, just before the fork. The child ends with the
+// view.
+//
 // Opening maps the file and indexes every line (start, time, and whether
 // it is a fault, checkpoint, recovery or rescale, for the jump keys
 // [ ] f r s c) without decoding it,

@@ -33,6 +33,7 @@ type keyMap struct {
 	NextCheckpoint, PrevCheckpoint key.Binding
 	Slower, Faster                 key.Binding
 	Start, End                     key.Binding
+	Fork                           key.Binding
 	recording                      bool
 
 	// The lesson of spate tour (tour set).
@@ -84,6 +85,7 @@ func defaultKeys() keyMap {
 		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Start:          key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start")),
 		End:            key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end")),
+		Fork:           key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "what if: fork")),
 		NextStep:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
 		PrevStep:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
 	}
@@ -121,6 +123,7 @@ var viewHelp = map[string]string{
 	"-":     "slower (down to 0.25x)",
 	"g":     "the start of the recording (home: first row)",
 	"G":     "the end of the recording (end: last row)",
+	"w":     "what if: fork a simulated run here with a fault (a menu; runs spate sim --fork-at, then opens the forked run)",
 }
 
 // helpGroup is one column of the help screen.
@@ -140,7 +143,7 @@ func (k keyMap) groups() []helpGroup {
 			{"transport (a recording)", []key.Binding{k.Play, k.StepFwd, k.StepBack, k.SecFwd, k.SecBack, k.Faster, k.Slower, k.Start, k.End}},
 			{"jump to", []key.Binding{k.NextMark, k.PrevMark, k.NextFault, k.NextRecovery, k.NextRescale, k.NextCheckpoint}},
 			{"move", []key.Binding{k.NextPane, k.Prev, k.Pane, k.Up, k.Down, top, bottom, k.PageUp, k.PageDown, k.Enter, k.Back}},
-			{"other", []key.Binding{k.Filter, k.Command, k.Help, k.Quit, k.ForceQuit}},
+			{"other", []key.Binding{k.Fork, k.Filter, k.Command, k.Help, k.Quit, k.ForceQuit}},
 		}
 	}
 	if k.tour {

@@ -26,6 +26,8 @@ const (
 	modeCommand      // typing a : command
 	modeHelp         // the ? screen
 	modeDetail       // enter on a row
+	modeFork         // spate view: the menu of faults to fork the run with (w)
+	modeForkOut      // spate view: a finished fork's output
 )
 
 // model is the one top-level model. Update changes it and returns commands
@@ -56,6 +58,7 @@ type model struct {
 
 	rp   *player // spate view: the transport of a recording; nil when live
 	tour *tour   // spate tour: the lesson's progress; nil without one
+	fork *forker // spate view: forking a simulated run (fork.go); nil when live
 
 	logView   []int // filtered log indexes, cached
 	logKey    string
@@ -214,6 +217,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.rp != nil {
 			return m, m.onTick()
 		}
+	case forkDone:
+		if m.fork != nil {
+			return m.onForkDone(msg)
+		}
 	}
 	return m, nil
 }
@@ -241,6 +248,20 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case modeFilter, modeCommand:
 		return m.inputKey(k)
 	case modeHelp:
+		switch {
+		case key.Matches(k, m.keys.Quit):
+			return m, tea.Quit
+		case key.Matches(k, m.keys.Down):
+			m.scroll++
+		case key.Matches(k, m.keys.Up):
+			m.scroll = max(m.scroll-1, 0)
+		default:
+			m.mode, m.scroll = modeNormal, 0
+		}
+		return m, nil
+	case modeFork:
+		return m, m.forkKey(k)
+	case modeForkOut:
 		switch {
 		case key.Matches(k, m.keys.Quit):
 			return m, tea.Quit

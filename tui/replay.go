@@ -57,6 +57,12 @@ func View(ctx context.Context, opt ViewOptions) error {
 		popts = append(popts, tea.WithOutput(opt.Out))
 	}
 	final, err := tea.NewProgram(m, popts...).Run()
+	if fm, ok := final.(*model); ok && fm.fork != nil && fm.fork.cancel != nil {
+		fm.fork.cancel() // a fork still running ends with the view
+	}
+	if fm, ok := final.(*model); ok && fm.rp != nil && fm.rp.rec != rec {
+		fm.rp.rec.close() // a forked run's
+	}
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
@@ -161,6 +167,11 @@ func newViewModel(rec *recording, opt ViewOptions) (*model, error) {
 	m.now = func() time.Time { return p.at }
 	m.keys.recording = true
 	p.playing = opt.Play
+	dir := opt.RunDir
+	if dir == "" {
+		dir = filepath.Dir(opt.Events)
+	}
+	m.fork = newForker(dir)
 	return m, nil
 }
 
@@ -298,6 +309,8 @@ func (m *model) viewKey(k tea.KeyMsg) (tea.Cmd, bool) {
 	case keyIs(k, km.End):
 		p.playing = false
 		m.seek(rec.len())
+	case keyIs(k, km.Fork):
+		m.openFork()
 	default:
 		return nil, false
 	}

@@ -219,6 +219,10 @@ func (m *model) body(w, h int) []string {
 			lines = append(lines, "", m.st.title.Render("run directory"), "  "+m.opt.RunDir+"  (events.jsonl, logs/, checkpoints/, output/)")
 		}
 		return scrolled(lines, m.scroll, h)
+	case modeFork:
+		return m.forkMenu(h)
+	case modeForkOut:
+		return m.forkOutput(h)
 	case modeDetail:
 		title, lines := panes[m.pane].detail(m.view(m.pane))
 		head := m.st.title.Render(title) + m.st.dim.Render("  (esc back, j/k scroll)")

@@ -22,7 +22,7 @@ import (
 // position, and the choice runs `spate sim --schedule DIR/schedule.yaml
 // --fork-at T --add FAULT --data DIR-fork-N` as a child process; when it
 // is done its side-by-side output is shown over the pane and the view
-// opens the forked run, DIR-fork-N/fork/seed-S.
+// opens the forked run, DIR-fork-N/fork.
 
 // forkRunner runs spate with args and returns what it printed (stdout and
 // stderr); the view's is exec of its own executable, tests give a fake.
@@ -243,11 +243,11 @@ func (m *model) startFork(fault string) tea.Cmd {
 	f.running, f.cancel = fault, cancel
 	m.flash, m.flashOK = "forking: running the two runs… ("+fault+" at "+at.String()+")", true
 	m.note("fork: spate "+strings.Join(args, " "), false)
-	run, seed := f.run, seedDir(f.dir)
+	run := f.run
 	return func() tea.Msg {
 		defer cancel()
 		b, err := run(ctx, args)
-		d := forkDone{out: b, err: err, dir: filepath.Join(out, "fork", seed)}
+		d := forkDone{out: b, err: err, dir: filepath.Join(out, "fork")}
 		if d.rec, d.open = openRecording(filepath.Join(d.dir, "events.jsonl")); d.open != nil {
 			d.rec = nil
 		}
@@ -255,8 +255,6 @@ func (m *model) startFork(fault string) tea.Cmd {
 	}
 }
 
-// seedDir is the run directory's name, seed-S (the fork writes the same).
-func seedDir(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // onForkDone shows the child's output and opens the forked run: a new
 // model over its recording, as spate view --data opens one, at the

@@ -158,7 +158,7 @@ func TestForkStates(t *testing.T) {
 	m.fork.run = func(ctx context.Context, args []string) ([]byte, error) {
 		ran = args
 		out := args[len(args)-2]
-		copyRun(t, filepath.Join("testdata", "simrun", "seed-7"), filepath.Join(out, "fork", "seed-7"))
+		copyRun(t, filepath.Join("testdata", "simrun", "seed-7"), filepath.Join(out, "fork"))
 		return []byte("base          fork\nok            ok\n"), nil
 	}
 	m.Update(keyMsg("w"))
@@ -196,7 +196,7 @@ func TestForkStates(t *testing.T) {
 		t.Fatal("done: the view did not open the forked run")
 	}
 	t.Cleanup(fm.rp.rec.close)
-	forked := filepath.Join(dir+"-fork-1", "fork", "seed-7")
+	forked := filepath.Join(dir+"-fork-1", "fork")
 	if fm.opt.RunDir != forked || fm.rp.rec.path != filepath.Join(forked, "events.jsonl") || fm.fork.schedule == "" {
 		t.Errorf("the forked run: dir %q, events %q, schedule %q; want %s", fm.opt.RunDir, fm.rp.rec.path, fm.fork.schedule, forked)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"spate/internal/human"
 
 	"spate/chaos"
 	"spate/coord"
@@ -60,8 +61,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	page := filepath.Join(dir, "report.html")
-	fmt.Fprintf(stdout, "report: %s (%s: %d lost, %d duplicated, %d wrong of %d results; %d recoveries, %d checkpoints, %d rescales); %s\n",
-		page, r.Verdict, r.Lost, r.Duplicated, r.Wrong, r.Windows, len(r.Recoveries), r.Checkpoints.Count, len(r.Rescales), filepath.Join(dir, "report.json"))
+	fmt.Fprintf(stdout, "report: %s (%s: %d lost, %d duplicated, %d wrong of %s; %s, %s, %s); %s\n",
+		page, r.Verdict, r.Lost, r.Duplicated, r.Wrong, human.Plural(r.Windows, "result"), human.Plural(len(r.Recoveries), "recovery"),
+		human.Plural(r.Checkpoints.Count, "checkpoint"), human.Plural(len(r.Rescales), "rescale"), filepath.Join(dir, "report.json"))
 	if *open {
 		if err := openBrowser(page); err != nil {
 			fmt.Fprintf(stderr, "spate report: could not open a browser (%v); the page is %s\n", err, page)

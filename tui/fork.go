@@ -255,7 +255,6 @@ func (m *model) startFork(fault string) tea.Cmd {
 	}
 }
 
-
 // onForkDone shows the child's output and opens the forked run: a new
 // model over its recording, as spate view --data opens one, at the
 // position it was forked from.

@@ -247,7 +247,7 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch m.mode {
 	case modeFilter, modeCommand:
 		return m.inputKey(k)
-	case modeHelp:
+	case modeHelp, modeForkOut: // a page to scroll, any other key closes it
 		switch {
 		case key.Matches(k, m.keys.Quit):
 			return m, tea.Quit
@@ -261,18 +261,6 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeFork:
 		return m, m.forkKey(k)
-	case modeForkOut:
-		switch {
-		case key.Matches(k, m.keys.Quit):
-			return m, tea.Quit
-		case key.Matches(k, m.keys.Down):
-			m.scroll++
-		case key.Matches(k, m.keys.Up):
-			m.scroll = max(m.scroll-1, 0)
-		default:
-			m.mode, m.scroll = modeNormal, 0
-		}
-		return m, nil
 	case modeDetail:
 		switch {
 		case key.Matches(k, m.keys.Quit):
